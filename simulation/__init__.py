@@ -1,0 +1,1 @@
+"""qkov.simulation: numerical integration of the ODEs that :mod:`theory` derives."""

@@ -1,0 +1,46 @@
+"""The CLI's top level, and CI running exactly the README's test command."""
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+from validation.cli import cli, run_cli
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def _fenced_after(marker: str) -> str:
+    text = (ROOT / "README.md").read_text()
+    m = re.search(re.escape(marker) + r"\s*```bash\n(.*?)\n```", text, re.S)
+    assert m, f"README has no bash block after {marker}"
+    return m.group(1).strip()
+
+
+def test_version_and_help(capsys):
+    assert run_cli(cli, ["--version"]) == 0
+    assert "qkov" in capsys.readouterr().out
+    assert run_cli(cli, ["--help"]) == 0
+    assert "reproduce" in capsys.readouterr().out
+
+
+def test_ci_extracts_readme_test_command():
+    cmd = _fenced_after("<!-- test-command -->")
+    assert "pytest" in cmd
+    script = (ROOT / ".ci" / "run").read_text()
+    extracted = subprocess.run(
+        ["awk", r'/<!-- test-command -->/{f=1; next} f && /^```bash/{g=1; next} g && /^```/{exit} g{print}',
+         str(ROOT / "README.md")], capture_output=True, text=True, check=True).stdout.strip()
+    assert extracted == cmd
+    assert "README.md" in script and "exit 1" in script
+
+
+def test_main_command_is_reproduce_quick():
+    assert _fenced_after("<!-- main-command -->").endswith("qkov reproduce --quick")
+
+
+def test_python_m_entry_points():
+    for mod in ("validation",):
+        out = subprocess.run([sys.executable, "-m", mod, "--help"], capture_output=True, text=True, cwd=ROOT)
+        assert out.returncode == 0, out.stderr
+        assert "Usage" in out.stdout

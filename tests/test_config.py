@@ -1,0 +1,65 @@
+"""Config validation: each bad field gives exit status 2, one line naming it, nothing written."""
+
+import math
+
+import pytest
+from hypothesis import given, strategies as st
+
+from theory.config import ConfigError, ModelConfig, parse_config, resolve_data_dir, parse_float_list
+from validation.cli import cli, run_cli
+
+
+@pytest.mark.parametrize("field,value,needle", [
+    ("param", "XAXO", "must be one of"),
+    ("K", 1, ">= 2"),
+    ("M", 0, ">= 1"),
+    ("eta_qk", 0.0, "> 0"),
+    ("eta_qk", -1.0, "> 0"),
+    ("eta_ov", math.nan, "> 0"),
+    ("eta_ov", math.inf, "finite"),
+])
+def test_model_config_rejects_each_field(field, value, needle):
+    with pytest.raises(ConfigError) as err:
+        parse_config(ModelConfig, **{field: value})
+    msg = str(err.value)
+    assert "\n" not in msg
+    assert f"'{field}'" in msg and needle in msg
+
+
+def test_unknown_field_is_named():
+    with pytest.raises(ConfigError, match="'bogus'.*not a known field"):
+        parse_config(ModelConfig, bogus=1)
+
+
+@given(K=st.integers(2, 500), M=st.integers(1, 500),
+       eq=st.floats(1e-6, 1e6), eo=st.floats(1e-6, 1e6))
+def test_valid_configs_round_trip(K, M, eq, eo):
+    cfg = parse_config(ModelConfig, K=K, M=M, eta_qk=eq, eta_ov=eo)
+    assert cfg.D == K + M + 1
+    assert math.isclose(cfg.ratio, eq / eo)
+    assert ModelConfig(**cfg.to_json_dict()) == cfg
+
+
+def test_missing_data_dir_is_config_error(tmp_path, monkeypatch):
+    monkeypatch.delenv("QKOV_DATA_DIR", raising=False)
+    assert resolve_data_dir(None) is None
+    with pytest.raises(ConfigError, match="'data_dir'.*existing directory"):
+        resolve_data_dir(str(tmp_path / "nope"))
+    monkeypatch.setenv("QKOV_DATA_DIR", str(tmp_path / "nope"))
+    with pytest.raises(ConfigError, match="QKOV_DATA_DIR"):
+        resolve_data_dir(None)
+
+
+def test_float_list_parse():
+    assert parse_float_list("ratios", "1,3,10") == (1.0, 3.0, 10.0)
+    with pytest.raises(ConfigError, match="'ratios'"):
+        parse_float_list("ratios", "1,x")
+
+
+def test_cli_bad_data_dir_exits_2_one_line_nothing_written(tmp_path, capsys):
+    out = tmp_path / "out"
+    code = run_cli(cli, ["reproduce", "--quick", "--out", str(out), "--data-dir", str(tmp_path / "missing")])
+    err = capsys.readouterr().err.strip()
+    assert code == 2
+    assert len(err.splitlines()) == 1 and "data_dir" in err
+    assert not out.exists()

@@ -1,0 +1,1 @@
+"""qkov.theory: the symbolic gradient flow of the orthogonal synthetic model (MODEL.md)."""

@@ -1,0 +1,117 @@
+r"""Single-layer self-attention with a collapsed or factorized QK and OV circuit.
+
+The layer of MODEL.md, read at the last position (the query) over all positions:
+
+.. math::
+    s_j = x_j^\top W_{KQ}\, x_q \cdot \text{scale}, \qquad a = \operatorname{softmax}(s), \qquad
+    z = W_{OV} \sum_j a_j x_j,
+
+with :math:`W_{KQ} = W_K^\top W_Q` when the QK circuit is factorized and
+:math:`W_{OV} = W_O W_V` when the OV circuit is factorized. The parametrization
+names follow MODEL.md: attention first, output-value second (``"FACO"`` = factorized
+attention, collapsed output-value).
+"""
+
+from __future__ import annotations
+
+from typing import Iterator
+
+import torch
+from torch import nn
+
+PARAMETRIZATIONS = ("CACO", "FACO", "CAFO", "FAFO")
+
+
+def circuit_kinds(param: str) -> tuple[bool, bool]:
+    """``(qk_factorized, ov_factorized)`` of a parametrization name such as ``"FACO"``."""
+    if param not in PARAMETRIZATIONS:
+        raise ValueError(f"parametrization {param!r}: must be one of {', '.join(PARAMETRIZATIONS)}")
+    return param[0] == "F", param[2] == "F"
+
+
+class QKOVAttention(nn.Module):
+    r"""One attention head read at the last position, circuits collapsed or factorized.
+
+    Args:
+        d_in: input dimension :math:`D` (the vocabulary size for one-hot inputs).
+        d_out: output dimension (``K`` classes).
+        param: ``"CACO" | "FACO" | "CAFO" | "FAFO"``.
+        rank_qk, rank_ov: inner dimensions of the factorized circuits (default ``d_in``).
+        scale: multiplier on the scores (e.g. ``1/sqrt(d)``); 1 for MODEL.md.
+        init_std: standard deviation of the Gaussian initialisation (0 gives zeros;
+            a factorized circuit at exactly zero never moves).
+
+    Shapes: ``x`` is ``(B, L, d_in)``, ``mask`` (optional, True = keep) ``(B, L)``,
+    the query is ``x[:, -1]`` unless ``query_index`` ``(B,)`` says otherwise.
+    ``forward`` returns ``(logits (B, d_out), attention (B, L))``.
+    """
+
+    def __init__(self, d_in: int, d_out: int, param: str = "CACO", *, rank_qk: int | None = None,
+                 rank_ov: int | None = None, scale: float = 1.0, init_std: float = 0.0,
+                 generator: torch.Generator | None = None, dtype: torch.dtype = torch.float32):
+        super().__init__()
+        self.param = param
+        self.qk_factorized, self.ov_factorized = circuit_kinds(param)
+        self.d_in, self.d_out = d_in, d_out
+        self.rank_qk = rank_qk or d_in
+        self.rank_ov = rank_ov or d_in
+        self.scale = scale
+
+        def p(*shape: int) -> nn.Parameter:
+            w = torch.zeros(*shape, dtype=dtype)
+            if init_std > 0:
+                w.normal_(0.0, init_std, generator=generator)
+            return nn.Parameter(w)
+
+        if self.qk_factorized:
+            self.W_K = p(self.rank_qk, d_in)
+            self.W_Q = p(self.rank_qk, d_in)
+        else:
+            self.W_KQ = p(d_in, d_in)
+        if self.ov_factorized:
+            self.W_O = p(d_out, self.rank_ov)
+            self.W_V = p(self.rank_ov, d_in)
+        else:
+            self.W_OV = p(d_out, d_in)
+
+    # -- effective (collapsed) matrices -------------------------------------------------
+    def effective_qk(self) -> torch.Tensor:
+        r""":math:`W_{KQ}` (``d_in x d_in``), :math:`W_K^\top W_Q` when factorized."""
+        return self.W_K.T @ self.W_Q if self.qk_factorized else self.W_KQ
+
+    def effective_ov(self) -> torch.Tensor:
+        r""":math:`W_{OV}` (``d_out x d_in``), :math:`W_O W_V` when factorized."""
+        return self.W_O @ self.W_V if self.ov_factorized else self.W_OV
+
+    def qk_parameters(self) -> Iterator[nn.Parameter]:
+        """The parameters of the QK circuit."""
+        return iter([self.W_K, self.W_Q] if self.qk_factorized else [self.W_KQ])
+
+    def ov_parameters(self) -> Iterator[nn.Parameter]:
+        """The parameters of the OV circuit."""
+        return iter([self.W_O, self.W_V] if self.ov_factorized else [self.W_OV])
+
+    # -- forward ------------------------------------------------------------------------
+    def scores(self, x: torch.Tensor, query_index: torch.Tensor | None = None) -> torch.Tensor:
+        r"""Attention logits :math:`s_j = x_j^\top W_{KQ} x_q \cdot \text{scale}`, shape ``(B, L)``."""
+        xq = x[:, -1] if query_index is None else x[torch.arange(x.shape[0]), query_index]
+        if self.qk_factorized:
+            keys = x @ self.W_K.T                      # (B, L, r)
+            query = xq @ self.W_Q.T                    # (B, r)
+            s = torch.einsum("blr,br->bl", keys, query)
+        else:
+            s = torch.einsum("bld,de,be->bl", x, self.W_KQ, xq)
+        return s * self.scale
+
+    def forward(self, x: torch.Tensor, mask: torch.Tensor | None = None,
+                query_index: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+        s = self.scores(x, query_index)
+        if mask is not None:
+            s = s.masked_fill(~mask, float("-inf"))
+        a = torch.softmax(s, dim=-1)
+        pooled = torch.einsum("bl,bld->bd", a, x)      # (B, d_in)
+        if self.ov_factorized:
+            z = (pooled @ self.W_V.T) @ self.W_O.T
+        else:
+            z = pooled @ self.W_OV.T
+        return z, a

@@ -1,0 +1,61 @@
+r"""Per-circuit learning rates for any torch optimizer.
+
+The only intervention qkov studies is the ratio :math:`\eta_{QK}/\eta_{OV}`: the QK
+parameters get ``ratio * lr_ov``, the OV parameters ``lr_ov``, and every other
+parameter a fixed ``lr_other`` (by default ``lr_ov``), unchanged across a sweep.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Iterable
+
+import torch
+from torch import nn
+
+
+def circuit_param_groups(qk: Iterable[nn.Parameter], ov: Iterable[nn.Parameter],
+                         other: Iterable[nn.Parameter] = (), *, lr_ov: float, ratio: float,
+                         lr_other: float | None = None, **group_options: Any) -> list[dict[str, Any]]:
+    r"""Optimizer parameter groups with :math:`\eta_{QK} = \text{ratio}\cdot\eta_{OV}`.
+
+    Each group carries a ``"circuit"`` key (``"qk"``, ``"ov"``, ``"other"``) so that
+    schedulers and loggers can find it; torch optimizers ignore unknown keys.
+    A parameter listed twice raises ``ValueError``.
+    """
+    if not (ratio > 0 and lr_ov > 0):
+        raise ValueError(f"ratio={ratio!r}, lr_ov={lr_ov!r}: both must be > 0")
+    groups = []
+    seen: set[int] = set()
+    for name, params, lr in (("qk", qk, ratio * lr_ov), ("ov", ov, lr_ov),
+                             ("other", other, lr_ov if lr_other is None else lr_other)):
+        ps = [p for p in params if p.requires_grad]
+        for p in ps:
+            if id(p) in seen:
+                raise ValueError(f"a parameter appears in more than one circuit ({name})")
+            seen.add(id(p))
+        if ps:
+            groups.append({"params": ps, "lr": lr, "circuit": name, **group_options})
+    return groups
+
+
+def model_param_groups(model: nn.Module, *, lr_ov: float, ratio: float, lr_other: float | None = None,
+                       **group_options: Any) -> list[dict[str, Any]]:
+    """Parameter groups for a module exposing ``qk_parameters()`` and ``ov_parameters()``.
+
+    Parameters of ``model`` in neither circuit (embeddings, heads, norms) form the
+    ``"other"`` group at ``lr_other``.
+    """
+    qk = list(model.qk_parameters())
+    ov = list(model.ov_parameters())
+    ids = {id(p) for p in qk + ov}
+    other = [p for p in model.parameters() if id(p) not in ids]
+    return circuit_param_groups(qk, ov, other, lr_ov=lr_ov, ratio=ratio, lr_other=lr_other, **group_options)
+
+
+def make_optimizer(name: str, groups: list[dict[str, Any]], **kwargs: Any) -> torch.optim.Optimizer:
+    """``"gd"``/``"sgd"`` -> :class:`torch.optim.SGD`, ``"adamw"`` -> :class:`torch.optim.AdamW`."""
+    if name in ("gd", "sgd"):
+        return torch.optim.SGD(groups, **kwargs)
+    if name == "adamw":
+        return torch.optim.AdamW(groups, **kwargs)
+    raise ValueError(f"optimizer {name!r}: must be one of gd, sgd, adamw")
