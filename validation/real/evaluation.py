@@ -1,0 +1,158 @@
+r"""Evaluation of a trained model on the test split with :mod:`validation.metrics`.
+
+Per instance: the attention of the query over the words, its mass on the relevant tokens
+:math:`m_i = \sum_{\ell\in R_i} a_{i\ell}` and the probability of the true label
+:math:`p_i` (SQuAD: the geometric mean :math:`\sqrt{p^s_i(s^*)\,p^e_i(e^*)}` of the start and
+end probabilities of the first gold span). From these: DTAP heatmap, AC and ACMC
+(:math:`\tau=\kappa=0.5`). Classification adds accuracy, macro-F1, ERASER faithfulness
+(attention as the explanation; removal = masking the word out of attention) and
+plausibility against the annotation (hard rationale = top-:math:`\bar k` words by attention,
+:math:`\bar k` the mean annotation length).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import torch
+from sklearn.metrics import accuracy_score, f1_score
+
+from validation.metrics.attention_mass import relevant_mass
+from validation.metrics.dtap import DEFAULT_KAPPA, DEFAULT_TAU, SQUAD_MASS_EDGES, SYNTH_EDGES, acmc, \
+    attention_confidence, dtap_histogram
+from validation.metrics.eraser import eraser_scores
+from validation.metrics.plausibility import auprc, hard_rationale, iou_f1, mean_rationale_length, token_f1
+from validation.metrics.squad_eval import exact_match, f1 as squad_f1
+
+from .batching import ClassTensors, SpanTensors
+from .examples import SquadExample
+
+EVAL_BATCH = 256
+MAX_ANSWER_WORDS = 30
+
+
+def dtap_edges(dataset: str) -> tuple[float, ...]:
+    """DTAP bin edges: the official SQuAD edges for SQuAD, the synthetic ones otherwise."""
+    return SQUAD_MASS_EDGES if dataset == "squad" else SYNTH_EDGES
+
+
+def _concentration(mass: np.ndarray, p_true: np.ndarray, dataset: str) -> dict[str, Any]:
+    return {
+        "n_measured": int(mass.size),
+        "relevant_mass_mean": float(mass.mean()),
+        "relevant_mass_median": float(np.median(mass)),
+        "attention_confidence": attention_confidence(mass, DEFAULT_TAU),
+        "acmc": acmc(mass, p_true, DEFAULT_TAU, DEFAULT_KAPPA),
+        "tau": DEFAULT_TAU, "kappa": DEFAULT_KAPPA,
+        "dtap_edges": list(dtap_edges(dataset)),
+        "dtap": dtap_histogram(mass, p_true, dtap_edges(dataset)).tolist(),
+    }
+
+
+@torch.no_grad()
+def _classify(model, data: ClassTensors, keep: torch.Tensor | None = None) -> tuple[np.ndarray, np.ndarray]:
+    probs, attn = [], []
+    for i in range(0, len(data), EVAL_BATCH):
+        idx = torch.arange(i, min(i + EVAL_BATCH, len(data)))
+        valid = data.valid[idx] if keep is None else (data.valid[idx] & keep[idx])
+        logits, a = model(data.ids[idx], valid, data.query_index[idx])
+        probs.append(torch.softmax(logits, -1))
+        attn.append(torch.nn.functional.pad(a, (0, data.ids.shape[1] - a.shape[1])))
+    return torch.cat(probs).numpy().astype(np.float64), torch.cat(attn).numpy().astype(np.float64)
+
+
+def evaluate_classifier(model, data: ClassTensors, dataset: str) -> tuple[dict[str, Any], dict[str, np.ndarray], Any]:
+    """Metrics, per-instance arrays and the ERASER :class:`FaithfulnessResult` (annotated instances)."""
+    model.eval()
+    probs, attn = _classify(model, data)
+    labels = data.labels.numpy()
+    pred = probs.argmax(1)
+    p_true = probs[np.arange(len(labels)), labels]
+    ann = data.annotated.numpy()
+    words = data.words.numpy()
+    rel = data.relevant.numpy()
+    mass = relevant_mass(attn[ann], rel[ann], words[ann])
+    metrics: dict[str, Any] = {
+        "n_test": int(len(labels)),
+        "accuracy": float(accuracy_score(labels, pred)),
+        "macro_f1": float(f1_score(labels, pred, average="macro")),
+        **_concentration(mass, p_true[ann], dataset),
+    }
+    # plausibility against the annotation
+    k = mean_rationale_length(rel[ann])
+    hard = hard_rationale(attn[ann], words[ann], k)
+    metrics.update(token_f1=token_f1(hard, rel[ann]), iou_f1=iou_f1(hard, rel[ann]),
+                   auprc=auprc(attn[ann], rel[ann], words[ann]), hard_rationale_tokens=k)
+    # ERASER faithfulness: removal = the word is masked out of the query's attention
+    sub = data.take(torch.from_numpy(np.flatnonzero(ann)))
+
+    def predict_proba(ids: torch.Tensor, keep: torch.Tensor) -> torch.Tensor:
+        p, _ = _classify(model, ClassTensors(ids, sub.valid, sub.words, sub.query_index, sub.relevant,
+                                             sub.annotated, sub.labels), keep)
+        return torch.from_numpy(p)
+
+    cls_pos = sub.valid & ~sub.words
+    faith = eraser_scores(predict_proba, sub.ids, torch.from_numpy(attn[ann][:, :sub.ids.shape[1]]), sub.words,
+                          always_keep=cls_pos)
+    comp, suff = faith.comprehensiveness_points.mean(0), faith.sufficiency_points.mean(0)
+    metrics.update(
+        eraser_fractions=faith.fractions.tolist(),
+        comprehensiveness=comp.tolist(), sufficiency=suff.tolist(),
+        comprehensiveness_aopc=float(faith.comprehensiveness_aopc().mean()),
+        sufficiency_aopc=float(faith.sufficiency_aopc().mean()))
+    arrays = {"mass": mass, "p_true": p_true[ann], "annotated": ann, "pred": pred, "labels": labels}
+    return metrics, arrays, (faith, hard, attn[ann], words[ann], np.flatnonzero(ann))
+
+
+def best_spans(start: torch.Tensor, end: torch.Tensor, max_words: int = MAX_ANSWER_WORDS) -> tuple[np.ndarray, np.ndarray]:
+    r"""Per row the span :math:`s\le e < s+\text{max\_words}` maximising :math:`\ell^s_s + \ell^e_e`."""
+    ls, le = torch.log_softmax(start, -1), torch.log_softmax(end, -1)
+    score = ls[:, :, None] + le[:, None, :]
+    n = start.shape[1]
+    i = torch.arange(n)
+    band = (i[None, :] >= i[:, None]) & (i[None, :] < i[:, None] + max_words)
+    score = score.masked_fill(~band[None], float("-inf"))
+    flat = score.flatten(1).argmax(1)
+    return (flat // n).numpy(), (flat % n).numpy()
+
+
+@torch.no_grad()
+def evaluate_span(model, data: SpanTensors, examples: list[SquadExample]) -> tuple[dict[str, Any], dict[str, np.ndarray], dict[str, str]]:
+    """EM/F1 (official normalisation, max over gold answers), attention on the answer and its sentence."""
+    model.eval()
+    preds: dict[str, str] = {}
+    attn, p_true = [], []
+    for i in range(0, len(data), EVAL_BATCH):
+        idx = torch.arange(i, min(i + EVAL_BATCH, len(data)))
+        b = data.take(idx)
+        st, en, a = model(b.ctx, b.ctx_valid, b.question, b.q_valid)
+        s, e = best_spans(st, en)
+        for j, (si, ei) in enumerate(zip(s, e)):
+            ex = examples[i + j]
+            preds[ex.uid] = ex.context_text[ex.offsets[si][0]:ex.offsets[ei][1]]
+        ps, pe = torch.softmax(st, -1), torch.softmax(en, -1)
+        gs, ge = b.start.clamp(min=0), b.end.clamp(min=0)
+        p_true.append(torch.sqrt(ps[torch.arange(len(idx)), gs] * pe[torch.arange(len(idx)), ge]))
+        attn.append(torch.nn.functional.pad(a, (0, data.ctx.shape[1] - a.shape[1])))
+    a = torch.cat(attn).numpy().astype(np.float64)
+    p = torch.cat(p_true).numpy().astype(np.float64)
+    has = (data.start >= 0).numpy()
+    valid = data.ctx_valid.numpy()
+    mass = relevant_mass(a[has], data.answer.numpy()[has], valid[has])
+    mass_sent = relevant_mass(a[has], data.sentence.numpy()[has], valid[has])
+    em = np.array([exact_match(preds[ex.uid], list(ex.answers)) for ex in examples])
+    f1v = np.array([squad_f1(preds[ex.uid], list(ex.answers)) for ex in examples])
+    metrics: dict[str, Any] = {
+        "n_test": len(examples), "exact_match": float(100 * em.mean()), "f1": float(100 * f1v.mean()),
+        **_concentration(mass, p[has], "squad"),
+        "sentence_variant": _concentration(mass_sent, p[has], "squad"),
+        "n_answer_outside_window": int((~has).sum()),
+    }
+    gold = data.answer.numpy()[has]
+    k = mean_rationale_length(gold)
+    hard = hard_rationale(a[has], valid[has], k)
+    metrics.update(token_f1=token_f1(hard, gold), iou_f1=iou_f1(hard, gold), auprc=auprc(a[has], gold, valid[has]),
+                   hard_rationale_tokens=k)
+    arrays = {"mass": mass, "mass_sentence": mass_sent, "p_true": p[has], "em": em, "f1": f1v}
+    return metrics, arrays, preds

@@ -1,0 +1,92 @@
+r"""Training with per-circuit learning rates: the only intervention is :math:`\eta_{QK}/\eta_{OV}`.
+
+The QK parameters (``W_KQ`` or ``W_K, W_Q`` of every attention layer) train at
+``ratio * lr_ov``, the OV parameters at ``lr_ov``, everything else (embeddings, positions,
+convolution, heads) at ``lr_other`` (default ``lr_ov``) for every ratio. Constant rates, no
+schedule; the gradient is clipped to global norm :data:`CLIP_NORM` (a global rescaling keeps
+the ratio between the circuits' steps).
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Callable
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+from tqdm.auto import tqdm
+
+from validation.param_groups import make_optimizer, model_param_groups
+
+from .batching import ClassTensors, SpanTensors
+from .config import RealRunConfig
+
+CLIP_NORM = 5.0
+
+
+@dataclass
+class TrainHistory:
+    """Mean training loss per epoch, wall time and throughput."""
+
+    epoch_loss: list[float] = field(default_factory=list)
+    seconds: float = 0.0
+    examples: int = 0
+
+    @property
+    def examples_per_second(self) -> float:
+        return self.examples / self.seconds if self.seconds > 0 else float("nan")
+
+
+def build_optimizer(model: nn.Module, cfg: RealRunConfig) -> torch.optim.Optimizer:
+    """AdamW or SGD(+momentum) over the qk / ov / other parameter groups of ``model``."""
+    groups = model_param_groups(model, lr_ov=cfg.lr_ov, ratio=cfg.ratio, lr_other=cfg.lr_other or cfg.lr_ov)
+    if cfg.optimizer == "sgd":
+        return make_optimizer("sgd", groups, momentum=cfg.momentum, weight_decay=cfg.weight_decay)
+    return make_optimizer("adamw", groups, weight_decay=cfg.weight_decay)
+
+
+def classification_loss(model: nn.Module, b: ClassTensors) -> torch.Tensor:
+    """Cross-entropy of the class logits read at ``[CLS]``."""
+    logits, _ = model(b.ids, b.valid, b.query_index)
+    return F.cross_entropy(logits, b.labels)
+
+
+def span_loss(model: nn.Module, b: SpanTensors) -> torch.Tensor:
+    r"""Mean of the start and end cross-entropies, :math:`\tfrac12(\mathrm{CE}(\ell^s, s) + \mathrm{CE}(\ell^e, e))`."""
+    start, end, _ = model(b.ctx, b.ctx_valid, b.question, b.q_valid)
+    return 0.5 * (F.cross_entropy(start, b.start) + F.cross_entropy(end, b.end))
+
+
+def train(model: nn.Module, data: ClassTensors | SpanTensors, cfg: RealRunConfig,
+          loss_fn: Callable[[nn.Module, object], torch.Tensor], *, progress: bool = True,
+          desc: str = "train") -> TrainHistory:
+    """Minibatch training for ``cfg.epochs`` epochs, shuffled by a generator seeded with ``cfg.seed``."""
+    opt = build_optimizer(model, cfg)
+    gen = torch.Generator().manual_seed(cfg.seed)
+    hist = TrainHistory()
+    n = len(data)
+    t0 = time.perf_counter()
+    model.train()
+    bar = tqdm(total=cfg.epochs * ((n + cfg.batch_size - 1) // cfg.batch_size), desc=desc, disable=not progress,
+               leave=False, mininterval=1.0)
+    for _ in range(cfg.epochs):
+        perm = torch.randperm(n, generator=gen)
+        total, count = 0.0, 0
+        for i in range(0, n, cfg.batch_size):
+            idx = perm[i:i + cfg.batch_size]
+            loss = loss_fn(model, data.take(idx))
+            opt.zero_grad(set_to_none=True)
+            loss.backward()
+            torch.nn.utils.clip_grad_norm_(model.parameters(), CLIP_NORM)
+            opt.step()
+            total += float(loss.detach()) * len(idx)
+            count += len(idx)
+            bar.update(1)
+        hist.epoch_loss.append(total / max(count, 1))
+    bar.close()
+    hist.seconds = time.perf_counter() - t0
+    hist.examples = n * cfg.epochs
+    model.eval()
+    return hist
