@@ -122,7 +122,7 @@ class SampledData:
                 forced = torch.zeros_like(keep).scatter_(1, order, True)
                 keep = torch.where(need[:, None], keep | forced, keep)
         # kept commons first (stable sort puts True before False when sorting ~keep)
-        order = (~keep).to(torch.int8).argsort(1, stable=True)
+        order = (~keep).to(torch.int8).argsort(dim=1, stable=True)
         commons = self.common_ids[order]
         common_mask = torch.gather(keep, 1, order)
         ids = torch.cat([distinct, commons, torch.full((n, 1), self.query_id)], 1)
