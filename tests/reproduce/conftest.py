@@ -1,0 +1,64 @@
+"""Fixtures of the reproduce tests: fake stage modules, one shared Dask cluster per test module."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import sys
+from pathlib import Path
+
+import pytest
+
+HERE = Path(__file__).resolve().parent
+# The fake stages (package `fakestudy`) must import in the Dask worker processes too.
+if str(HERE) not in sys.path:
+    sys.path.insert(0, str(HERE))
+os.environ["PYTHONPATH"] = os.pathsep.join(
+    [str(HERE)] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p])
+
+FAKE_STAGES = (
+    ("derive", "fakestudy.derive"),
+    ("simulate", "fakestudy.simulate"),
+    ("synthetic", "fakestudy.synthetic"),
+    ("real", "fakestudy.real"),
+)
+
+
+@pytest.fixture
+def fake_stages(tmp_path, monkeypatch):
+    """Point the engine at the fake stages; return the scratch directory (execution counters)."""
+    from validation import engine
+
+    scratch = tmp_path / "scratch"
+    scratch.mkdir()
+    monkeypatch.setattr(engine, "STAGES", FAKE_STAGES)
+    monkeypatch.setenv("QKOV_FAKE_DIR", str(scratch))
+    for var in ("QKOV_FAKE_SLEEP", "QKOV_FAKE_KILL", "QKOV_FAKE_FAIL", "QKOV_DATA_DIR"):
+        monkeypatch.delenv(var, raising=False)
+    return scratch
+
+
+@pytest.fixture(scope="module")
+def dask_client():
+    """One LocalCluster (2 single-threaded worker processes) shared by a test module."""
+    from distributed import Client, LocalCluster
+
+    cluster = LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None,
+                           silence_logs=50)
+    client = Client(cluster)
+    yield client
+    client.close()
+    cluster.close()
+
+
+@pytest.fixture
+def shared_cluster(dask_client, monkeypatch):
+    """Make `qkov reproduce` use the module's cluster instead of starting its own."""
+    from validation import engine
+
+    @contextlib.contextmanager
+    def use_shared(scheduler=None, workers=1):
+        yield dask_client
+
+    monkeypatch.setattr(engine, "StudyCluster", use_shared)
+    return dask_client

@@ -1,0 +1,11 @@
+"""Fake study stages for the engine's tests: same contract as ``theory.study`` & co, instant runs.
+
+Behaviour comes from the environment of the *planning* process and travels inside
+each run's config (so the workers need nothing but this importable package):
+
+- ``QKOV_FAKE_DIR``: scratch directory; each execution appends to ``counts/<run dir name>``;
+- ``QKOV_FAKE_SLEEP``: seconds each run sleeps between its first file and ``COMPLETE``;
+- ``QKOV_FAKE_KILL=1``: the first synthetic run kills its own worker process the first time
+  (a marker file in the scratch directory remembers that it did);
+- ``QKOV_FAKE_FAIL=1``: the first synthetic run always raises.
+"""

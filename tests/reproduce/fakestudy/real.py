@@ -1,0 +1,26 @@
+"""Fake real-data stage: runs only with a data directory; otherwise says what it skipped."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from fakestudy.common import behaviour, numbers, write_run
+
+
+def study_runs(quick, data_dir):
+    if data_dir is None:
+        return []
+    return [("real-sva", {"dataset": "sva", "ratio": r, "seed": s, "behaviour": behaviour()})
+            for r in (1.0, 30.0) for s in (1, 2, 3)]
+
+
+def skipped_runs(quick, data_dir):
+    if data_dir is None:
+        return ["real-sva (6 runs): no data directory"]
+    return []
+
+
+def execute(kind: str, config: dict, run_dir: Path) -> None:
+    x = numbers(config["seed"])
+    write_run(kind, config, run_dir, metrics={"accuracy": 0.9 + x[0] / 100, "ac": 0.1 * config["ratio"] ** 0.3},
+              claims={"real-data": {"verdict": "supports", "evidence": "AC rises with the ratio"}})

@@ -1,0 +1,19 @@
+"""Fake simulation stage: three ratios, one figure each."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from fakestudy.common import behaviour, numbers, write_run
+
+
+def study_runs(quick, data_dir):
+    return [("simulate", {"ratio": r, "seed": 0, "behaviour": behaviour()}) for r in (0.1, 1.0, 10.0)]
+
+
+def execute(kind: str, config: dict, run_dir: Path) -> None:
+    x = numbers(int(config["ratio"] * 10))
+    write_run(kind, config, run_dir, metrics={"final_loss": abs(x[0]), "alpha": 1 / (1 + abs(x[1]))},
+              claims={"growth-rates": {"verdict": "supports", "evidence": f"slope {x[2]:.3f}"},
+                      "paper-equations": {"verdict": "contradicts", "evidence": "off by a factor b"}},
+              figure="u_of_t")

@@ -1,0 +1,29 @@
+"""Fake synthetic-training stage: two ratios x two seeds; a DTAP heatmap each."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from fakestudy.common import behaviour, numbers, write_run
+
+
+def study_runs(quick, data_dir):
+    b = behaviour()
+    runs = []
+    for i, (ratio, seed) in enumerate((r, s) for r in (1.0, 10.0) for s in (1234, 1235)):
+        cfg = {"ratio": ratio, "seed": seed, "behaviour": b}
+        if i == 0 and b["kill"]:
+            cfg["kill_me"] = True
+        if i == 0 and b["fail"]:
+            cfg["fail_me"] = True
+        runs.append(("synthetic", cfg))
+    return runs
+
+
+def execute(kind: str, config: dict, run_dir: Path) -> None:
+    x = numbers(config["seed"])
+    write_run(kind, config, run_dir, metrics={"loss": abs(x[0]), "attention": {"distinct": 0.5 + x[1] / 10}},
+              claims={"sharpness-ratio": {"verdict": "supports", "evidence": f"attention {0.5 + x[1] / 10:.3f}"},
+                      "growth-rates": {"verdict": "supports" if config["ratio"] > 1 else "n/a",
+                                       "evidence": "log fit"}},
+              figure=f"dtap_ratio{config['ratio']:g}")

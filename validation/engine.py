@@ -1,0 +1,309 @@
+"""The reproduce engine: the whole study as one flat set of independent runs on Dask.
+
+Each layer exposes a ``study`` module (see ``docs/architecture.md``) with
+``study_runs(quick, data_dir) -> [(kind, config)]`` and ``execute(kind, config, run_dir)``.
+The engine
+
+1. *plans*: imports whichever stage modules exist (a module that does not exist is a
+   stage not built yet; a module that fails to import is an error), asks each for its
+   runs and keys every run by :func:`theory.runstore.config_key`, laying it out as
+   ``<out>/runs/<kind>-<key>/``;
+2. *resumes*: a run that :func:`theory.runstore.is_complete` accepts is skipped; a run
+   directory that exists but is not complete (half-written, truncated) is removed and redone;
+3. *executes*: submits the remaining runs to a Dask ``distributed.Client`` (a
+   ``LocalCluster`` of single-threaded worker processes by default, or an existing
+   scheduler), with ``retries`` so that a task whose worker dies or that fails
+   transiently is run again, and shows a progress bar over runs as they finish.
+
+Runs have no data dependencies on each other (each run recomputes what it needs), so
+an interrupted study loses only the runs that were in flight: everything finished is
+on disk, complete, and skipped by the next call.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime as _dt
+import importlib
+import json
+import shutil
+import sys
+import time
+from pathlib import Path
+from types import ModuleType
+from typing import Any, Callable, Sequence
+
+from theory.config import ConfigError
+from theory.runstore import atomic_write_json, config_key, is_complete
+
+STAGES: tuple[tuple[str, str], ...] = (
+    ("derive", "theory.study"),
+    ("simulate", "simulation.study"),
+    ("synthetic", "validation.synthetic.study"),
+    ("real", "validation.real.study"),
+)
+"""(stage name, study module) in data-flow order; the report lists stages in this order."""
+
+RUNS_DIR = "runs"
+SUMMARY_FILE = "reproduce.json"
+
+
+@dataclasses.dataclass(frozen=True)
+class StageStatus:
+    """What the planner found for one stage: ``state`` is ``ready`` or ``not built``."""
+
+    name: str
+    module: str
+    state: str
+    n_runs: int = 0
+    skipped: tuple[str, ...] = ()
+
+
+@dataclasses.dataclass(frozen=True)
+class PlannedRun:
+    """One run of the study: its stage, kind, JSON config, key and directory."""
+
+    stage: str
+    module: str
+    kind: str
+    config: dict[str, Any]
+    key: str
+    run_dir: Path
+
+    @property
+    def name(self) -> str:
+        """The run directory's name, ``<kind>-<key>``."""
+        return self.run_dir.name
+
+
+@dataclasses.dataclass
+class StudyPlan:
+    """Every stage's status and every planned run (deduplicated by directory)."""
+
+    out: Path
+    stages: list[StageStatus]
+    runs: list[PlannedRun]
+
+    @property
+    def skipped(self) -> list[str]:
+        """One line per run a stage did not plan, with the reason."""
+        return [line for s in self.stages for line in s.skipped]
+
+
+@dataclasses.dataclass
+class StudyResult:
+    """Outcome of :func:`run_study`: run names done now, already complete, redone, failed."""
+
+    plan: StudyPlan
+    executed: list[str]
+    reused: list[str]
+    redone: list[str]
+    failed: dict[str, str]
+    started: str
+    ended: str
+
+    @property
+    def ok(self) -> bool:
+        """True iff no run failed."""
+        return not self.failed
+
+
+def load_stage(module_name: str) -> ModuleType | None:
+    """Import a stage's study module; ``None`` if it (or its package) does not exist yet.
+
+    A module that exists but fails to import (a syntax error, a missing dependency
+    of its own) raises: a broken stage must not pass silently as "not built".
+    """
+    try:
+        return importlib.import_module(module_name)
+    except ModuleNotFoundError as exc:
+        parts = module_name.split(".")
+        own = {".".join(parts[: i + 1]) for i in range(len(parts))}
+        if exc.name in own:
+            return None
+        raise
+
+
+def _check_run(module_name: str, item: Any) -> tuple[str, dict[str, Any]]:
+    if not (isinstance(item, (tuple, list)) and len(item) == 2 and isinstance(item[0], str)
+            and isinstance(item[1], dict)):
+        raise ConfigError(f"{module_name}.study_runs returned {item!r:.80}: expected (kind: str, config: dict)")
+    kind, config = item
+    if not kind or "/" in kind or kind.startswith("."):
+        raise ConfigError(f"{module_name}.study_runs kind {kind!r}: must be a plain non-empty name")
+    try:
+        json.dumps(config, allow_nan=True)
+    except (TypeError, ValueError) as exc:
+        raise ConfigError(f"{module_name}.study_runs config of kind {kind!r}: not plain JSON data ({exc})") from None
+    return kind, config
+
+
+def plan_study(out: Path, quick: bool, data_dir: Path | None,
+               stages: Sequence[tuple[str, str]] | None = None) -> StudyPlan:
+    """Collect the runs of every existing stage; writes nothing.
+
+    Each run lives at ``out/runs/<kind>-<config_key(kind, config)>``; two stages
+    proposing the same (kind, config) share one run. ``stages`` defaults to :data:`STAGES`.
+    """
+    stages = STAGES if stages is None else stages
+    statuses: list[StageStatus] = []
+    runs: dict[str, PlannedRun] = {}
+    for stage, module_name in stages:
+        module = load_stage(module_name)
+        if module is None:
+            statuses.append(StageStatus(stage, module_name, "not built"))
+            continue
+        items = [_check_run(module_name, it) for it in module.study_runs(quick, data_dir)]
+        skipped_fn: Callable[..., list[str]] | None = getattr(module, "skipped_runs", None)
+        skipped = tuple(str(s) for s in skipped_fn(quick, data_dir)) if skipped_fn else ()
+        for kind, config in items:
+            key = config_key(kind, config)
+            run_dir = out / RUNS_DIR / f"{kind}-{key}"
+            runs.setdefault(run_dir.name, PlannedRun(stage, module_name, kind, config, key, run_dir))
+        statuses.append(StageStatus(stage, module_name, "ready", len(items), skipped))
+    return StudyPlan(out=out, stages=statuses, runs=list(runs.values()))
+
+
+def execute_run(module_name: str, kind: str, config: dict[str, Any], run_dir: str) -> str:
+    """Worker side of one run: import the stage module and call its ``execute``.
+
+    A directory left by an earlier attempt that died halfway is cleared first; the
+    run must end complete (``COMPLETE`` written last by ``RunWriter``), else this raises.
+    Returns the run directory's name.
+    """
+    path = Path(run_dir)
+    if path.exists() and not is_complete(path):
+        shutil.rmtree(path)
+    module = importlib.import_module(module_name)
+    module.execute(kind, config, path)
+    if not is_complete(path):
+        raise RuntimeError(f"run {path.name}: {module_name}.execute returned but the run is not complete")
+    return path.name
+
+
+def _now() -> str:
+    return _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
+
+
+def _summary(result: StudyResult, cluster: str) -> dict[str, Any]:
+    plan = result.plan
+    status = {r.name: ("failed" if r.name in result.failed else
+                       "reused" if r.name in result.reused else "executed") for r in plan.runs}
+    return {
+        "started": result.started,
+        "ended": result.ended,
+        "cluster": cluster,
+        "stages": [dataclasses.asdict(s) | {"skipped": list(s.skipped)} for s in plan.stages],
+        "runs": [{"name": r.name, "stage": r.stage, "kind": r.kind, "key": r.key, "status": status[r.name],
+                  "error": result.failed.get(r.name)} for r in plan.runs],
+        "redone": result.redone,
+        "skipped": plan.skipped,
+    }
+
+
+def _address(client: Any) -> str:
+    try:
+        return str(client.scheduler.address)
+    except AttributeError:
+        return ""
+
+
+def _progress(total: int, desc: str):
+    from tqdm.auto import tqdm
+
+    return tqdm(total=total, desc=desc, unit="run", file=sys.stderr, dynamic_ncols=True)
+
+
+def pending(plan: StudyPlan) -> list[PlannedRun]:
+    """The planned runs that are not complete yet (to execute or redo)."""
+    return [r for r in plan.runs if not is_complete(r.run_dir)]
+
+
+def run_study(plan: StudyPlan, client: Any | None, retries: int = 2, progress: bool = True) -> StudyResult:
+    """Run every incomplete run of ``plan`` on a Dask ``client``; keep finished work.
+
+    Complete runs are reused; incomplete directories are removed and redone. Tasks
+    are submitted with ``retries`` (a task whose worker dies is rescheduled by the
+    scheduler as well). A run that still fails is recorded in ``failed`` (name ->
+    one-line error) and the others continue. ``client`` may be ``None`` when nothing is pending. On ``KeyboardInterrupt`` pending tasks
+    are cancelled and the interrupt propagates; completed runs stay on disk.
+    The summary ``<out>/reproduce.json`` is written at the end.
+    """
+    from distributed import as_completed
+
+    started = _now()
+    reused, redone, todo = [], [], []
+    for run in plan.runs:
+        if is_complete(run.run_dir):
+            reused.append(run.name)
+            continue
+        if run.run_dir.exists():
+            shutil.rmtree(run.run_dir)
+            redone.append(run.name)
+        todo.append(run)
+    (plan.out / RUNS_DIR).mkdir(parents=True, exist_ok=True)
+
+    if todo and client is None:
+        raise ValueError("run_study: runs to execute but no Dask client")
+    futures = {}
+    for run in todo:
+        fut = client.submit(execute_run, run.module, run.kind, run.config, str(run.run_dir),
+                            key=f"qkov-{run.name}", pure=False, retries=retries)
+        futures[fut] = run
+    executed: list[str] = []
+    failed: dict[str, str] = {}
+    bar = _progress(len(todo), f"runs ({len(reused)} reused)") if progress else None
+    try:
+        for fut in (as_completed(list(futures)) if futures else ()):
+            run = futures[fut]
+            try:
+                fut.result()
+                executed.append(run.name)
+            except Exception as exc:  # noqa: BLE001 - a failed run is reported, the study goes on
+                msg = f"{type(exc).__name__}: {exc}".splitlines()[0] if str(exc) else type(exc).__name__
+                failed[run.name] = msg
+            if bar is not None:
+                bar.update(1)
+                bar.set_postfix(failed=len(failed))
+    except BaseException:
+        if futures:
+            client.cancel(list(futures))
+        raise
+    finally:
+        if bar is not None:
+            bar.close()
+    result = StudyResult(plan, executed, reused, redone, failed, started, _now())
+    atomic_write_json(plan.out / SUMMARY_FILE, _summary(result, _address(client)))
+    return result
+
+
+class StudyCluster:
+    """A Dask client: a new ``LocalCluster`` of ``workers`` single-threaded processes, or ``scheduler``.
+
+    Use as a context manager; a cluster it started is closed on exit.
+    """
+
+    def __init__(self, scheduler: str | None = None, workers: int = 1):
+        self.scheduler = scheduler
+        self.workers = workers
+        self.cluster = None
+        self.client = None
+
+    def __enter__(self):
+        from distributed import Client, LocalCluster
+
+        if self.scheduler:
+            self.client = Client(self.scheduler, timeout="30s")
+        else:
+            self.cluster = LocalCluster(n_workers=self.workers, threads_per_worker=1, processes=True,
+                                        dashboard_address=None, silence_logs=40)
+            self.client = Client(self.cluster)
+        return self.client
+
+    def __exit__(self, *exc_info) -> bool:
+        t0 = time.monotonic()
+        if self.client is not None:
+            self.client.close()
+        if self.cluster is not None:
+            self.cluster.close(timeout=max(5.0, 20.0 - (time.monotonic() - t0)))
+        return False

@@ -1,0 +1,29 @@
+"""Build ``<out>/report.html`` and ``<out>/report.md`` from the run directories of a study."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from theory.runstore import atomic_write_bytes
+from validation.report.collect import collect_runs
+from validation.report.ledger import build_ledger
+from validation.report.render_html import render_html
+from validation.report.render_markdown import render_markdown
+
+HTML_NAME = "report.html"
+MD_NAME = "report.md"
+
+
+def build_report(out: str | Path) -> tuple[Path, Path]:
+    """Read ``<out>/runs/*`` and write the HTML report and its Markdown twin; return both paths.
+
+    Raises ``FileNotFoundError`` (one line) when ``out`` has no ``runs`` directory.
+    """
+    out = Path(out)
+    if not (out / "runs").is_dir():
+        raise FileNotFoundError(f"{out / 'runs'}: no runs to report on (run `qkov reproduce --out {out}` first)")
+    results = collect_runs(out)
+    rows = build_ledger(results)
+    html_path = atomic_write_bytes(out / HTML_NAME, render_html(results, rows).encode("utf-8"))
+    md_path = atomic_write_bytes(out / MD_NAME, render_markdown(results, rows).encode("utf-8"))
+    return html_path, md_path
