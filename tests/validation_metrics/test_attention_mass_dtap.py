@@ -104,3 +104,17 @@ def test_plot_dtap_draws_annotated_cells():
     assert buf.getvalue()[:4] == b"\x89PNG"
     with pytest.raises(ValueError, match="hist"):
         plot_dtap(np.zeros((2, 2)), SQUAD_MASS_EDGES)
+
+
+def test_attention_rollout_hand_computed():
+    from validation.metrics.attention_mass import attention_rollout
+
+    a1 = np.array([[1.0, 0.0], [0.5, 0.5]])
+    a2 = np.array([[0.0, 1.0], [0.0, 1.0]])
+    # (A2/2 + I/2)(A1/2 + I/2) = [[.5, .5], [0, 1]] @ [[1, 0], [.25, .75]] = [[.625, .375], [.25, .75]]
+    r = attention_rollout(np.stack([a1, a2])[:, None])
+    np.testing.assert_allclose(r[0], [[0.625, 0.375], [0.25, 0.75]])
+    np.testing.assert_allclose(attention_rollout(np.stack([a1, a2])[:, None], residual=False)[0], a2 @ a1)
+    np.testing.assert_allclose(r.sum(-1), 1.0)
+    with pytest.raises(ValueError, match="attn_layers"):
+        attention_rollout(np.ones((2, 3, 3)))

@@ -50,3 +50,37 @@ def relevant_mass(attn: Any, relevant: Any, valid: Any = None) -> np.ndarray:
 
 
 relevant_mass.lower_is_better = LOWER_IS_BETTER  # type: ignore[attr-defined]
+
+
+def attention_rollout(attn_layers: Any, residual: bool = True) -> np.ndarray:
+    r"""Attention rollout (Abnar & Zuidema, 2020) through a stack of layers.
+
+    With head-averaged, row-stochastic attention :math:`A_l` (rows = query positions) of
+    layers :math:`l = 1..n`:
+
+    .. math::
+        \tilde A_l = \tfrac12 A_l + \tfrac12 I \ (\text{if residual}), \qquad
+        R = \tilde A_n \tilde A_{n-1} \cdots \tilde A_1 ,
+
+    so row :math:`i` of :math:`R` distributes output position :math:`i` over the input
+    tokens (rows still sum to 1). Feed a row of :math:`R` to :func:`relevant_mass` for the
+    rollout mass; the layer average is ``attn_layers.mean(0)`` and the max over layers
+    ``relevant_mass`` of each layer, maximised.
+
+    Args:
+        attn_layers: ``(n_layers, B, L, L)`` (average the heads first).
+        residual: add the identity for the residual stream (the usual rollout).
+
+    Returns:
+        ``(B, L, L)`` float64.
+    """
+    a = np.asarray(attn_layers.detach().cpu().numpy() if hasattr(attn_layers, "detach") else attn_layers,
+                   dtype=np.float64)
+    if a.ndim != 4 or a.shape[-1] != a.shape[-2]:
+        raise ValueError(f"attn_layers: expected shape (n_layers, B, L, L), got {a.shape}")
+    eye = np.eye(a.shape[-1])
+    out = np.broadcast_to(eye, a.shape[1:]).copy()
+    for layer in a:
+        step = 0.5 * layer + 0.5 * eye if residual else layer
+        out = step @ out
+    return out
