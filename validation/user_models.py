@@ -146,6 +146,16 @@ def _is_hf_attention(module: nn.Module) -> bool:
             and _hf_out(module) is not None)
 
 
+def _unique(params: list[nn.Parameter]) -> list[nn.Parameter]:
+    seen: set[int] = set()
+    out = []
+    for p in params:
+        if id(p) not in seen:  # shared (tied) projections are listed once
+            seen.add(id(p))
+            out.append(p)
+    return out
+
+
 def iter_attention(model: nn.Module) -> Iterator[tuple[str, nn.Module]]:
     """``(name, module)`` of every attention module :func:`qkov_param_groups` recognises."""
     for name, m in model.named_modules():
@@ -167,6 +177,7 @@ def qk_ov_parameters(model: nn.Module) -> tuple[list[nn.Parameter], list[nn.Para
             b = list(m.v_proj.parameters()) + list(_hf_out(m).parameters())  # type: ignore[union-attr]
         qk += a
         ov += b
+    qk, ov = _unique(qk), _unique(ov)
     if not found:
         raise ValueError(f"{type(model).__name__}: no attention module found (nn.MultiheadAttention or a "
                          "module with q_proj, k_proj, v_proj and o_proj/out_proj)")

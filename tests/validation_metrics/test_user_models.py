@@ -253,3 +253,11 @@ def test_separate_kdim_mha_and_errors():
     qkov_param_groups(model, LR, RATIO)
     merge_all(model)
     assert not is_split(model[0])
+
+
+def test_tied_projections_are_grouped_once():
+    model = TinyHFModel()
+    model.layers[1].q_proj = model.layers[0].q_proj  # weight sharing across layers
+    groups = qkov_param_groups(model, LR, RATIO)
+    ids = [id(p) for g in groups for p in g["params"]]
+    assert len(ids) == len(set(ids)) == len(list(model.parameters()))
