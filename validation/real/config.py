@@ -48,16 +48,16 @@ class RealRunConfig(StrictConfig):
         return self.ratio * self.lr_ov
 
 
-# (full, quick) overrides per dataset; the optimizer sets lr_ov (AdamW 1e-3, SGD+momentum 0.05).
+# (full, quick) overrides per dataset; the optimizer sets lr_ov (AdamW 3e-3, SGD+momentum 0.05).
 _DEFAULTS: dict[str, dict[bool, dict]] = {
     "hatexplain": {False: dict(d=64, epochs=8, batch_size=32, max_len=192),
-                   True: dict(d=32, epochs=3, batch_size=32, max_len=192, max_train=1500, max_test=300)},
+                   True: dict(d=32, epochs=5, batch_size=32, max_len=192, max_train=4000, max_test=500)},
     "sva": {False: dict(d=64, epochs=15, batch_size=32, max_len=64),
-            True: dict(d=32, epochs=6, batch_size=32, max_len=64, max_train=2000, max_test=400)},
+            True: dict(d=32, epochs=8, batch_size=32, max_len=64, max_train=3000, max_test=500)},
     "squad": {False: dict(d=64, epochs=8, batch_size=32, max_len=256),
-              True: dict(d=32, epochs=2, batch_size=32, max_len=160, max_train=1500, max_test=300)},
+              True: dict(d=32, epochs=3, batch_size=32, max_len=160, max_train=2000, max_test=400)},
 }
-_LR = {"adamw": 1e-3, "sgd": 0.05}
+_LR = {"adamw": 3e-3, "sgd": 0.05}
 
 
 def default_config(dataset: str, *, ratio: float, seed: int, optimizer: str, quick: bool, data_dir: str,
