@@ -105,7 +105,8 @@ def reproduce(quick: bool, out: str, data_dir: str | None, scheduler: str | None
     click.echo(f"results: {cfg.out.resolve()}")
     click.echo(f"report: {html_path.resolve()}")
     if not result.ok:
-        click.get_current_context().exit(1)
+        raise click.ClickException(f"{len(result.failed)} runs failed (listed above); rerun the same command "
+                                   "to retry them, finished runs are kept")
 
 
 __all__ = ["ReproduceConfig", "reproduce", "ConfigError"]

@@ -1,0 +1,18 @@
+"""Build a study's results in-process (no Dask) from the fake stages, for the report tests."""
+
+from __future__ import annotations
+
+import importlib
+from pathlib import Path
+
+from validation import engine
+
+from conftest import FAKE_STAGES
+
+
+def build_fake_results(out: Path, data_dir: Path | None) -> engine.StudyPlan:
+    """Plan the fake study into ``out`` and execute every run sequentially."""
+    plan = engine.plan_study(out, True, data_dir, FAKE_STAGES)
+    for run in plan.runs:
+        importlib.import_module(run.module).execute(run.kind, run.config, run.run_dir)
+    return plan

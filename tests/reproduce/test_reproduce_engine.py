@@ -1,0 +1,92 @@
+"""The engine on fake stages: planning, resuming, failures, the `qkov reproduce` command end to end."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from theory.config import ConfigError
+from theory.runstore import config_key, is_complete
+from validation import engine
+from validation.cli import cli, run_cli
+
+from conftest import FAKE_STAGES
+from fakestudy.common import executions
+
+
+def test_load_stage_missing_broken_present():
+    assert engine.load_stage("qkov_nosuch_pkg.study") is None          # package missing: not built
+    assert engine.load_stage("fakestudy.nosuch_stage") is None         # module missing: not built
+    with pytest.raises(ModuleNotFoundError, match="qkov_no_such_dependency"):
+        engine.load_stage("fakestudy.broken")                          # exists, fails to import: error
+    assert engine.load_stage("fakestudy.derive").study_runs(True, None)[0][0] == "derive"
+
+
+def test_plan_keys_runs_and_writes_nothing(tmp_path, fake_stages):
+    out = tmp_path / "out"
+    plan = engine.plan_study(out, True, None, FAKE_STAGES + (("later", "fakestudy.nosuch_stage"),))
+    assert not out.exists()
+    assert [(s.name, s.state, s.n_runs) for s in plan.stages] == [
+        ("derive", "ready", 1), ("simulate", "ready", 3), ("synthetic", "ready", 4), ("real", "ready", 0),
+        ("later", "not built", 0)]
+    assert plan.skipped == ["real-sva (6 runs): no data directory"]
+    for run in plan.runs:
+        assert run.run_dir == out / "runs" / f"{run.kind}-{config_key(run.kind, run.config)}"
+    assert len({r.name for r in plan.runs}) == 8
+    with_data = engine.plan_study(out, True, tmp_path, FAKE_STAGES)
+    assert sum(r.stage == "real" for r in with_data.runs) == 6 and not with_data.skipped
+
+
+def test_plan_rejects_malformed_study_runs(tmp_path):
+    with pytest.raises(ConfigError, match="fakestudy.badruns.study_runs .*expected \\(kind: str, config: dict\\)"):
+        engine.plan_study(tmp_path / "out", True, None, (("bad", "fakestudy.badruns"),))
+    assert not (tmp_path / "out").exists()
+
+
+def _lines(capsys):
+    cap = capsys.readouterr()
+    return cap.out.strip().splitlines(), cap.err
+
+
+def test_reproduce_runs_everything_then_skips_complete_runs(tmp_path, fake_stages, shared_cluster, capsys):
+    out = tmp_path / "out"
+    assert run_cli(cli, ["reproduce", "--quick", "--out", str(out), "--no-progress"]) == 0
+    lines, _ = _lines(capsys)
+    assert lines[-1] == f"report: {(out / 'report.html').resolve()}"
+    assert "skipped real-sva (6 runs): no data directory" in lines
+    assert "runs: 8 executed, 0 reused (already complete), 0 incomplete redone, 0 failed" in lines
+    runs = sorted((out / "runs").iterdir())
+    assert len(runs) == 8 and all(is_complete(r) for r in runs)
+    assert (out / "report.md").is_file()
+    summary = json.loads((out / "reproduce.json").read_text())
+    assert {r["status"] for r in summary["runs"]} == {"executed"}
+
+    assert run_cli(cli, ["reproduce", "--out", str(out), "--no-progress"]) == 0
+    lines, _ = _lines(capsys)
+    assert "runs: 0 executed, 8 reused (already complete), 0 incomplete redone, 0 failed" in lines
+    assert all(executions(fake_stages, r.name) == 1 for r in runs)
+
+
+def test_reproduce_with_data_dir_runs_real_stage(tmp_path, fake_stages, shared_cluster, capsys):
+    out = tmp_path / "out"
+    assert run_cli(cli, ["reproduce", "--out", str(out), "--data-dir", str(tmp_path), "--no-progress"]) == 0
+    lines, _ = _lines(capsys)
+    assert not any(line.startswith("skipped") for line in lines)
+    assert len(list((out / "runs").glob("real-sva-*"))) == 6
+    md = (out / "report.md").read_text()
+    assert "### real-sva" in md and "±" in md
+
+
+def test_failed_run_is_reported_and_the_rest_complete(tmp_path, fake_stages, shared_cluster, monkeypatch, capsys):
+    monkeypatch.setenv("QKOV_FAKE_FAIL", "1")
+    out = tmp_path / "out"
+    assert run_cli(cli, ["reproduce", "--out", str(out), "--no-progress", "--retries", "1"]) == 1
+    lines, err = _lines(capsys)
+    assert lines[-1].startswith("report: ")
+    assert "1 failed" in next(x for x in lines if x.startswith("runs:"))
+    assert "RuntimeError: fake stage failure requested by QKOV_FAKE_FAIL" in err
+    failed = [r for r in json.loads((out / "reproduce.json").read_text())["runs"] if r["status"] == "failed"]
+    assert len(failed) == 1
+    assert executions(fake_stages, failed[0]["name"]) == 2  # first try + one retry
+    assert sum(is_complete(p) for p in (out / "runs").iterdir()) == 7
