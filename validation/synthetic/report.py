@@ -154,6 +154,10 @@ def claims(cfg: SyntheticConfig, summaries: list[dict[str, Any]], rescale: dict[
             out["sharpness-order"] = {"verdict": "supports" if ok else "contradicts",
                                       "evidence": f"{where}, ratio {r0:g}, {what}: {order} (claim: CACO, FACO "
                                                   f"concentrate, FAFO weakest)."}
+        else:
+            out["sharpness-order"] = {"verdict": "n/a",
+                                      "evidence": f"{where}: no loss level in {list(LOSS_LEVELS)} reached by every "
+                                                  f"parametrization at ratio {r0:g}; train longer."}
     return out
 
 
