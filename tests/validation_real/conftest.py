@@ -1,0 +1,28 @@
+"""Fixtures of the real-data tests: the data directory from $QKOV_DATA_DIR (skip without it)."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+import torch
+
+from validation.real.study import missing_data
+
+
+@pytest.fixture(autouse=True)
+def _one_thread():
+    torch.set_num_threads(1)
+
+
+def data_dir_for(dataset: str) -> Path:
+    """The data directory holding ``dataset``, or skip the test saying why."""
+    raw = os.environ.get("QKOV_DATA_DIR")
+    if not raw:
+        pytest.skip("QKOV_DATA_DIR is not set (CI sets it to ../shared/data)")
+    d = Path(raw)
+    why = missing_data(dataset, d) if d.is_dir() else f"{d} is not a directory"
+    if why:
+        pytest.skip(f"QKOV_DATA_DIR lacks {dataset}: {why}")
+    return d

@@ -1,0 +1,108 @@
+"""End to end on the real data: each dataset trains and evaluates with --quick; summary, claims and CLI."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from theory.runstore import is_complete
+from validation.cli import cli, run_cli
+from validation.real import study
+from validation.real.summary import summarise
+
+from .conftest import data_dir_for
+
+CLASS_KEYS = {"accuracy", "macro_f1", "relevant_mass_mean", "attention_confidence", "acmc", "dtap",
+              "comprehensiveness_aopc", "sufficiency_aopc", "token_f1", "iou_f1", "auprc"}
+
+
+def quick_config(dataset: str, **over) -> dict:
+    runs = [c for k, c in study.study_runs(True, data_dir_for(dataset)) if c["dataset"] == dataset]
+    cfg = dict(runs[0])
+    cfg.update(over)
+    return cfg
+
+
+@pytest.mark.parametrize("dataset", ["hatexplain", "sva"])
+def test_quick_classification_run(dataset, tmp_path):
+    cfg = quick_config(dataset)
+    study.execute(study.KIND, cfg, tmp_path / "run")
+    assert is_complete(tmp_path / "run")
+    m = json.loads((tmp_path / "run" / "metrics.json").read_text())
+    assert CLASS_KEYS <= set(m)
+    assert m["accuracy"] > 0.5   # majority class is 0.41 (HateXplain) and 0.67 (SVA) of test
+    assert abs(np.sum(m["dtap"]) - 100) < 1e-6
+    rec = json.loads((tmp_path / "run" / "eraser_results.jsonl").read_text().splitlines()[0])
+    assert {"annotation_id", "classification", "thresholded_scores"} <= set(rec)
+
+
+def test_quick_squad_run(tmp_path):
+    cfg = quick_config("squad", max_train=600, max_test=150, epochs=1)
+    study.execute(study.KIND, cfg, tmp_path / "run")
+    m = json.loads((tmp_path / "run" / "metrics.json").read_text())
+    assert 0 <= m["exact_match"] <= m["f1"] <= 100
+    assert 0 <= m["relevant_mass_mean"] <= m["sentence_variant"]["relevant_mass_mean"] <= 1
+    preds = json.loads((tmp_path / "run" / "predictions.json").read_text())
+    assert len(preds) == 150
+
+
+def test_study_contract(tmp_path):
+    assert study.study_runs(True, None) == [] and study.skipped_runs(True, None) == [study.NO_DATA]
+    lines = study.skipped_runs(True, tmp_path)
+    assert len(lines) == 3 and any("dev-v1.1.json" in x for x in lines)
+    d = data_dir_for("sva")
+    runs = study.study_runs(True, d)
+    by_ds = {c["dataset"] for _, c in runs if c["dataset"] == "sva"}
+    assert by_ds == {"sva"}
+    assert len([c for _, c in runs if c["dataset"] == "sva"]) == 15   # 5 ratios x 3 seeds
+    assert len([c for _, c in study.study_runs(False, d) if c["dataset"] == "sva"]) == 30   # x 2 optimizers
+
+
+def test_summary_tables_pairs_and_claim(tmp_path):
+    dirs = []
+    for r in (1.0, 10.0):
+        for s in (0, 1):
+            cfg = quick_config("sva", ratio=r, seed=s, max_train=400, max_test=120, epochs=2)
+            study.execute(study.KIND, cfg, tmp_path / f"r{r}-s{s}")
+            dirs.append(tmp_path / f"r{r}-s{s}")
+    res = summarise(dirs + [tmp_path / "not-a-run"], tmp_path / "summary")
+    g = res["groups"]["sva/adamw"]
+    assert [row["ratio"] for row in g["rows"]] == [1.0, 10.0] and g["rows"][0]["n_seeds"] == 2
+    p = g["paired"]["10"]["relevant_mass_mean"]
+    m = {r: [json.loads((tmp_path / f"r{r}-s{s}" / "metrics.json").read_text())["relevant_mass_mean"]
+             for s in (0, 1)] for r in (1.0, 10.0)}
+    assert p["n"] == 2 and p["mean_diff"] == pytest.approx(np.mean(m[10.0]) - np.mean(m[1.0]))
+    claims = json.loads((tmp_path / "summary" / "claims.json").read_text())
+    assert claims["real-data"]["verdict"] in ("supports", "contradicts", "mixed")
+    assert (tmp_path / "summary" / "dtap_sva_adamw_r10.png").is_file() and is_complete(tmp_path / "summary")
+
+
+def test_cli_errors_are_one_line_exit_2(tmp_path, capsys, monkeypatch):
+    monkeypatch.delenv("QKOV_DATA_DIR", raising=False)
+    assert run_cli(cli, ["validate", "real", "--dataset", "sva", "--out", str(tmp_path)]) == 2
+    assert "no data directory" in capsys.readouterr().err
+    assert run_cli(cli, ["validate", "real", "--dataset", "imdb", "--data-dir", str(tmp_path)]) == 2
+    assert "'dataset'" in capsys.readouterr().err
+    assert run_cli(cli, ["validate", "real", "--dataset", "sva", "--ratios", "1,-2",
+                         "--data-dir", str(tmp_path)]) == 2
+    assert run_cli(cli, ["validate", "real", "--dataset", "sva", "--data-dir", str(tmp_path)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 2 and "wiki-dev.txt" in err[-1]
+
+
+def test_cli_quick_sweep_json(tmp_path, capsys):
+    d = data_dir_for("sva")
+    args = ["validate", "real", "--dataset", "sva", "--quick", "--ratios", "1,5", "--seeds", "0,1",
+            "--json", "--out", str(tmp_path), "--data-dir", str(d)]
+    assert run_cli(cli, args) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert len(out["runs"]) == 4 and all(is_complete(r) for r in out["runs"])
+    assert "real-data" in out["claims"] and is_complete(out["summary_dir"])
+    assert "sva/adamw" in out["groups"]
+    # a second call reuses the complete runs
+    mtimes = [Path(r, "COMPLETE").stat().st_mtime for r in out["runs"]]
+    assert run_cli(cli, args) == 0
+    assert mtimes == [Path(r, "COMPLETE").stat().st_mtime for r in out["runs"]]
