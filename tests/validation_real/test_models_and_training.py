@@ -71,3 +71,15 @@ def test_only_qk_rate_changes_with_ratio(optimizer):
     assert rates[30.0]["qk"][0] == pytest.approx(30 * rates[1.0]["qk"][0])
     assert rates[30.0]["ov"] == rates[1.0]["ov"] and rates[30.0]["other"] == rates[1.0]["other"]
     assert rates[1.0]["qk"][1] == 2 and rates[1.0]["ov"][1] == 2   # both layers' circuits
+
+
+@pytest.mark.slow
+def test_benchmark_qkov_at_least_as_fast_as_mha():
+    import importlib.util
+    from pathlib import Path
+    path = Path(__file__).resolve().parents[2] / "benchmarks" / "bench_real_throughput.py"
+    spec = importlib.util.spec_from_file_location("bench_real_throughput", path)
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    r = bench.measure(steps=60, rounds=3)
+    assert r["ratio_qkov_over_mha"] >= 1.0, r
