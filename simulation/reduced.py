@@ -1,0 +1,208 @@
+r"""Integration of the reduced gradient flows that :mod:`theory` derives, in log time.
+
+The right-hand sides are :func:`theory.numeric.numeric_system`'s lambdified ones (never a copy).
+Trajectories run over :math:`t \in [0, 10^{12}]`, where ``u`` grows like :math:`\log t`, so we
+integrate in :math:`\tau = \log(1 + t)`:
+
+.. math::
+    \frac{dy}{d\tau} = (1 + t)\,f(y) = e^{\tau} f(y),
+
+in which the flow is smooth and non-stiff on the whole range (the Jacobian of
+:math:`e^\tau f` stays :math:`O(1)` because :math:`\partial f/\partial y = O(1/t)` late), with the
+vectorised DOP853 of :mod:`simulation.batch` at ``rtol = 1e-10`` by default.
+
+Shapes: a batch of ``B`` trajectories has states ``(n_state, T, B)`` and observables ``(T, B)``;
+:func:`integrate` is the single-trajectory form with arrays ``(T,)`` (what
+:mod:`validation.synthetic` calls).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Sequence
+
+import numpy as np
+
+from simulation.batch import BatchSolution, integrate_batch
+from theory.numeric import numeric_system
+
+DEFAULT_RTOL = 1e-10
+DEFAULT_ATOL = 1e-12
+OBSERVABLES = ("u", "v", "p", "residual", "loss")
+
+
+def tau_of_t(t: np.ndarray) -> np.ndarray:
+    r""":math:`\tau = \log(1 + t)`."""
+    return np.log1p(np.asarray(t, dtype=float))
+
+
+def t_of_tau(tau: np.ndarray) -> np.ndarray:
+    r""":math:`t = e^\tau - 1`."""
+    return np.expm1(np.asarray(tau, dtype=float))
+
+
+def _check_times(t_eval: np.ndarray) -> np.ndarray:
+    t_eval = np.atleast_1d(np.asarray(t_eval, dtype=float))
+    if t_eval.ndim != 1 or t_eval.size == 0 or np.any(~np.isfinite(t_eval)) or np.any(t_eval < 0) \
+            or np.any(np.diff(t_eval) <= 0):
+        raise ValueError("t_eval must be finite, >= 0 and strictly increasing")
+    return t_eval
+
+
+@dataclass(frozen=True)
+class Trajectories:
+    r"""``B`` reduced trajectories of one parametrization on a common time grid.
+
+    Attributes:
+        param: the parametrization.
+        t: times, ``(T,)``.
+        state: reduced states, ``(n_state, T, B)`` (coordinates ``state_names``).
+        u, v, p, residual, loss: MODEL.md's observables, each ``(T, B)``
+            (``residual`` :math:`= 1 - p`, computed without cancellation).
+        K, M, eta_qk, eta_ov: per-trajectory parameters, ``(B,)``.
+        steps: accepted steps per trajectory; ``success``: reached the last time finitely.
+    """
+
+    param: str
+    state_names: tuple[str, ...]
+    t: np.ndarray
+    state: np.ndarray
+    u: np.ndarray
+    v: np.ndarray
+    p: np.ndarray
+    residual: np.ndarray
+    loss: np.ndarray
+    K: np.ndarray
+    M: np.ndarray
+    eta_qk: np.ndarray
+    eta_ov: np.ndarray
+    steps: np.ndarray = field(repr=False)
+    success: np.ndarray = field(repr=False)
+
+    @property
+    def batch_size(self) -> int:
+        return self.state.shape[2]
+
+    def column(self, b: int) -> "Trajectory":
+        """Trajectory ``b`` alone."""
+        return Trajectory(self.param, self.state_names, self.t, self.state[:, :, b], self.u[:, b], self.v[:, b],
+                          self.p[:, b], self.residual[:, b], self.loss[:, b])
+
+
+@dataclass(frozen=True)
+class Trajectory:
+    """One reduced trajectory: ``t (T,)``, ``state (n_state, T)``, observables ``(T,)``."""
+
+    param: str
+    state_names: tuple[str, ...]
+    t: np.ndarray
+    state: np.ndarray
+    u: np.ndarray
+    v: np.ndarray
+    p: np.ndarray
+    residual: np.ndarray
+    loss: np.ndarray
+
+    def as_json(self) -> dict:
+        """MODEL.md's observables as plain lists (the CLI's ``--json`` record)."""
+        return {"param": self.param, "t": self.t.tolist(), "u": self.u.tolist(), "v": self.v.tolist(),
+                "p": self.p.tolist(), "loss": self.loss.tolist()}
+
+
+def integrate_states(param: str, y0: np.ndarray, K, M, eta_qk, eta_ov, t_eval: np.ndarray, *,
+                     rtol: float = DEFAULT_RTOL, atol: float = DEFAULT_ATOL) -> tuple[np.ndarray, BatchSolution]:
+    r"""Integrate ``B`` reduced states of ``param`` from ``t = 0``.
+
+    Args:
+        y0: initial reduced states ``(n_state, B)`` (or ``(n_state,)`` for one).
+        K, M, eta_qk, eta_ov: scalars or arrays ``(B,)``.
+        t_eval: strictly increasing times ``>= 0``, ``(T,)``.
+
+    Returns:
+        states ``(n_state, T, B)`` and the solver's :class:`~simulation.batch.BatchSolution`.
+    """
+    ns = numeric_system(param)
+    y0 = np.asarray(y0, dtype=float)
+    if y0.ndim == 1:
+        y0 = y0[:, None]
+    if y0.shape[0] != ns.dimension:
+        raise ValueError(f"{param}: y0 has {y0.shape[0]} rows, the reduced state has {ns.dimension} "
+                         f"({', '.join(ns.state_names)})")
+    B = y0.shape[1]
+    params = [np.broadcast_to(np.asarray(x, dtype=float), (B,)).copy() for x in (K, M, eta_qk, eta_ov)]
+    t_eval = _check_times(t_eval)
+
+    def g(tau, y, idx):
+        return np.exp(tau) * ns.rhs(y, *(q[idx] for q in params))
+
+    sol = integrate_batch(g, y0, tau_of_t(t_eval), rtol=rtol, atol=atol)
+    return sol.y, sol
+
+
+def initial_states(param: str, u0, v0, K) -> np.ndarray:
+    """MODEL.md's symmetric/balanced start by effective values, ``(n_state, B)`` (theory's map)."""
+    u0, v0, K = np.broadcast_arrays(*(np.atleast_1d(np.asarray(x, dtype=float)) for x in (u0, v0, K)))
+    return numeric_system(param).initial_state(u0, v0, K)
+
+
+def integrate_many(param: str, K, M, eta_qk, eta_ov, u0, v0, t_eval: np.ndarray, *,
+                   rtol: float = DEFAULT_RTOL, atol: float = DEFAULT_ATOL) -> Trajectories:
+    """``B`` trajectories of ``param`` from balanced starts; every argument broadcasts to ``(B,)``."""
+    arrays = np.broadcast_arrays(*(np.atleast_1d(np.asarray(x, dtype=float)) for x in (K, M, eta_qk, eta_ov, u0, v0)))
+    K_, M_, eq, eo, u0_, v0_ = (a.ravel() for a in arrays)
+    y0 = numeric_system(param).initial_state(u0_, v0_, K_)
+    states, sol = integrate_states(param, y0, K_, M_, eq, eo, t_eval, rtol=rtol, atol=atol)
+    return trajectories_from_states(param, np.asarray(t_eval, dtype=float), states, K_, M_, eq, eo, sol)
+
+
+def trajectories_from_states(param: str, t: np.ndarray, states: np.ndarray, K, M, eta_qk, eta_ov,
+                             sol: BatchSolution | None = None) -> Trajectories:
+    """Wrap states ``(n, T, B)`` with their observables."""
+    ns = numeric_system(param)
+    B = states.shape[2]
+    obs = ns.observables(states, np.asarray(K, dtype=float), np.asarray(M, dtype=float))
+    steps = sol.steps if sol is not None else np.zeros(B, dtype=np.int64)
+    success = sol.success if sol is not None else np.ones(B, dtype=bool)
+    as_b = lambda x: np.broadcast_to(np.asarray(x, dtype=float), (B,)).copy()  # noqa: E731
+    return Trajectories(param, ns.state_names, np.atleast_1d(t), states, obs["u"], obs["v"], obs["p"],
+                        obs["residual"], obs["loss"], as_b(K), as_b(M), as_b(eta_qk), as_b(eta_ov), steps, success)
+
+
+def integrate(param: str, K: int, M: int, eta_qk: float, eta_ov: float, u0: float, v0: float,
+              t_eval: Sequence[float] | np.ndarray, *, rtol: float = DEFAULT_RTOL,
+              atol: float = DEFAULT_ATOL) -> Trajectory:
+    r"""One reduced trajectory of ``param`` from MODEL.md's start at effective ``(u0, v0)``.
+
+    Raises ``ValueError`` for a factorized circuit started at 0 (a fixed point of the flow).
+    Returns a :class:`Trajectory` with fields ``t, u, v, p, residual, loss`` of shape ``(T,)``.
+    """
+    trajs = integrate_many(param, K, M, eta_qk, eta_ov, u0, v0, t_eval, rtol=rtol, atol=atol)
+    if not trajs.success[0]:
+        raise RuntimeError(f"{param}: the integration failed before t = {float(np.max(t_eval)):g}")
+    return trajs.column(0)
+
+
+def reference_states(param: str, y0: np.ndarray, K, M, eta_qk, eta_ov, t_eval: np.ndarray, *,
+                     rtol: float = 1e-13, atol: float = 1e-15, method: str = "DOP853") -> np.ndarray:
+    r"""The same flow with one :func:`scipy.integrate.solve_ivp` call (for tests and benchmarks).
+
+    Integrates :math:`dy/d\tau = e^\tau f(y)`; returns states ``(n_state, T)``.
+    """
+    from scipy.integrate import solve_ivp
+
+    ns = numeric_system(param)
+    t_eval = _check_times(t_eval)
+    tau = tau_of_t(t_eval)
+    extra = {}
+    if method in ("Radau", "BDF", "LSODA"):
+        extra["jac"] = lambda s, y: np.exp(s) * ns.jacobian(y, K, M, eta_qk, eta_ov)
+    sol = solve_ivp(lambda s, y: np.exp(s) * ns.rhs(y, K, M, eta_qk, eta_ov), (0.0, float(tau[-1])),
+                    np.asarray(y0, dtype=float), method=method, t_eval=tau, rtol=rtol, atol=atol, **extra)
+    if not sol.success:
+        raise RuntimeError(f"{param}: solve_ivp failed: {sol.message}")
+    return sol.y
+
+
+__all__ = ["Trajectory", "Trajectories", "integrate", "integrate_many", "integrate_states", "initial_states",
+           "trajectories_from_states", "reference_states", "tau_of_t", "t_of_tau", "OBSERVABLES",
+           "DEFAULT_RTOL", "DEFAULT_ATOL"]
