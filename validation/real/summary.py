@@ -7,7 +7,9 @@ p-values (``scipy.stats``; with :math:`n = 3` seeds the smallest possible two-si
 p is 0.25, so the t-test is the informative one). The ``real-data`` claim is judged a priori
 at :data:`CLAIM_RATIO` (= 10): a group *supports* when the relevant attention mass rises
 (:math:`\bar d > 0`, t-test :math:`p < 0.05`) and the task metric drops by no more than
-:data:`TOLERANCE` (1 point of accuracy, or of EM/F1 for SQuAD).
+:data:`TOLERANCE` (1 point of accuracy, or of F1 for SQuAD); it *contradicts* when the mass
+falls significantly or the task metric drops beyond the tolerance; otherwise it is inconclusive
+(see :func:`judge`).
 """
 
 from __future__ import annotations
@@ -32,8 +34,8 @@ PAPER = {
 }
 CLASS_METRICS = ("accuracy", "macro_f1", "relevant_mass_mean", "attention_confidence", "acmc",
                  "comprehensiveness_aopc", "sufficiency_aopc", "token_f1", "iou_f1", "auprc")
-SQUAD_METRICS = ("exact_match", "f1", "relevant_mass_mean", "sentence_mass_mean", "attention_confidence", "acmc",
-                 "token_f1", "iou_f1", "auprc")
+SQUAD_METRICS = ("exact_match", "f1", "relevant_mass_mean", "attention_confidence", "acmc", "sentence_mass_mean",
+                 "sentence_attention_confidence", "token_f1", "iou_f1", "auprc")
 PAIRED = ("relevant_mass_mean", "attention_confidence", "acmc")
 
 
@@ -58,6 +60,7 @@ def load_runs(run_dirs: Iterable[Path]) -> list[dict[str, Any]]:
         m = json.loads((d / "metrics.json").read_text())
         if "sentence_variant" in m:
             m["sentence_mass_mean"] = m["sentence_variant"]["relevant_mass_mean"]
+            m["sentence_attention_confidence"] = m["sentence_variant"]["attention_confidence"]
         out.append({"dir": d, "config": cfg, "metrics": m})
     return out
 
@@ -115,26 +118,45 @@ def summarise_groups(runs: list[dict[str, Any]]) -> dict[str, Any]:
     return out
 
 
+def judge_group(g: dict[str, Any]) -> tuple[str, str] | None:
+    """``(outcome, note)`` of one dataset/optimizer group at :data:`CLAIM_RATIO`, or ``None``.
+
+    outcome: ``supports`` (mass up with t-test p < 0.05, task metric within tolerance),
+    ``contradicts`` (mass down with p < 0.05, or the task metric drops beyond tolerance),
+    else ``inconclusive``.
+    """
+    p = g["paired"].get(f"{CLAIM_RATIO:g}")
+    if not p:
+        return None
+    tm = task_metric(g["dataset"])
+    tol = TOLERANCE * (100 if g["dataset"] == "squad" else 1)
+    mass = p["relevant_mass_mean"]
+    significant = mass["t_p"] < 0.05
+    hurt = p[tm]["mean_diff"] < -tol
+    if significant and mass["mean_diff"] > 0 and not hurt:
+        outcome = "supports"
+    elif hurt or (significant and mass["mean_diff"] < 0):
+        outcome = "contradicts"
+    else:
+        outcome = "inconclusive"
+    note = (f"mass {mass['mean_diff']:+.3f} (t-test p={mass['t_p']:.2g}, n={mass['n']}), "
+            f"{tm} {p[tm]['mean_diff']:+.3g} -> {outcome}")
+    return outcome, note
+
+
 def judge(groups: dict[str, Any]) -> dict[str, Any]:
-    """The ``real-data`` claim entry ``{"verdict", "evidence"}`` (rule in the module docstring)."""
-    verdicts, notes = [], []
-    for name, g in groups.items():
-        p = g["paired"].get(f"{CLAIM_RATIO:g}")
-        if not p:
-            continue
-        tm = task_metric(g["dataset"])
-        tol = TOLERANCE * (100 if g["dataset"] == "squad" else 1)
-        mass = p["relevant_mass_mean"]
-        sharp = mass["mean_diff"] > 0 and mass["t_p"] < 0.05
-        hurt = p[tm]["mean_diff"] < -tol
-        verdicts.append(sharp and not hurt)
-        notes.append(f"{name}: mass {mass['mean_diff']:+.3f} (p={mass['t_p']:.2g}, n={mass['n']}), "
-                     f"{tm} {p[tm]['mean_diff']:+.3g}")
-    if not verdicts:
+    """The ``real-data`` claim entry ``{"verdict", "evidence"}``.
+
+    ``supports`` if every group supports, ``contradicts`` if every group contradicts,
+    ``n/a`` without runs at ratios 1 and :data:`CLAIM_RATIO`, else ``mixed``.
+    """
+    judged = {name: j for name, g in groups.items() if (j := judge_group(g)) is not None}
+    if not judged:
         return {"verdict": "n/a", "evidence": f"no completed runs at ratios 1 and {CLAIM_RATIO:g}"}
-    verdict = "supports" if all(verdicts) else ("contradicts" if not any(verdicts) else "mixed")
-    return {"verdict": verdict,
-            "evidence": f"ratio {CLAIM_RATIO:g} vs 1, paired over seeds: " + "; ".join(notes)}
+    outcomes = {o for o, _ in judged.values()}
+    verdict = "supports" if outcomes == {"supports"} else "contradicts" if outcomes == {"contradicts"} else "mixed"
+    return {"verdict": verdict, "evidence": f"ratio {CLAIM_RATIO:g} vs 1, paired over seeds: "
+            + "; ".join(f"{name}: {note}" for name, (_, note) in judged.items())}
 
 
 def _fmt(cell: Any, pct: bool) -> str:
