@@ -17,16 +17,16 @@ from validation.synthetic.report import write_run
 
 def study_runs(quick: bool, data_dir: pathlib.Path | None) -> list[tuple[str, dict]]:
     """The ``(kind, config)`` pairs of the stage; configs are plain JSON data with their seed."""
-    s = 1 if quick else 4
+    s = 1 if quick else 8
     ratios = (1.0, 10.0) if quick else (1.0, 3.0, 10.0, 30.0)
     cfgs = [
-        SyntheticConfig(ratios=ratios, steps=2000 * s, log_every=20 * s, dt=0.05),
-        SyntheticConfig(ratios=ratios, init="random", init_std=0.05, steps=2000 * s, log_every=20 * s),
-        SyntheticConfig(ratios=ratios, optimizer="adamw", dt=0.01, steps=1000 * s, log_every=10 * s),
+        SyntheticConfig(ratios=ratios, steps=1000 * s, log_every=20 * s, dt=0.05),
+        SyntheticConfig(ratios=ratios, init="random", init_std=0.05, steps=1000 * s, log_every=20 * s),
+        SyntheticConfig(ratios=ratios, optimizer="adamw", dt=0.01, steps=500 * s, log_every=10 * s),
         SyntheticConfig(ratios=ratios, data="sampled", optimizer="sgd", init="random", init_std=0.1,
-                        steps=800 * s, log_every=20 * s, test_size=1000),
+                        steps=400 * s, log_every=20 * s, test_size=1000),
         SyntheticConfig(ratios=ratios, data="paper", optimizer="sgd", dt=0.5, float64=False,
-                        steps=150 * s * s, log_every=10 * s, test_size=500),
+                        steps=100 * s * s, log_every=10 * s, test_size=500),
     ]
     return [("synthetic", c.to_json_dict()) for c in cfgs]
 
