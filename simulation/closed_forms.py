@@ -1,0 +1,199 @@
+r"""Theory's closed forms as numbers: first integrals along solutions and the asymptotic laws.
+
+* :func:`first_integral_values` evaluates :math:`H(u, v)` of :func:`theory.first_integrals.first_integral`
+  on reduced states, with the trajectory's constants :math:`\delta`, :math:`A_{QK}` computed from
+  the state by :mod:`theory.rescaling` (they are conserved, so any time gives the same value).
+  An unevaluated ``Integral`` in ``H`` (factorized QK) is done by adaptive quadrature
+  (:func:`scipy.integrate.quad`, ``epsrel = 1e-12``).
+* :func:`law_functions` lambdifies :func:`theory.asymptotics.asymptotic_laws` (``LambertW`` by
+  :func:`scipy.special.lambertw`), and :func:`asymptotic_errors` measures each law's relative error
+  against a solution as ``t`` grows.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Callable
+
+import numpy as np
+import sympy as sp
+from scipy.integrate import quad
+
+from theory.first_integrals import first_integral
+from theory.reduced import reduced_system
+from theory.rescaling import ov_rescaling, qk_rescaling
+from theory.symbols import A_qk, K, M, delta, eta_ov, eta_qk, t, u, v
+
+LAW_NAMES = ("u_of_t", "u_of_t_expanded", "v_of_u", "residual_of_u", "v_of_t_expanded", "residual_of_t_expanded")
+
+
+@dataclass(frozen=True)
+class FirstIntegralEvaluator:
+    r"""Numeric :math:`H` of one parametrization: ``H(state (n, ...), K, M, eta_qk, eta_ov) -> (...)``.
+
+    ``terms`` returns :math:`(G_{QK}(v), R\,G_{OV}(u))`, whose difference is ``H``; their size is the
+    natural scale for judging how well ``H`` is conserved. ``terms_uv(u, v, K, M, eta_qk, eta_ov, delta, A)``
+    is the same in effective coordinates; ``constants(state, ...)`` gives ``(u, v, delta, A_QK)``.
+    """
+
+    param: str
+    terms: Callable[..., tuple[np.ndarray, np.ndarray]]
+    terms_uv: Callable[..., tuple[np.ndarray, np.ndarray]]
+    constants: Callable[..., tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]]
+
+    def __call__(self, state, K_, M_, eta_qk_, eta_ov_) -> np.ndarray:
+        g_qk, r_g_ov = self.terms(state, K_, M_, eta_qk_, eta_ov_)
+        return g_qk - r_g_ov
+
+
+def _split_integral(expr: sp.Expr) -> tuple[sp.Expr, list[tuple[sp.Expr, sp.Integral]]]:
+    """``expr = rest + sum c_i * Integral_i``: the closed part and the (coefficient, Integral) pairs."""
+    rest = sp.Integer(0)
+    pieces = []
+    for term in sp.Add.make_args(sp.expand(expr, deep=False)):
+        if term.has(sp.Integral):
+            c, integral = term.as_independent(sp.Integral, as_Add=False)
+            if not isinstance(integral, sp.Integral):
+                raise NotImplementedError(f"cannot evaluate {term}")
+            pieces.append((c, integral))
+        else:
+            rest += term
+    return rest, pieces
+
+
+@lru_cache(maxsize=None)
+def first_integral_evaluator(param: str) -> FirstIntegralEvaluator:
+    """Lambdify theory's first integral of ``param`` with its constants taken from the state."""
+    sysm = reduced_system(param)
+    fi = first_integral(param)
+    consts = {}
+    if param[2] == "F":
+        consts[delta] = ov_rescaling().constants["delta"]
+    if param[0] == "F":
+        consts[A_qk] = qk_rescaling().constants["A_QK"]
+    args = (*sysm.state, K, M, eta_qk, eta_ov)
+    const_fns = {sym: sp.lambdify(args, ex, modules="numpy") for sym, ex in consts.items()}
+    obs_fn = sp.lambdify(args, [sysm.u_expr, sysm.v_expr], modules="numpy")
+    r_g_ov = fi.coefficient * fi.G_ov
+    g_rest, g_pieces = _split_integral(fi.G_qk)
+    sym_args = (u, v, K, M, eta_qk, eta_ov, delta, A_qk)
+    r_g_ov_fn = sp.lambdify(sym_args, r_g_ov, modules="numpy")
+    g_rest_fn = sp.lambdify(sym_args, g_rest, modules="numpy")
+    piece_fns = []
+    for c, integral in g_pieces:
+        (x, lo, hi), = integral.limits
+        if lo != 0 or hi != v:
+            raise NotImplementedError(f"integral limits {integral.limits}")
+        piece_fns.append((sp.lambdify(sym_args, c, modules="numpy"),
+                          sp.lambdify((x, K, M, A_qk), integral.function, modules="math")))
+
+    def constants(state, K_, M_, eta_qk_, eta_ov_):
+        state = np.asarray(state, dtype=float)
+        shape = state.shape[1:]
+        pars = [np.broadcast_to(np.asarray(p, dtype=float), shape) for p in (K_, M_, eta_qk_, eta_ov_)]
+        uu, vv = (np.broadcast_to(np.asarray(a, dtype=float), shape) for a in obs_fn(*state, *pars))
+        d = np.broadcast_to(const_fns[delta](*state, *pars), shape) if delta in const_fns else np.zeros(shape)
+        A = np.broadcast_to(const_fns[A_qk](*state, *pars), shape) if A_qk in const_fns else np.ones(shape)
+        return uu, vv, d, A
+
+    def terms_uv(uu, vv, K_, M_, eta_qk_, eta_ov_, d, A):
+        uu, vv, *rest = np.broadcast_arrays(*(np.asarray(x, dtype=float) for x in (uu, vv, K_, M_, eta_qk_, eta_ov_, d, A)))
+        shape = uu.shape
+        full = (uu, vv, *rest)
+        k_arr, m_arr, a_arr = rest[0], rest[1], rest[5]
+        g_qk = np.broadcast_to(np.asarray(g_rest_fn(*full), dtype=float), shape).copy()
+        for c_fn, f_fn in piece_fns:
+            vals = np.empty(shape)
+            for i in np.ndindex(shape):
+                k_, m_, a_ = float(k_arr[i]), float(m_arr[i]), float(a_arr[i])
+                vals[i] = quad(lambda x: f_fn(x, k_, m_, a_), 0.0, float(vv[i]), epsabs=0.0, epsrel=1e-12,
+                               limit=200)[0]
+            g_qk += np.broadcast_to(np.asarray(c_fn(*full), dtype=float), shape) * vals
+        rg = np.broadcast_to(np.asarray(r_g_ov_fn(*full), dtype=float), shape)
+        return g_qk, rg
+
+    def terms(state, K_, M_, eta_qk_, eta_ov_):
+        uu, vv, d, A = constants(state, K_, M_, eta_qk_, eta_ov_)
+        return terms_uv(uu, vv, K_, M_, eta_qk_, eta_ov_, d, A)
+
+    return FirstIntegralEvaluator(param, terms, terms_uv, constants)
+
+
+def level_curve(param: str, state0: np.ndarray, K_, M_, eta_qk_, eta_ov_, u_grid: np.ndarray) -> np.ndarray:
+    r"""``v`` on the curve :math:`H(u, v) = H(u_0, v_0)` through ``state0 (n,)``, for each ``u`` in ``u_grid``.
+
+    :math:`G_{QK}` increases in ``v``, so each ``v`` is the root of :math:`G_{QK}(v) = H_0 + R\,G_{OV}(u)`
+    (Brent's method); NaN where the curve does not reach ``u``.
+    """
+    from scipy.optimize import brentq
+
+    ev = first_integral_evaluator(param)
+    u0, v0, d, A = (float(np.ravel(x)[0]) for x in ev.constants(np.asarray(state0, float)[:, None], K_, M_, eta_qk_, eta_ov_))
+    g0, rg0 = ev.terms_uv(u0, v0, K_, M_, eta_qk_, eta_ov_, d, A)
+    H0 = float(g0 - rg0)
+    out = np.full(np.size(u_grid), np.nan)
+    for i, uu in enumerate(np.ravel(u_grid)):
+        target = H0 + float(ev.terms_uv(uu, 0.0, K_, M_, eta_qk_, eta_ov_, d, A)[1])
+        f = lambda vv: float(ev.terms_uv(uu, vv, K_, M_, eta_qk_, eta_ov_, d, A)[0]) - target  # noqa: E731
+        lo, hi = -50.0 if param[0] == "C" else 0.0, 60.0
+        if f(lo) <= 0 <= f(hi):
+            out[i] = brentq(f, lo, hi, xtol=1e-12)
+    return out
+
+
+def first_integral_values(param: str, state: np.ndarray, K_, M_, eta_qk_, eta_ov_) -> np.ndarray:
+    r""":math:`H` on reduced states ``(n_state, ...)``; constant in time along every exact solution."""
+    return first_integral_evaluator(param)(state, K_, M_, eta_qk_, eta_ov_)
+
+
+def first_integral_drift(param: str, state: np.ndarray, K_, M_, eta_qk_, eta_ov_) -> np.ndarray:
+    r"""Relative drift :math:`|H(t) - H(0)| / \max(|G_{QK}|, |R G_{OV}|, 1)` along states ``(n, T, ...)``."""
+    g, rg = first_integral_evaluator(param).terms(state, K_, M_, eta_qk_, eta_ov_)
+    H = g - rg
+    scale = np.maximum(np.maximum(np.abs(g), np.abs(rg)), 1.0)
+    return np.abs(H - H[:1]) / scale
+
+
+@lru_cache(maxsize=None)
+def law_functions(param: str) -> dict[str, Callable[..., np.ndarray]]:
+    """Theory's leading-order laws as numpy functions ``f(t, u, K, M, eta_qk, eta_ov)`` (real part)."""
+    from theory.asymptotics import asymptotic_laws
+
+    laws = asymptotic_laws(param)
+    out = {}
+    for name in LAW_NAMES:
+        expr = getattr(laws, name)
+        fn = sp.lambdify((t, u, K, M, eta_qk, eta_ov), expr, modules=["scipy", "numpy"])
+
+        def call(t_, u_, K_, M_, eq_, eo_, _fn=fn):
+            with np.errstate(invalid="ignore", divide="ignore"):
+                return np.real(np.asarray(_fn(t_, u_, K_, M_, eq_, eo_), dtype=complex))
+        out[name] = call
+    return out
+
+
+LAW_TARGETS = {"u_of_t": "u", "u_of_t_expanded": "u", "v_of_u": "v", "residual_of_u": "residual",
+               "v_of_t_expanded": "v", "residual_of_t_expanded": "residual"}
+"""Which observable of the solution each law predicts."""
+
+
+def asymptotic_errors(param: str, times: np.ndarray, solution: dict[str, np.ndarray], K_, M_, eta_qk_,
+                      eta_ov_) -> dict[str, np.ndarray]:
+    r"""Relative error :math:`|\text{law}/\text{solution} - 1|` of each law at ``times``.
+
+    ``solution`` holds ``u, v, residual`` at ``times`` (same shape, ``(T, ...)``); laws in ``u``
+    are evaluated at the solution's own ``u`` (matched loss), laws in ``t`` at ``times``.
+    """
+    fns = law_functions(param)
+    tt = np.asarray(times, dtype=float).reshape((-1,) + (1,) * (np.ndim(solution["u"]) - 1))
+    out = {}
+    for name, fn in fns.items():
+        pred = fn(tt, solution["u"], K_, M_, eta_qk_, eta_ov_)
+        target = solution[LAW_TARGETS[name]]
+        out[name] = np.abs(pred / target - 1.0)
+    return out
+
+
+__all__ = ["FirstIntegralEvaluator", "first_integral_evaluator", "first_integral_values", "first_integral_drift",
+           "law_functions", "asymptotic_errors", "level_curve", "LAW_NAMES", "LAW_TARGETS"]

@@ -1,0 +1,90 @@
+"""The data behind each figure, computed and written to a run (shared by the CLI and the study)."""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+import numpy as np
+
+from simulation import plots
+from simulation.closed_forms import law_functions, level_curve
+from simulation.reduced import integrate_many
+from simulation.sweep import PARAMS, dense_times, residual_at_loss, sharpest, sweep
+
+MATCHED_LOSS = 1e-4
+"""Loss level at which attention is compared (the paper's stopping loss)."""
+
+
+def laws_on(param: str, t: np.ndarray, u: np.ndarray, K: int, M: int, eta_qk: float, eta_ov: float) -> dict:
+    """Leading-order ``u(t)``, ``v(t)``, ``1 - p(t)`` of theory on ``t`` (``u`` unused except for shape)."""
+    f = law_functions(param)
+    return {"u": f["u_of_t"](t, u, K, M, eta_qk, eta_ov), "v": f["v_of_t_expanded"](t, u, K, M, eta_qk, eta_ov),
+            "residual": f["residual_of_t_expanded"](t, u, K, M, eta_qk, eta_ov)}
+
+
+def trajectories_figure(run, params: Sequence[str], K: int, M: int, eta_qk: float, eta_ov: float, u0: float,
+                        v0: float, t_max: float = 1e12, full_runs: Sequence = ()) -> dict:
+    """Dense reduced trajectories with law overlays (and full-matrix points as markers); returns the data."""
+    t = dense_times(t_max, 200, 1e-2)[1:]
+    trajs, laws = [], {}
+    for prm in params:
+        tr = integrate_many(prm, K, M, eta_qk, eta_ov, u0, v0, t).column(0)
+        trajs.append(tr)
+        laws[prm] = laws_on(prm, t, tr.u, K, M, eta_qk, eta_ov)
+    fig = plots.plot_trajectories(trajs, laws)
+    for fr in full_runs:
+        axes = fig.axes
+        c = plots.COLORS.get(fr.param)
+        axes[0].plot(fr.t, fr.u, "o", color=c, ms=5, mfc="none")
+        axes[1].plot(fr.t, fr.v, "o", color=c, ms=5, mfc="none")
+        axes[2].plot(fr.t, 1 - fr.p, "o", color=c, ms=5, mfc="none")
+    run.write_figure("trajectories", fig)
+    plots.close(fig)
+    run.write_arrays("trajectories.npz", t=t, **{f"{tr.param}_{k}": getattr(tr, k) for tr in trajs
+                                                  for k in ("u", "v", "p", "residual", "loss")})
+    return {"t": t, "trajectories": trajs, "laws": laws}
+
+
+def phase_portrait_figure(run, params: Sequence[str], K: int, M: int, eta_ov: float, u0: float, v0: float,
+                          ratios: Sequence[float] = (0.1, 1.0, 10.0, 100.0), t_max: float = 1e8) -> dict:
+    """(u, v) trajectories for several ratios with their first-integral level curves; returns max |v - v_H|."""
+    t = dense_times(t_max, 120, 1e-2)[1:]
+    portraits, worst = {}, {}
+    for prm in params:
+        tr = integrate_many(prm, K, M, np.asarray(ratios) * eta_ov, eta_ov, u0, v0, t)
+        items, w = [], 0.0
+        for b, r in enumerate(ratios):
+            ug = np.geomspace(max(tr.u[0, b], 1e-3), tr.u[-1, b], 40)
+            vg = level_curve(prm, tr.state[:, 0, b], K, M, r * eta_ov, eta_ov, ug)
+            on = level_curve(prm, tr.state[:, 0, b], K, M, r * eta_ov, eta_ov, tr.u[::10, b])
+            w = max(w, float(np.nanmax(np.abs(on - tr.v[::10, b]))))
+            items.append({"ratio": r, "u": tr.u[:, b], "v": tr.v[:, b], "level_u": ug, "level_v": vg})
+        portraits[prm], worst[prm] = items, w
+    fig = plots.plot_phase_portraits(portraits)
+    run.write_figure("phase_portraits", fig)
+    plots.close(fig)
+    return {"max_abs_v_minus_level_curve": worst}
+
+
+def sharpness_figures(run, K: int, M: int, eta_ov: float, ratios: Sequence[float], scales: Sequence[float],
+                      ref_scale: float, loss_level: float = MATCHED_LOSS, n_times: int = 200) -> dict:
+    """Sweep (4 params x ratios x scales): residual at matched loss vs ratio, and the phase diagram."""
+    sw = sweep(PARAMS, ratios, sorted(set(list(scales) + [ref_scale])), dense_times(1e12, n_times), Ks=(K,), Ms=(M,),
+               eta_ov=eta_ov)
+    res = residual_at_loss(sw.loss, sw.residual, [loss_level])[..., 0, 0, 0]     # (P, R, S)
+    j = int(np.argmin(np.abs(sw.scales - ref_scale)))
+    at_ref = {prm: res[i, :, j] for i, prm in enumerate(PARAMS)}
+    fig = plots.plot_residual_vs_ratio(sw.ratios, at_ref, loss_level)
+    run.write_figure("residual_vs_ratio", fig)
+    plots.close(fig)
+    winner = sharpest(res, PARAMS)                                               # (R, S)
+    fig = plots.plot_phase_diagram(sw.ratios, sw.scales, winner, PARAMS, loss_level)
+    run.write_figure("phase_diagram", fig)
+    plots.close(fig)
+    run.write_arrays("sharpness_sweep.npz", ratios=sw.ratios, scales=sw.scales, residual_at_loss=res,
+                     winner=winner.astype(str), params=np.array(PARAMS))
+    return {"ratios": sw.ratios, "scales": sw.scales, "residual": res, "winner": winner, "ref_scale": sw.scales[j],
+            "at_ref": at_ref}
+
+
+__all__ = ["trajectories_figure", "phase_portrait_figure", "sharpness_figures", "laws_on", "MATCHED_LOSS"]
