@@ -41,7 +41,9 @@ def missing_data(dataset: str, data_dir: Path) -> str | None:
 
 
 def sweep_configs(datasets, ratios, seeds, optimizers, quick: bool, data_dir: Path) -> list[RealRunConfig]:
-    """Every run configuration of a sweep, datasets outermost."""
+    """Every run configuration of a sweep, datasets outermost (``data_dir`` made absolute, so a
+    run does not depend on the working directory of the process that executes it)."""
+    data_dir = Path(data_dir).resolve()
     return [default_config(ds, ratio=float(r), seed=int(s), optimizer=opt, quick=quick, data_dir=str(data_dir))
             for ds in datasets for opt in optimizers for r in ratios for s in seeds]
 
