@@ -50,7 +50,7 @@ SUMMARY_FILE = "reproduce.json"
 
 @dataclasses.dataclass(frozen=True)
 class StageStatus:
-    """What the planner found for one stage: ``state`` is ``ready`` or ``not built``."""
+    """What the planner found for one stage: ``state`` is ``ready``, ``not built`` or ``not selected``."""
 
     name: str
     module: str
@@ -139,16 +139,21 @@ def _check_run(module_name: str, item: Any) -> tuple[str, dict[str, Any]]:
 
 
 def plan_study(out: Path, quick: bool, data_dir: Path | None,
-               stages: Sequence[tuple[str, str]] | None = None) -> StudyPlan:
+               stages: Sequence[tuple[str, str]] | None = None,
+               only: Sequence[str] | None = None) -> StudyPlan:
     """Collect the runs of every existing stage; writes nothing.
 
     Each run lives at ``out/runs/<kind>-<config_key(kind, config)>``; two stages
-    proposing the same (kind, config) share one run. ``stages`` defaults to :data:`STAGES`.
+    proposing the same (kind, config) share one run. ``stages`` defaults to :data:`STAGES`;
+    ``only`` restricts the plan to the named stages (the others are listed as ``not selected``).
     """
     stages = STAGES if stages is None else stages
     statuses: list[StageStatus] = []
     runs: dict[str, PlannedRun] = {}
     for stage, module_name in stages:
+        if only is not None and stage not in only:
+            statuses.append(StageStatus(stage, module_name, "not selected"))
+            continue
         module = load_stage(module_name)
         if module is None:
             statuses.append(StageStatus(stage, module_name, "not built"))

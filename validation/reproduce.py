@@ -17,7 +17,7 @@ import click
 from pydantic import AfterValidator, Field
 from typing import Annotated
 
-from theory.config import ConfigError, StrictConfig, parse_config, resolve_data_dir
+from theory.config import ConfigError, StrictConfig, as_choice_list, parse_config, resolve_data_dir
 from validation import engine
 
 
@@ -48,6 +48,7 @@ class ReproduceConfig(StrictConfig):
     scheduler: Annotated[str | None, AfterValidator(_scheduler_address)] = None
     workers: int = Field(default_factory=lambda: max(1, os.cpu_count() or 1), ge=1, le=512)
     retries: int = Field(2, ge=0, le=20)
+    stages: tuple[str, ...] = tuple(name for name, _ in engine.STAGES)
 
 
 @click.command()
@@ -58,23 +59,28 @@ class ReproduceConfig(StrictConfig):
               help="Address of an existing Dask scheduler (tcp://host:8786); default: a local cluster.")
 @click.option("--workers", type=int, default=None, help="Worker processes of the local cluster [default: CPU count].")
 @click.option("--retries", type=int, default=2, show_default=True, help="Resubmissions of a failed or lost run.")
+@click.option("--stages", type=str, default="all", show_default=True,
+              help="Comma-separated stages to run: derive, simulate, synthetic, real (or all).")
 @click.option("--progress/--no-progress", default=True, help="Show a progress bar over runs.")
 def reproduce(quick: bool, out: str, data_dir: str | None, scheduler: str | None, workers: int | None,
-              retries: int, progress: bool) -> None:
+              retries: int, stages: str, progress: bool) -> None:
     """Run every stage of the study that exists, resumably, and build the report."""
-    values = dict(quick=quick, out=Path(out), scheduler=scheduler, retries=retries)
+    values = dict(quick=quick, out=Path(out), scheduler=scheduler, retries=retries,
+                  stages=as_choice_list("stages", stages, [name for name, _ in engine.STAGES]))
     if workers is not None:
         values["workers"] = workers
     cfg = parse_config(ReproduceConfig, **values)
     data = resolve_data_dir(data_dir)
-    plan = engine.plan_study(cfg.out, cfg.quick, data)  # writes nothing; may raise ConfigError
+    plan = engine.plan_study(cfg.out, cfg.quick, data, only=cfg.stages)  # writes nothing; may raise ConfigError
 
     for stage in plan.stages:
         if stage.state == "not built":
             click.echo(f"stage {stage.name}: not built yet ({stage.module} does not exist)")
+        elif stage.state == "not selected":
+            click.echo(f"stage {stage.name}: not selected (--stages)")
         else:
             click.echo(f"stage {stage.name}: {stage.n_runs} runs")
-    if data is None and not plan.skipped:
+    if data is None and not plan.skipped and "real" in cfg.stages:
         click.echo("skipped real data: no data directory (give --data-dir or set $QKOV_DATA_DIR; see docs/data.md)")
     for line in plan.skipped:
         click.echo(f"skipped {line}")

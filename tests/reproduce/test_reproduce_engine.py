@@ -90,3 +90,12 @@ def test_failed_run_is_reported_and_the_rest_complete(tmp_path, fake_stages, sha
     assert len(failed) == 1
     assert executions(fake_stages, failed[0]["name"]) == 2  # first try + one retry
     assert sum(is_complete(p) for p in (out / "runs").iterdir()) == 7
+
+
+def test_stages_option_runs_only_the_selected_stages(tmp_path, fake_stages, shared_cluster, capsys):
+    out = tmp_path / "out"
+    assert run_cli(cli, ["reproduce", "--out", str(out), "--stages", "derive,simulate", "--no-progress"]) == 0
+    lines, _ = _lines(capsys)
+    assert "stage synthetic: not selected (--stages)" in lines and "stage real: not selected (--stages)" in lines
+    assert not any(x.startswith("skipped") for x in lines)
+    assert sorted(p.name.split("-")[0] for p in (out / "runs").iterdir()) == ["derive"] + ["simulate"] * 3

@@ -56,6 +56,7 @@ def test_truncated_result_is_detected_and_redone(tmp_path, fake_stages, dask_cli
     (["--scheduler", "not an address"], "scheduler"),
     (["--data-dir", "/nonexistent/qkov-data"], "data_dir"),
     (["--out", "{file}"], "out"),
+    (["--stages", "derive,nope"], "stages"),
 ])
 def test_bad_config_exits_2_with_one_line_and_writes_nothing(tmp_path, fake_stages, args, field, capsys):
     a_file = tmp_path / "a-file"

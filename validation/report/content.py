@@ -88,6 +88,9 @@ def stage_lines(results: StudyResults) -> list[str]:
             title = STAGE_TITLES.get(s["name"], s["name"])
             if s.get("state") == "not built":
                 lines.append(f"{title}: not built yet ({s.get('module')} does not exist)")
+            elif s.get("state") == "not selected":
+                lines.append(f"{title}: not run this time (not selected); {len(results.stage(s['name']))} "
+                             "earlier runs found")
             else:
                 lines.append(f"{title}: {len(results.stage(s['name']))} of {s.get('n_runs', 0)} runs complete")
     else:
