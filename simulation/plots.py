@@ -36,7 +36,7 @@ def plot_trajectories(trajs: Sequence, laws: dict[str, dict[str, np.ndarray]] | 
             ax.plot(t[m], y[m], color=c, label=tr.param)
             if laws and tr.param in laws:
                 lt = laws[tr.param]
-                ok = m & np.isfinite(lt[key]) & (lt[key] > 0)
+                ok = m & (t >= 10.0) & np.isfinite(lt[key]) & (lt[key] > 0)
                 ax.plot(t[ok], lt[key][ok], color=c, ls="--", lw=1)
     for ax, title in zip(axes, ("u(t)", "v(t)", "1 - p(t)")):
         ax.set_xscale("log")
