@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import json
 import random
 from pathlib import Path
 from typing import Any
@@ -92,6 +93,5 @@ def execute_run(cfg: RealRunConfig, run_dir: Path, *, kind: str = "validate-real
         for name, obj in out["extras"].items():
             run.write_json(name, obj)
         if out["eraser"] is not None:
-            import json
             run.write_text("eraser_results.jsonl", "".join(json.dumps(r) + "\n" for r in out["eraser"]))
     return out["metrics"]
