@@ -1,0 +1,88 @@
+"""``qkov simulate``: the JSON interface (reduced and --full), errors, plots; the study contract."""
+
+import json
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+
+from simulation.cli import simulate
+from simulation.reduced import integrate
+from theory.runstore import is_complete
+
+PARAMS = ("CACO", "FACO", "CAFO", "FAFO")
+
+
+def _run(args):
+    return CliRunner().invoke(simulate, args, standalone_mode=False, catch_exceptions=True)
+
+
+def test_json_all_params_reduced():
+    res = _run(["--param", "all", "--K", "5", "--M", "4", "--eta-qk", "10", "--eta-ov", "1", "--u0", "0.2",
+                "--v0", "0.1", "--t", "5,50", "--json"])
+    assert res.exit_code == 0, res.output
+    runs = json.loads(res.stdout)["runs"]
+    assert [r["param"] for r in runs] == list(PARAMS)
+    for r in runs:
+        assert set(r) == {"param", "t", "u", "v", "p", "loss"} and r["t"] == [5.0, 50.0]
+        ref = integrate(r["param"], 5, 4, 10.0, 1.0, 0.2, 0.1, [5.0, 50.0])
+        np.testing.assert_allclose(r["u"], ref.u, rtol=1e-12)
+        assert r["loss"][1] < r["loss"][0]
+
+
+@pytest.mark.parametrize("param", PARAMS)
+def test_json_full_agrees_with_reduced(param):
+    res = _run(["--param", param, "--K", "4", "--M", "3", "--eta-qk", "2", "--u0", "0.3", "--v0", "0.3",
+                "--t", "2,6", "--full", "--dt", "0.02", "--json"])
+    assert res.exit_code == 0, res.output
+    full = json.loads(res.stdout)["runs"][0]
+    ref = integrate(param, 4, 3, 2.0, 1.0, 0.3, 0.3, [2.0, 6.0])
+    np.testing.assert_allclose(full["u"], ref.u, rtol=0.02)
+    np.testing.assert_allclose(full["v"], ref.v, rtol=0.02)
+
+
+def test_factorized_at_zero_and_bad_values_are_one_line_config_errors():
+    from theory.config import ConfigError
+
+    for args, field in ((["--param", "FAFO"], "v0"), (["--param", "CACO", "--t", "5,1"], "t"),
+                        (["--param", "CACO", "--K", "1"], "K"), (["--param", "XYZ"], "param"),
+                        (["--param", "CACO", "--full", "--t", "0.03"], "t")):
+        res = _run(args)
+        assert isinstance(res.exception, ConfigError), args
+        msg = str(res.exception)
+        assert "\n" not in msg and f"'{field}'" in msg
+    msg = str(_run(["--param", "FACO", "--u0", "1"]).exception)
+    assert "fixed point" in msg and "v0" in msg
+
+
+def test_random_full_start_runs_and_is_seeded():
+    args = ["--param", "FAFO", "--K", "3", "--M", "2", "--t", "1,2", "--full", "--init", "random", "--scale",
+            "0.1", "--seed", "4", "--json"]
+    a, b = _run(args), _run(args)
+    assert a.exit_code == 0 and a.stdout == b.stdout
+
+
+def test_plot_writes_complete_run(tmp_path):
+    out = tmp_path / "plots"
+    res = _run(["--param", "CACO,FAFO", "--K", "4", "--M", "3", "--u0", "0.1", "--v0", "0.1", "--t", "1,10",
+                "--plot", str(out)])
+    assert res.exit_code == 0, res.output
+    for stem in ("trajectories", "phase_portraits", "residual_vs_ratio", "phase_diagram"):
+        assert (out / f"{stem}.png").stat().st_size > 1000 and (out / f"{stem}.svg").is_file()
+    assert is_complete(out)
+
+
+def test_study_contract(tmp_path):
+    from simulation import study
+
+    runs = study.study_runs(True, None)
+    kinds = [k for k, _ in runs]
+    assert kinds == ["simulate-reduction", "simulate-asymptotics", "simulate-sharpness", "simulate-paper"]
+    assert all(json.loads(json.dumps(c)) == c and "seed" in c for _, c in runs)
+    kind, cfg = runs[3]
+    study.execute(kind, cfg, tmp_path / "paper")
+    assert is_complete(tmp_path / "paper")
+    claims = json.loads((tmp_path / "paper" / "claims.json").read_text())
+    assert claims["paper-equations"]["verdict"] in ("supports", "contradicts", "mixed", "n/a")
+    with pytest.raises(ValueError):
+        study.execute("nope", {}, tmp_path / "x")
