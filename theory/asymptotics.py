@@ -81,6 +81,7 @@ class AsymptoticLaws:
     v_of_u: sp.Expr
     v_of_u_expanded: sp.Expr
     residual_of_u: sp.Expr
+    residual_of_u_expanded: sp.Expr
     v_of_t_expanded: sp.Expr
     residual_of_t_expanded: sp.Expr
 
@@ -105,7 +106,9 @@ def asymptotic_laws(param: str) -> AsymptoticLaws:
     residual_u = (M + 1) / (rq.expr(v_u) * X_v)
     v_t_exp = v_u_exp.subs(u, u_t_exp)
     residual_t_exp = ((M + 1) / (rq.expr(v_u_exp) * X_v)).subs(u, u_t_exp)
-    return AsymptoticLaws(param, ro, rq, g_ov, u_t, u_t_exp, v_u, v_u_exp, residual_u, v_t_exp, residual_t_exp)
+    residual_u_exp = (M + 1) / (rq.expr(v_u_exp) * X_v)
+    return AsymptoticLaws(param, ro, rq, g_ov, u_t, u_t_exp, v_u, v_u_exp, residual_u, residual_u_exp,
+                          v_t_exp, residual_t_exp)
 
 
 def _with_ratio(expr: sp.Expr) -> sp.Expr:

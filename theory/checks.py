@@ -20,14 +20,35 @@ class Check:
         return {"name": self.name, "statement": self.statement, "method": self.method, "passed": self.passed}
 
 
+def _exp_atoms_as_symbols(expr: sp.Expr) -> sp.Expr:
+    """Replace every ``exp(a)`` by a fresh symbol (``exp(-a)`` by its reciprocal), bottom-up and consistently.
+
+    If the result is identically zero as a rational function of independent symbols, the original is
+    zero for every value of the exponentials: a sound (if incomplete) exact test that ``cancel`` decides fast.
+    """
+    table: dict[sp.Expr, sp.Symbol] = {}
+
+    def sym_for(arg: sp.Expr) -> sp.Expr:
+        if arg.could_extract_minus_sign():
+            return 1 / sym_for(-arg)
+        if arg not in table:
+            table[arg] = sp.Dummy("E", positive=True)
+        return table[arg]
+
+    expr = sp.expand_power_exp(expr)
+    return expr.replace(lambda e: isinstance(e, sp.exp), lambda e: sym_for(sp.expand(e.args[0])))
+
+
 def is_zero(expr: sp.Expr | sp.MatrixBase) -> bool:
-    """Exact zero test: ``simplify`` (entrywise for matrices), falling back to ``expand``/``cancel``."""
+    """Exact zero test, cheapest first: exponentials as symbols + ``cancel``, then ``simplify``."""
     if isinstance(expr, sp.MatrixBase):
         return all(is_zero(e) for e in expr)
     expr = sp.sympify(expr)
     if expr == 0:
         return True
-    for attempt in (sp.cancel, sp.simplify, lambda e: sp.simplify(sp.expand(sp.powsimp(e, force=True)))):
+    attempts = (lambda e: sp.cancel(_exp_atoms_as_symbols(e)), sp.simplify,
+                lambda e: sp.simplify(sp.expand(sp.powsimp(e, force=True))))
+    for attempt in attempts:
         if attempt(expr) == 0:
             return True
     return False

@@ -19,7 +19,6 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 import sympy as sp
-from sympy.integrals.manualintegrate import manualintegrate
 
 from theory.checks import Check, identity_check
 from theory.reduced import reduced_system
@@ -43,19 +42,18 @@ class FirstIntegral:
 
 
 def _definite(integrand: sp.Expr, var: sp.Symbol, upper: sp.Symbol) -> sp.Expr:
-    """:math:`\\int_0^{upper}` integrand, via manualintegrate (fast; leaves what it cannot do as an Integral)."""
-    anti = manualintegrate(integrand, var)
+    r""":math:`\int_0^{upper}` integrand: in closed form when ``sympy.integrate`` finds an elementary
+    antiderivative quickly (no square roots of the variable), else kept as an exact ``Integral``
+    (its derivative in ``upper`` is the integrand, which is all the first-integral check needs).
+    """
+    sqrt_of_var = any(isinstance(e, sp.Pow) and e.exp.is_Rational and e.exp.q == 2 and e.base.has(var)
+                      for e in sp.preorder_traversal(integrand))
+    if sqrt_of_var and any(isinstance(e, sp.exp) for e in sp.preorder_traversal(integrand)):
+        return sp.Integral(integrand, (var, 0, upper))
+    anti = sp.integrate(integrand, var)
     if anti.has(sp.Integral):
-        done = anti.replace(lambda e: isinstance(e, sp.Integral), lambda e: sp.Integer(0))
-        rest = anti - done
-        rest_def = sum((sp.Integral(term.function, (var, 0, upper)) for term in sp.Add.make_args(rest)
-                        if isinstance(term, sp.Integral)), sp.Integer(0))
-        coeff_terms = [term for term in sp.Add.make_args(rest) if not isinstance(term, sp.Integral)]
-        for term in coeff_terms:  # c * Integral(...)
-            c, integral = term.as_independent(sp.Integral)
-            rest_def += c * sp.Integral(integral.function, (var, 0, upper))
-        return sp.simplify(done.subs(var, upper) - done.subs(var, 0)) + rest_def
-    return sp.simplify(anti.subs(var, upper) - sp.limit(anti, var, 0, "+"))
+        return sp.Integral(integrand, (var, 0, upper))
+    return sp.simplify(anti.subs(var, upper) - anti.subs(var, 0))
 
 
 @lru_cache(maxsize=None)

@@ -15,7 +15,7 @@ import sys
 
 import click
 
-from theory.config import ConfigError
+from theory.cli_support import run_cli
 from theory.runstore import qkov_version
 
 # (module, attribute) of each subcommand, in the order `qkov --help` lists them.
@@ -47,24 +47,6 @@ def _register() -> None:
 
 
 _register()
-
-
-def run_cli(group: click.Group, args: list[str] | None = None, prog_name: str = "qkov") -> int:
-    """Run a click group, mapping :class:`ConfigError` to one stderr line and exit status 2."""
-    try:
-        group.main(args=args, prog_name=prog_name, standalone_mode=False)
-    except ConfigError as exc:
-        click.echo(f"{prog_name}: error: {exc}", err=True)
-        return 2
-    except click.exceptions.Exit as exc:
-        return exc.exit_code
-    except click.ClickException as exc:
-        exc.show()
-        return exc.exit_code
-    except click.exceptions.Abort:
-        click.echo("Aborted!", err=True)
-        return 1
-    return 0
 
 
 def main(args: list[str] | None = None) -> None:

@@ -1,0 +1,25 @@
+"""Running a click command group the qkov way: a rejected config is one stderr line and exit status 2."""
+
+from __future__ import annotations
+
+import click
+
+from theory.config import ConfigError
+
+
+def run_cli(group: click.Group, args: list[str] | None = None, prog_name: str = "qkov") -> int:
+    """Run a click group, mapping :class:`ConfigError` to one stderr line and exit status 2."""
+    try:
+        group.main(args=args, prog_name=prog_name, standalone_mode=False)
+    except ConfigError as exc:
+        click.echo(f"{prog_name}: error: {exc}", err=True)
+        return 2
+    except click.exceptions.Exit as exc:
+        return exc.exit_code
+    except click.ClickException as exc:
+        exc.show()
+        return exc.exit_code
+    except click.exceptions.Abort:
+        click.echo("Aborted!", err=True)
+        return 1
+    return 0

@@ -1,0 +1,204 @@
+r"""One object per parametrization holding everything derived about it, plus the global results.
+
+``theory.derive("FACO")`` returns a :class:`Derivation` (sympy expressions and their checks);
+:func:`derive_all` adds the results that concern all four (symmetric subspace, general rescaling
+identities, paper mapping, ordering) and the claims ledger; :func:`derivation_json` is what
+``qkov derive --json`` prints.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from functools import lru_cache
+from typing import Any
+
+import sympy as sp
+
+from theory.asymptotics import AsymptoticLaws, asymptotic_checks, asymptotic_laws
+from theory.checks import Check
+from theory.first_integrals import FirstIntegral, first_integral, first_integral_checks
+from theory.numeric import NumericSystem, numeric_system
+from theory.reduced import ReducedSystem, balanced_initial_state, reduced_system
+from theory.rescaling import (conservation_checks, conserved_quantities, effective_system, effective_system_checks,
+                              ov_rescaling, qk_rescaling)
+
+PARAMS = ("CACO", "FACO", "CAFO", "FAFO")
+
+
+@dataclass(frozen=True)
+class Derivation:
+    r"""Everything derived about one parametrization.
+
+    ``system`` is the reduced ODE; ``conserved`` maps names to conserved quantities in the state;
+    ``rho_ov``/``rho_qk`` are the implicit learning-rate factors in the effective observables;
+    ``effective`` is the exact 2-D :math:`(\dot u, \dot v)`; ``first_integral`` and ``asymptotics``
+    as in their modules; ``checks`` lists every check that established them.
+    """
+
+    param: str
+    system: ReducedSystem
+    conserved: dict[str, sp.Expr]
+    rho_ov: sp.Expr
+    rho_qk: sp.Expr
+    effective: tuple[sp.Expr, sp.Expr]
+    first_integral: FirstIntegral
+    asymptotics: AsymptoticLaws
+    checks: tuple[Check, ...] = field(default=())
+
+    @property
+    def dimension(self) -> int:
+        return self.system.dimension
+
+    def numeric(self) -> NumericSystem:
+        """The lambdified, vectorised form that :mod:`simulation` integrates."""
+        return numeric_system(self.param)
+
+    def as_json(self) -> dict[str, Any]:
+        s = self.system
+        laws = self.asymptotics
+        return {
+            "param": self.param,
+            "dimension": self.dimension,
+            "state": [x.name for x in s.state],
+            "matrices": {"OV": s.ov.matrix_form, "QK": s.qk.matrix_form},
+            "rhs": {x.name: sp.sstr(f) for x, f in zip(s.state, s.rhs_display)},
+            "p": "exp(v)/(M + exp(v) + 1)",
+            "observables": {"u": sp.sstr(s.u_expr), "v": sp.sstr(s.v_expr), "loss": "log(1 + (K - 1)*exp(-p*u))"},
+            "initial_state": {x.name: sp.sstr(val) for x, val in balanced_initial_state(self.param).items()},
+            "conserved": {k: sp.sstr(v) for k, v in self.conserved.items()},
+            "rescaling": {"rho_OV": sp.sstr(self.rho_ov), "rho_QK": sp.sstr(self.rho_qk)},
+            "effective_system": {"du/dt": sp.sstr(self.effective[0]), "dv/dt": sp.sstr(self.effective[1])},
+            "first_integral": {"H": sp.sstr(self.first_integral.H), "dv/du": sp.sstr(self.first_integral.slope),
+                               "R": sp.sstr(self.first_integral.coefficient),
+                               "loss_independent": True},
+            "asymptotics": {
+                "u(t)": sp.sstr(laws.u_of_t), "u(t) expanded": sp.sstr(laws.u_of_t_expanded),
+                "v(u)": sp.sstr(laws.v_of_u), "v(u) expanded": sp.sstr(laws.v_of_u_expanded),
+                "1-p at matched u": sp.sstr(laws.residual_of_u),
+                "v(t) expanded": sp.sstr(laws.v_of_t_expanded),
+                "1-p(t) expanded": sp.sstr(laws.residual_of_t_expanded),
+            },
+            "checks": [c.as_dict() for c in self.checks],
+        }
+
+
+@lru_cache(maxsize=None)
+def derive(param: str) -> Derivation:
+    """Derive and check everything about ``param`` (cached per process)."""
+    if param not in PARAMS:
+        raise ValueError(f"parametrization {param!r}: must be one of {', '.join(PARAMS)}")
+    system = reduced_system(param)
+    checks: list[Check] = []
+    checks += conservation_checks(param)
+    checks += effective_system_checks(param)
+    checks += first_integral_checks(param)
+    checks += asymptotic_checks(param)
+    return Derivation(
+        param=param, system=system, conserved=conserved_quantities(param),
+        rho_ov=ov_rescaling().in_effective if param[2] == "F" else sp.Integer(1),
+        rho_qk=qk_rescaling().in_effective if param[0] == "F" else sp.Integer(1),
+        effective=effective_system(param), first_integral=first_integral(param),
+        asymptotics=asymptotic_laws(param), checks=tuple(checks))
+
+
+@dataclass(frozen=True)
+class GlobalResults:
+    """Results that concern all parametrizations at once."""
+
+    symmetric_subspace: tuple[Check, ...]
+    full_matrix: tuple[Check, ...]
+    rescaling_general: tuple[Check, ...]
+    paper_mapping: tuple[Check, ...]
+    ordering: Any
+
+
+@lru_cache(maxsize=2)
+def global_results(full_matrix: bool = True) -> GlobalResults:
+    """Symmetric-subspace proof, concrete full-matrix cross-checks, general identities, paper map, ordering."""
+    from theory.full_matrix_check import full_matrix_checks
+    from theory.ordering import sharpness_ordering
+    from theory.paper import paper_mapping_checks
+    from theory.rescaling import matrix_identity_checks, rescaling_checks
+    from theory.symmetric_line import line_checks
+
+    return GlobalResults(
+        symmetric_subspace=line_checks(),
+        full_matrix=tuple(full_matrix_checks(quick=not full_matrix)),
+        rescaling_general=tuple(matrix_identity_checks() + rescaling_checks()),
+        paper_mapping=paper_mapping_checks(),
+        ordering=sharpness_ordering(),
+    )
+
+
+def _derive_task(task: str):
+    return task, (global_results(True) if task == "global-thorough" else global_results(False)
+                  if task == "global" else derive(task))
+
+
+def derive_all(params: tuple[str, ...] = PARAMS, full_matrix: bool = False,
+               workers: int | None = None) -> tuple[dict[str, Derivation], GlobalResults]:
+    """Derivations of ``params`` and the global results.
+
+    ``full_matrix=True`` runs the concrete full-matrix cross-checks at every size of
+    :data:`theory.full_matrix_check.SIZES` (else only the smallest). The independent pieces run in
+    ``workers`` processes (default: the number of CPUs, at most 4; 1 inside a daemon process).
+    """
+    import multiprocessing as mp
+    import os
+    from concurrent.futures import ProcessPoolExecutor
+
+    tasks = ["global-thorough" if full_matrix else "global", *params]
+    if workers is None:
+        workers = 1 if mp.current_process().daemon else min(4, os.cpu_count() or 1)
+    if workers > 1:
+        with ProcessPoolExecutor(max_workers=workers, mp_context=mp.get_context("fork")) as pool:
+            results = dict(pool.map(_derive_task, tasks))
+    else:
+        results = dict(map(_derive_task, tasks))
+    glob = results.pop(tasks[0])
+    return {p: results[p] for p in params}, glob
+
+
+def all_checks(derivations: dict[str, Derivation], glob: GlobalResults) -> list[Check]:
+    """Every check, global first."""
+    out = list(glob.symmetric_subspace) + list(glob.full_matrix) + list(glob.rescaling_general)
+    out += list(glob.paper_mapping) + list(glob.ordering.checks)
+    for d in derivations.values():
+        out += list(d.checks)
+    return out
+
+
+def derivation_json(params: tuple[str, ...] = PARAMS, full_matrix: bool = False,
+                    workers: int | None = None) -> dict[str, Any]:
+    """The ``qkov derive --json`` payload: per-parametrization results, global results, ledger."""
+    from theory.displays import displays
+    from theory.ledger import claims_ledger
+
+    derivations, glob = derive_all(params, full_matrix, workers)
+    checks = all_checks(derivations, glob)
+    o = glob.ordering
+    return {
+        "model": "orthogonal synthetic model (MODEL.md); K, M, eta_QK, eta_OV symbolic",
+        "parametrizations": {p: d.as_json() for p, d in derivations.items()},
+        "symmetric_subspace": {
+            "orbit_coordinates": {"OV": ["A", "B", "C", "E"], "QK": ["alpha", "beta", "gamma"]},
+            "checks": [c.as_dict() for c in glob.symmetric_subspace + glob.full_matrix],
+        },
+        "rescaling_general": {
+            "form": "dW/dt = -eta (W1 W1^T G + G W2^T W2); d/dt(W1^T W1 - W2 W2^T) = 0",
+            "rho_OV": sp.sstr(ov_rescaling().in_effective), "rho_QK": sp.sstr(qk_rescaling().in_effective),
+            "rho_QK_balanced": sp.sstr(qk_rescaling().balanced),
+            "checks": [c.as_dict() for c in glob.rescaling_general],
+        },
+        "paper_mapping": {"identification": "m=1, n=M+1, M_out=K, b=1, mu_OV=u, mu_QK=v",
+                          "checks": [c.as_dict() for c in glob.paper_mapping]},
+        "ordering": {"asymptotic_order_sharpest_first": list(o.order),
+                     "pairwise_limits": {f"{a}/{b}": sp.sstr(v) for (a, b), v in o.pairwise.items()},
+                     "dlog_residual_dlog_ratio": {k: sp.sstr(v) for k, v in o.ratio_effect.items()},
+                     "slow_start": {k: sp.sstr(v) for k, v in o.slow_start.items()},
+                     "checks": [c.as_dict() for c in o.checks]},
+        "ledger": claims_ledger(derivations, glob),
+        "displays": displays(derivations, glob),
+        "summary": {"checks": len(checks), "passed": sum(c.passed for c in checks),
+                    "numeric_fallbacks": sum(c.method.startswith("numeric") for c in checks)},
+    }

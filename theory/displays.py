@@ -1,0 +1,64 @@
+"""Displayed equations: each produced by sympy (LaTeX and presentation MathML), never typed.
+
+Every display names the check that established it, so a report can print the equation and,
+right after it, how it was verified.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import sympy as sp
+from sympy.printing.mathml import mathml
+
+from theory.symbols import P, t, u
+
+
+def _display(title: str, lhs: sp.Expr, rhs: sp.Expr, section: str, check: str = "") -> dict[str, Any]:
+    eq = sp.Eq(lhs, rhs, evaluate=False)
+    ml = mathml(eq, printer="presentation")
+    return {"title": title, "section": section, "latex": sp.latex(eq),
+            "mathml": f'<math xmlns="http://www.w3.org/1998/Math/MathML" display="block">{ml}</math>',
+            "check": check}
+
+
+def _dt(x: sp.Symbol) -> sp.Expr:
+    return sp.Derivative(sp.Function(x.name)(t), t)
+
+
+def displays(derivations: dict, glob) -> list[dict[str, Any]]:
+    """All displayed equations of the report, in reading order."""
+    from theory.symmetric_line import line_geometry, loss_display, p_of_v
+
+    geo = line_geometry()
+    out = [
+        _display("Attention on the distinct token on the symmetric line", P, p_of_v(), "symmetric-subspace",
+                 "attention-derivative"),
+        _display("Population loss on the symmetric line", sp.Symbol("L"), loss_display(), "symmetric-subspace",
+                 "loss-on-line"),
+        _display("Squared norm of the OV line direction", sp.Symbol(r"\|P E_d^\top\|^2"), geo.ov_norm2,
+                 "symmetric-subspace", "ov-direction-fixed-A"),
+        _display("Squared norm of the QK line direction", sp.Symbol(r"\|w\|^2"), geo.qk_norm2,
+                 "symmetric-subspace", "qk-direction-fixed-alpha"),
+    ]
+    for p, d in derivations.items():
+        for x, f in zip(d.system.state, d.system.rhs_display):
+            out.append(_display(f"{p}: reduced flow of {x.name}", _dt(x), f, f"reduced-{p}", f"{p}-effective-u"))
+        for name, expr in d.conserved.items():
+            out.append(_display(f"{p}: conserved {name}", sp.Symbol(name), expr, f"reduced-{p}", f"{p}-conserved-{name}"))
+        if p[2] == "F":
+            out.append(_display(f"{p}: OV rescaling", sp.Symbol(r"\rho_{OV}"), d.rho_ov, f"reduced-{p}", "rho-OV-effective"))
+        if p[0] == "F":
+            out.append(_display(f"{p}: QK rescaling", sp.Symbol(r"\rho_{QK}"), d.rho_qk, f"reduced-{p}", "rho-QK-effective"))
+        out.append(_display(f"{p}: first integral", sp.Symbol("H"), d.first_integral.H, f"reduced-{p}",
+                            f"{p}-first-integral"))
+        out.append(_display(f"{p}: trajectory slope", sp.Derivative(sp.Function("v")(u), u), d.first_integral.slope,
+                            f"reduced-{p}", f"{p}-slope-loss-independent"))
+        laws = d.asymptotics
+        out.append(_display(f"{p}: u(t) as t grows", sp.Function("u")(t), laws.u_of_t, f"asymptotics-{p}",
+                            f"{p}-time-integral-leading"))
+        out.append(_display(f"{p}: v(u) as u grows", sp.Function("v")(u), laws.v_of_u, f"asymptotics-{p}",
+                            f"{p}-first-integral-leading"))
+        out.append(_display(f"{p}: attention residual at matched loss", 1 - P, laws.residual_of_u, f"asymptotics-{p}",
+                            f"order-CACO-vs-FACO"))
+    return out
