@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 from theory.runstore import atomic_write_bytes
@@ -26,4 +27,6 @@ def build_report(out: str | Path) -> tuple[Path, Path]:
     rows = build_ledger(results)
     html_path = atomic_write_bytes(out / HTML_NAME, render_html(results, rows).encode("utf-8"))
     md_path = atomic_write_bytes(out / MD_NAME, render_markdown(results, rows).encode("utf-8"))
+    for p in (html_path, md_path):
+        os.chmod(p, 0o644)  # a document to share, not a private temporary file
     return html_path, md_path

@@ -5,7 +5,6 @@ from __future__ import annotations
 import collections
 import dataclasses
 import datetime as _dt
-import json
 from typing import Any
 
 from validation.report.collect import STAGE_ORDER, STAGE_TITLES, Figure, RunRecord, StudyResults
@@ -111,6 +110,7 @@ class Display:
     title: str
     latex: str
     mathml: str
+    check: str = ""
 
 
 def displays(results: StudyResults) -> list[Display]:
@@ -119,12 +119,25 @@ def displays(results: StudyResults) -> list[Display]:
     out = []
     for e in d.get("displays", []) or []:
         if isinstance(e, dict):
-            out.append(Display(str(e.get("title", "")), str(e.get("latex", "")), str(e.get("mathml", ""))))
+            out.append(Display(str(e.get("title", "")), str(e.get("latex", "")), str(e.get("mathml", "")),
+                               str(e.get("check", "") or "")))
     return out
 
 
 def derivation_text(results: StudyResults) -> str:
-    """The derivation's own summary text, if it has one (``summary`` or ``description``)."""
+    """A sentence on the derivation: its model and its ``summary`` (text, or counts of checks)."""
     d = results.derivation or {}
+    parts = []
+    if isinstance(d.get("model"), str):
+        parts.append(f"Model: {d['model']}.")
     s = d.get("summary") or d.get("description") or ""
-    return s if isinstance(s, str) else json.dumps(s)
+    if isinstance(s, dict) and "checks" in s and "passed" in s:
+        text = f"{s['passed']} of {s['checks']} symbolic checks passed"
+        if s.get("numeric_fallbacks"):
+            text += f" ({s['numeric_fallbacks']} of them by a high-precision numeric check where simplification stalled)"
+        parts.append(text + ".")
+    elif isinstance(s, dict):
+        parts.append("; ".join(f"{k.replace('_', ' ')}: {v}" for k, v in s.items()) + ".")
+    elif s:
+        parts.append(str(s))
+    return " ".join(parts)

@@ -60,7 +60,8 @@ def render_markdown(results: StudyResults, rows: list[LedgerRow]) -> str:
     ledger = _table(["paper's claim", "derived"] + [t for _, t in EMPIRICAL_STAGES] + ["verdict"],
                     [[f"**{r.id}**: {r.claim}", (r.status + (": " + r.derived if r.derived else "")) or "—"]
                      + [_stage(r, s) for s, _ in EMPIRICAL_STAGES] + [f"**{r.verdict}**"] for r in rows])
-    eqs = "\n\n".join(f"**{d.title}**\n\n$$\n{d.latex}\n$$" for d in content.displays(results)) \
+    eqs = "\n\n".join(f"**{d.title}**\n\n$$\n{d.latex}\n$$" + (f"\n\n_verified by: {d.check}_" if d.check else "")
+                      for d in content.displays(results)) \
         or "_No derivation run yet._"
     dtext = content.derivation_text(results)
     parts = [

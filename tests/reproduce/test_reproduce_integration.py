@@ -1,0 +1,54 @@
+"""The engine over the real study modules, whichever exist (real data skipped: no data directory)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from theory.runstore import config_key, is_complete
+from validation import engine
+
+ROOT = Path(__file__).resolve().parent.parent.parent
+
+
+def test_existing_stages_plan_valid_resumable_runs(tmp_path):
+    plan = engine.plan_study(tmp_path / "out", True, None)
+    assert not (tmp_path / "out").exists()
+    states = {s.name: s for s in plan.stages}
+    assert set(states) == {"derive", "simulate", "synthetic", "real"}
+    for s in plan.stages:
+        if s.state == "ready" and s.name != "real":
+            assert s.n_runs >= 1, s
+    if states["real"].state == "ready":
+        assert states["real"].n_runs == 0 and states["real"].skipped  # no data directory: says why
+    for run in plan.runs:
+        # the config survives config.json: a rerun reads the same key, so complete runs are found again
+        assert config_key(run.kind, json.loads(json.dumps(run.config))) == run.key
+    assert len({r.name for r in plan.runs}) == len(plan.runs)
+    full = engine.plan_study(tmp_path / "out", False, None)
+    assert len(full.runs) >= len(plan.runs)
+
+
+@pytest.mark.slow
+def test_reproduce_quick_end_to_end_within_ten_minutes_and_resumes(tmp_path):
+    """`qkov reproduce --quick` on this machine: under 10 minutes, report path last, a rerun redoes nothing."""
+    env = {k: v for k, v in os.environ.items() if k != "QKOV_DATA_DIR"}
+    out = tmp_path / "out"
+    cmd = [sys.executable, "-m", "validation", "reproduce", "--quick", "--out", str(out), "--no-progress"]
+    t0 = time.monotonic()
+    first = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=900)
+    elapsed = time.monotonic() - t0
+    assert first.returncode == 0, first.stdout + first.stderr
+    assert first.stdout.strip().splitlines()[-1] == f"report: {(out / 'report.html').resolve()}"
+    assert elapsed < 600, f"reproduce --quick took {elapsed:.0f} s"
+    runs = list((out / "runs").iterdir())
+    assert runs and all(is_complete(r) for r in runs)
+    second = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
+    assert second.returncode == 0
+    assert f"runs: 0 executed, {len(runs)} reused" in second.stdout
