@@ -20,6 +20,8 @@ def group(dataset, mass_diff, p, task_diff):
     (group("sva", 0.1, 0.01, -0.02), "contradicts"),       # accuracy drops 2 points
     (group("sva", -0.1, 0.01, 0.0), "contradicts"),
     (group("sva", 0.1, 0.2, 0.0), "inconclusive"),
+    (group("sva", 0.001, 0.001, 0.0), "inconclusive"),      # significant but below MIN_EFFECT
+    (group("sva", -0.001, 0.001, 0.0), "inconclusive"),
     (group("squad", 0.1, 0.01, -0.5), "supports"),          # F1 in percent: -0.5 points is within 1
     (group("squad", 0.1, 0.01, -1.5), "contradicts"),
 ])

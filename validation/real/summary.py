@@ -6,7 +6,7 @@ metric. Paired comparison with ratio 1 on the same seeds: mean difference
 p-values (``scipy.stats``; with :math:`n = 3` seeds the smallest possible two-sided Wilcoxon
 p is 0.25, so the t-test is the informative one). The ``real-data`` claim is judged a priori
 at :data:`CLAIM_RATIO` (= 10): a group *supports* when the relevant attention mass rises
-(:math:`\bar d > 0`, t-test :math:`p < 0.05`) and the task metric drops by no more than
+(:math:`\bar d \ge` :data:`MIN_EFFECT` = 0.01, t-test :math:`p < 0.05`) and the task metric drops by no more than
 :data:`TOLERANCE` (1 point of accuracy, or of F1 for SQuAD); it *contradicts* when the mass
 falls significantly or the task metric drops beyond the tolerance; otherwise it is inconclusive
 (see :func:`judge`).
@@ -27,6 +27,8 @@ from theory.runstore import RunWriter, is_complete
 from validation.metrics.dtap import plot_dtap
 
 CLAIM_RATIO = 10.0
+MIN_EFFECT = 0.01
+"""Smallest change of the mean relevant mass (1 percentage point) that counts as a change."""
 TOLERANCE = 0.01  # as a fraction (accuracy); SQuAD EM/F1 are in percent -> 1 point
 PAPER = {
     "squad": {"attention_confidence": "about 12% -> 43% (official code: 6-layer GPT-2-tokenizer decoder, "
@@ -121,8 +123,9 @@ def summarise_groups(runs: list[dict[str, Any]]) -> dict[str, Any]:
 def judge_group(g: dict[str, Any]) -> tuple[str, str] | None:
     """``(outcome, note)`` of one dataset/optimizer group at :data:`CLAIM_RATIO`, or ``None``.
 
-    outcome: ``supports`` (mass up with t-test p < 0.05, task metric within tolerance),
-    ``contradicts`` (mass down with p < 0.05, or the task metric drops beyond tolerance),
+    outcome: ``supports`` (mass up by at least :data:`MIN_EFFECT` with t-test p < 0.05, task
+    metric within tolerance), ``contradicts`` (mass down by at least :data:`MIN_EFFECT` with
+    p < 0.05, or the task metric drops beyond tolerance),
     else ``inconclusive``.
     """
     p = g["paired"].get(f"{CLAIM_RATIO:g}")
@@ -133,9 +136,9 @@ def judge_group(g: dict[str, Any]) -> tuple[str, str] | None:
     mass = p["relevant_mass_mean"]
     significant = mass["t_p"] < 0.05
     hurt = p[tm]["mean_diff"] < -tol
-    if significant and mass["mean_diff"] > 0 and not hurt:
+    if significant and mass["mean_diff"] >= MIN_EFFECT and not hurt:
         outcome = "supports"
-    elif hurt or (significant and mass["mean_diff"] < 0):
+    elif hurt or (significant and mass["mean_diff"] <= -MIN_EFFECT):
         outcome = "contradicts"
     else:
         outcome = "inconclusive"
