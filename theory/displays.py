@@ -36,14 +36,15 @@ def displays(derivations: dict, glob) -> list[dict[str, Any]]:
                  "attention-derivative"),
         _display("Population loss on the symmetric line", sp.Symbol("L"), loss_display(), "symmetric-subspace",
                  "loss-on-line"),
-        _display("Squared norm of the OV line direction", sp.Symbol(r"\|P E_d^\top\|^2"), geo.ov_norm2,
+        _display("Squared norm n_OV of the OV line direction P E_d^T", sp.Symbol("n_OV"), geo.ov_norm2,
                  "symmetric-subspace", "ov-direction-fixed-A"),
-        _display("Squared norm of the QK line direction", sp.Symbol(r"\|w\|^2"), geo.qk_norm2,
+        _display("Squared norm n_QK of the QK line direction w", sp.Symbol("n_QK"), geo.qk_norm2,
                  "symmetric-subspace", "qk-direction-fixed-alpha"),
     ]
     for p, d in derivations.items():
         for x, f in zip(d.system.state, d.system.rhs_display):
-            out.append(_display(f"{p}: reduced flow of {x.name}", _dt(x), f, f"reduced-{p}", f"{p}-effective-u"))
+            which = "u" if x in d.system.ov.coords else "v"
+            out.append(_display(f"{p}: reduced flow of {x.name}", _dt(x), f, f"reduced-{p}", f"{p}-effective-{which}"))
         for name, expr in d.conserved.items():
             out.append(_display(f"{p}: conserved {name}", sp.Symbol(name), expr, f"reduced-{p}", f"{p}-conserved-{name}"))
         if p[2] == "F":

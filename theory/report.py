@@ -94,7 +94,7 @@ h1,h2,h3{font-family:Helvetica,Arial,sans-serif}
 table{border-collapse:collapse;width:100%;margin:1rem 0;font-size:.9rem}
 td,th{border:1px solid #ccc;padding:.35rem .5rem;vertical-align:top;text-align:left}
 th{background:#f3f3f3}
-.eq{margin:.8rem 0 .2rem;overflow-x:auto}
+.eq{margin:.8rem 0 .2rem;overflow-x:auto;overflow-y:hidden}
 .check{font-size:.8rem;color:#555;margin-bottom:1rem;font-family:monospace}
 .passed{color:#176d2c}.failed{color:#b00020;font-weight:bold}
 .status-derived{color:#176d2c;font-weight:bold}.status-refined{color:#9a6700;font-weight:bold}

@@ -1,0 +1,71 @@
+"""``qkov derive``: the JSON holds every required piece, the ledger covers items 2-8, reports render."""
+
+import json
+
+import pytest
+
+from theory.cli_support import run_cli
+from theory.runstore import is_complete
+from validation.cli import cli
+
+PARAMS = ("CACO", "FACO", "CAFO", "FAFO")
+LEDGER_IDS = {"symmetric-subspace", "reduced-odes", "rescaling", "fixed-lines", "first-integrals", "growth-rates",
+              "sharpness-ratio", "sharpness-order", "paper-equations"}
+
+
+@pytest.fixture(scope="module")
+def derived(tmp_path_factory):
+    out = tmp_path_factory.mktemp("derive")
+    assert run_cli(cli, ["derive", "--out", str(out)]) == 0
+    return out, json.loads((out / "derivation.json").read_text())
+
+
+def test_json_has_system_conserved_integrals_laws_for_all_four(derived):
+    _, d = derived
+    dims = {p: d["parametrizations"][p]["dimension"] for p in PARAMS}
+    assert dims == {"CACO": 2, "FACO": 4, "CAFO": 3, "FAFO": 5}
+    for p in PARAMS:
+        e = d["parametrizations"][p]
+        assert set(e["rhs"]) == set(e["state"])
+        assert e["first_integral"]["H"] and e["asymptotics"]["u(t)"] and e["asymptotics"]["v(u)"]
+        assert ("delta" in e["conserved"]) == (p[2] == "F")
+        assert ("C_QK" in e["conserved"] and "S" in e["conserved"]) == (p[0] == "F")
+    assert d["ordering"]["asymptotic_order_sharpest_first"] == ["FACO", "CACO", "FAFO", "CAFO"]
+
+
+def test_every_check_passes_and_ledger_covers_items(derived):
+    out, d = derived
+    assert d["summary"]["passed"] == d["summary"]["checks"] > 80
+    ids = {e["id"] for e in d["ledger"]}
+    assert LEDGER_IDS <= ids
+    for e in d["ledger"]:
+        assert e["status"] in {"derived", "refined", "refuted", "empirical"}
+    assert {e["id"]: e["status"] for e in d["ledger"]}["growth-rates"] == "refined"
+    assert is_complete(out)
+
+
+def test_reports_are_written_and_html_is_offline(derived):
+    out, d = derived
+    html = (out / "report.html").read_text()
+    assert html.count("<math") == len(d["displays"]) > 30
+    assert "http://" not in html.replace("http://www.w3.org/1998/Math/MathML", "")
+    assert "https://" not in html and "<script" not in html
+    assert "PASSED" in html and "Claims ledger" in html
+    md = (out / "report.md").read_text()
+    assert md.count("$$") == 2 * len(d["displays"])
+    assert (out / "report.tex").read_text().startswith("\\documentclass")
+
+
+def test_json_flag_prints_only_json(capsys, derived):
+    assert run_cli(cli, ["derive", "--json", "--param", "CACO"]) == 0
+    payload = json.loads(capsys.readouterr().out)
+    assert list(payload["parametrizations"]) == ["CACO"]
+
+
+@pytest.mark.parametrize("args,field", [(["--param", "XAXO"], "param"), (["--format", "pdf"], "format")])
+def test_bad_options_exit_2_one_line_nothing_written(tmp_path, capsys, args, field):
+    out = tmp_path / "d"
+    assert run_cli(cli, ["derive", "--out", str(out), *args]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and f"'{field}'" in err[0]
+    assert not out.exists()
