@@ -106,3 +106,15 @@ def test_cli_quick_sweep_json(tmp_path, capsys):
     mtimes = [Path(r, "COMPLETE").stat().st_mtime for r in out["runs"]]
     assert run_cli(cli, args) == 0
     assert mtimes == [Path(r, "COMPLETE").stat().st_mtime for r in out["runs"]]
+
+
+def test_cli_param_and_layers_reach_the_runs(tmp_path, capsys):
+    d = data_dir_for("sva")
+    args = ["validate", "real", "--dataset", "sva", "--quick", "--ratios", "1", "--seeds", "0", "--param", "FAFO",
+            "--layers", "2", "--json", "--out", str(tmp_path), "--data-dir", str(d)]
+    assert run_cli(cli, args) == 0
+    out = json.loads(capsys.readouterr().out)
+    cfg = json.loads(Path(out["runs"][0], "config.json").read_text())
+    assert (cfg["param"], cfg["layers"]) == ("FAFO", 2)
+    assert run_cli(cli, args[:-4] + ["--param", "XX", "--data-dir", str(d)]) == 2
+    assert "'param'" in capsys.readouterr().err

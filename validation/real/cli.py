@@ -30,13 +30,17 @@ def _seeds(text: str) -> tuple[int, ...]:
 @click.option("--ratios", default="1,2,5,10,30", show_default=True, help="eta_QK/eta_OV values.")
 @click.option("--seeds", default="0,1,2", show_default=True, help="Training seeds.")
 @click.option("--optimizer", default="adamw", show_default=True, help="adamw, sgd, comma-separated, or all.")
+@click.option("--param", type=str, default="CACO", show_default=True,
+              help="Circuits of the attention layer: CACO, FACO, CAFO or FAFO (C = collapsed, F = factorized).")
+@click.option("--layers", type=int, default=1, show_default=True,
+              help="Attention layers (lower ones: single-head self-attention with collapsed circuits).")
 @click.option("--quick", is_flag=True, help="Subsampled data and fewer epochs (< 3 min per dataset on 2 cores).")
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
 @click.option("--out", type=click.Path(file_okay=False, path_type=Path), default=Path("qkov-results"),
               show_default=True, help="Results directory (runs go to OUT/runs/, the summary to OUT/).")
 @click.option("--data-dir", type=str, default=None, help="Real-data directory (else $QKOV_DATA_DIR).")
-def real(dataset: str, ratios: str, seeds: str, optimizer: str, quick: bool, as_json: bool, out: Path,
-         data_dir: str | None) -> None:
+def real(dataset: str, ratios: str, seeds: str, optimizer: str, param: str, layers: int, quick: bool,
+         as_json: bool, out: Path, data_dir: str | None) -> None:
     """Train the QKOV models at each eta_QK/eta_OV ratio and seed, then tabulate and compare with ratio 1."""
     torch.set_num_threads(1)  # small models: one thread is fastest and shares a busy machine well
     datasets = as_choice_list("dataset", dataset, DATASETS)
@@ -48,7 +52,8 @@ def real(dataset: str, ratios: str, seeds: str, optimizer: str, quick: bool, as_
     data = resolve_data_dir(data_dir)
     if data is None:
         raise ConfigError(NO_DATA)
-    configs = sweep_configs(datasets, ratio_list, seed_list, optimizers, quick, data)
+    extra = {k: v for k, v in (("param", param), ("layers", layers)) if (k, v) not in (("param", "CACO"), ("layers", 1))}
+    configs = sweep_configs(datasets, ratio_list, seed_list, optimizers, quick, data, **extra)
     for ds in datasets:  # validate every file before training anything
         load_dataset(ds, str(data))
     run_dirs = []
@@ -58,9 +63,10 @@ def real(dataset: str, ratios: str, seeds: str, optimizer: str, quick: bool, as_
         if not is_complete(run_dir):
             execute_run(cfg, run_dir, kind=KIND, progress=not as_json)
         run_dirs.append(run_dir)
-    name = "validate-real-summary-" + "-".join(datasets) + ("-quick" if quick else "")
+    name = ("validate-real-summary-" + "-".join(datasets) + "".join(f"-{v}" for v in extra.values())
+            + ("-quick" if quick else ""))
     summary_cfg = {"datasets": list(datasets), "ratios": list(ratio_list), "seeds": list(seed_list),
-                   "optimizers": list(optimizers), "quick": quick, "data_dir": str(data),
+                   "optimizers": list(optimizers), "quick": quick, **extra, "data_dir": str(data),
                    "runs": [d.name for d in run_dirs]}
     result = summarise(run_dirs, out / name, config=summary_cfg)
     if as_json:

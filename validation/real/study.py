@@ -40,11 +40,14 @@ def missing_data(dataset: str, data_dir: Path) -> str | None:
     raise DataError(f"dataset {dataset!r}: must be one of {', '.join(DATASETS)}")
 
 
-def sweep_configs(datasets, ratios, seeds, optimizers, quick: bool, data_dir: Path) -> list[RealRunConfig]:
+def sweep_configs(datasets, ratios, seeds, optimizers, quick: bool, data_dir: Path,
+                  **overrides) -> list[RealRunConfig]:
     """Every run configuration of a sweep, datasets outermost (``data_dir`` made absolute, so a
-    run does not depend on the working directory of the process that executes it)."""
+    run does not depend on the working directory of the process that executes it). ``overrides``
+    (e.g. ``param``, ``layers``) replace dataset defaults in every run."""
     data_dir = Path(data_dir).resolve()
-    return [default_config(ds, ratio=float(r), seed=int(s), optimizer=opt, quick=quick, data_dir=str(data_dir))
+    return [default_config(ds, ratio=float(r), seed=int(s), optimizer=opt, quick=quick, data_dir=str(data_dir),
+                           **overrides)
             for ds in datasets for opt in optimizers for r in ratios for s in seeds]
 
 
