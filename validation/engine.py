@@ -29,6 +29,7 @@ import json
 import shutil
 import sys
 import time
+import uuid
 from pathlib import Path
 from types import ModuleType
 from typing import Any, Callable, Sequence
@@ -252,8 +253,9 @@ def run_study(plan: StudyPlan, client: Any | None, retries: int = 2, progress: b
         raise ValueError("run_study: runs to execute but no Dask client")
     futures = {}
     for run in todo:
+        # A fresh key per submission: two studies (other --out) with the same run must not share a result.
         fut = client.submit(execute_run, run.module, run.kind, run.config, str(run.run_dir),
-                            key=f"qkov-{run.name}", pure=False, retries=retries)
+                            key=f"qkov-{run.name}-{uuid.uuid4().hex[:8]}", pure=False, retries=retries)
         futures[fut] = run
     executed: list[str] = []
     failed: dict[str, str] = {}
@@ -269,7 +271,7 @@ def run_study(plan: StudyPlan, client: Any | None, retries: int = 2, progress: b
                 failed[run.name] = msg
             if bar is not None:
                 bar.update(1)
-                bar.set_postfix(failed=len(failed))
+                bar.set_postfix(failed=len(failed), refresh=False)
     except BaseException:
         if futures:
             client.cancel(list(futures))

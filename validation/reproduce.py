@@ -86,12 +86,13 @@ def reproduce(quick: bool, out: str, data_dir: str | None, scheduler: str | None
         click.echo(f"skipped {line}")
 
     todo = engine.pending(plan)
-    where = cfg.scheduler or f"local cluster, {cfg.workers} worker processes"
+    n_workers = max(1, min(cfg.workers, len(todo)))  # no idle worker processes
+    where = cfg.scheduler or f"local cluster, {n_workers} worker processes"
     click.echo(f"{len(plan.runs)} runs planned, {len(plan.runs) - len(todo)} already complete; "
                f"running {len(todo)} on {where} into {cfg.out}")
     try:
         if todo:
-            with engine.StudyCluster(cfg.scheduler, cfg.workers) as client:
+            with engine.StudyCluster(cfg.scheduler, n_workers) as client:
                 result = engine.run_study(plan, client, retries=cfg.retries, progress=progress)
         else:
             result = engine.run_study(plan, None, retries=cfg.retries, progress=False)

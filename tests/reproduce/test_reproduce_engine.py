@@ -99,3 +99,14 @@ def test_stages_option_runs_only_the_selected_stages(tmp_path, fake_stages, shar
     assert "stage synthetic: not selected (--stages)" in lines and "stage real: not selected (--stages)" in lines
     assert not any(x.startswith("skipped") for x in lines)
     assert sorted(p.name.split("-")[0] for p in (out / "runs").iterdir()) == ["derive"] + ["simulate"] * 3
+
+
+def test_scheduler_option_connects_to_an_existing_cluster(tmp_path, fake_stages, dask_client, capsys):
+    address = dask_client.scheduler.address
+    out = tmp_path / "out"
+    args = ["reproduce", "--out", str(out), "--stages", "simulate", "--scheduler", address, "--no-progress"]
+    assert run_cli(cli, args) == 0
+    lines, _ = _lines(capsys)
+    assert any(x.endswith(f"running 3 on {address} into {out}") for x in lines)
+    summary = json.loads((out / "reproduce.json").read_text())
+    assert summary["cluster"] == address and len(summary["runs"]) == 3

@@ -81,11 +81,13 @@ def test_broken_stage_module_is_an_error_and_writes_nothing(tmp_path, fake_stage
 
 def test_same_seed_twice_gives_identical_numbers(tmp_path, fake_stages, dask_client):
     numbers = []
-    for name in ("a", "b"):
+    for name in ("a", "b"):  # back to back on one cluster: the second study must really run, not reuse futures
         plan = engine.plan_study(tmp_path / name, True, tmp_path, FAKE_STAGES)
-        assert engine.run_study(plan, dask_client, progress=False).ok
+        result = engine.run_study(plan, dask_client, progress=False)
+        assert result.ok and len(result.executed) == 14
         numbers.append({r.name: (r.run_dir / "metrics.json").read_bytes() for r in plan.runs})
     assert numbers[0] == numbers[1] and len(numbers[0]) == 14
+    assert all(executions(fake_stages, name) == 2 for name in numbers[0])
 
 
 _DRIVER = """

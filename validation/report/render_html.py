@@ -28,7 +28,8 @@ th{background:#f3f3f5}td.num{text-align:right;font-variant-numeric:tabular-nums;
 .v-contradicts,.v-contradicted,.v-refuted{color:#b00020}.v-mixed{color:#9a6200}
 .v-derived,.v-derived-only,.v-refined,.v-refined-only{color:#1f4e9a}.v-na,.v-untested{color:#888}
 .ev{color:#444;font-size:.92em;margin-top:.2em}
-figure{display:inline-block;vertical-align:top;width:47%;margin:.6em 1%}
+figure{display:inline-block;vertical-align:top;width:47%;margin:.6em 1%}figure.wide{width:98%}
+.scroll{overflow-x:auto;max-width:100%}
 figure img{width:100%;height:auto;border:1px solid #eee}
 figcaption{font-size:.85em;color:#444}
 .eq{margin:.6em 0 1em}.eq h4{margin:.2em 0;font-weight:500;color:#333}
@@ -57,13 +58,25 @@ def _img(fig: Figure, alt: str) -> str:
     return f'<img src="{uri}" alt="{_e(alt)}">'
 
 
+def _png_aspect(path: Path | None) -> float:
+    """Width / height of a PNG from its IHDR header (1.0 when unreadable)."""
+    if path is None:
+        return 1.0
+    head = path.read_bytes()[:24]
+    if head[:8] != b"\x89PNG\r\n\x1a\n":
+        return 1.0
+    w, h = int.from_bytes(head[16:20], "big"), int.from_bytes(head[20:24], "big")
+    return w / h if h else 1.0
+
+
 def _figures(items: list[tuple[RunRecord, Figure]], empty: str) -> str:
     if not items:
         return f"<p class=\"meta\">{_e(empty)}</p>"
     parts = []
     for run, fig in items:
         cap = content.figure_caption(run, fig)
-        parts.append(f"<figure>{_img(fig, cap)}<figcaption>{_e(cap)}</figcaption></figure>")
+        cls = ' class="wide"' if _png_aspect(fig.png) > 1.8 else ""  # multi-panel rows get the full width
+        parts.append(f"<figure{cls}>{_img(fig, cap)}<figcaption>{_e(cap)}</figcaption></figure>")
     return "\n".join(parts)
 
 
@@ -107,8 +120,8 @@ def metric_table_html(t: MetricTable, caption: str) -> str:
         tds += "".join(f'<td class="num">{_e(cells[c].text()) if c in cells else ""}</td>' for c in t.columns)
         body.append(f"<tr>{tds}</tr>")
     more = f" ({t.omitted_columns} more metrics in the runs' JSON files.)" if t.omitted_columns else ""
-    return (f'<table class="metrics"><caption>{_e(caption + more)}</caption><thead><tr>{head}</tr></thead>'
-            f"<tbody>{''.join(body)}</tbody></table>")
+    return (f'<div class="scroll"><table class="metrics"><caption>{_e(caption + more)}</caption><thead><tr>{head}'
+            f"</tr></thead><tbody>{''.join(body)}</tbody></table></div>")
 
 
 def _tables(runs: list[RunRecord], what: str) -> str:
@@ -157,9 +170,9 @@ def render_html(results: StudyResults, rows: list[LedgerRow]) -> str:
         + _figures(content.figures(results, ("real",), dtap=False), "No real-data figures."),
         '<h2 id="metrics">6. Simulation and synthetic metrics</h2>'
         + _tables(results.stage("simulate"), "simulation") + _tables(results.stage("synthetic"), "synthetic training"),
-        f'<h2 id="provenance">7. Run provenance</h2><table id="provenance-table"><thead><tr>{prov_head}</tr></thead>'
+        f'<h2 id="provenance">7. Run provenance</h2><div class="scroll"><table id="provenance-table"><thead><tr>{prov_head}</tr></thead>'
         f"<tbody>{prov}</tbody><caption>Each run's manifest.json; every run directory lies under "
-        f"{_e(results.out / 'runs')}.</caption></table>",
+        f"{_e(results.out / 'runs')}.</caption></table></div>",
     ]
     return ("<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\">"
             "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">"

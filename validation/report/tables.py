@@ -51,7 +51,10 @@ def _is_number(v: Any) -> bool:
 
 
 def flatten_metrics(metrics: dict[str, Any]) -> dict[str, Any]:
-    """Flatten nested metric files to ``{"file.key.subkey": number | (mean, std)}``; lists are dropped."""
+    """Flatten nested metric files to ``{"file.key.subkey": number | (mean, std)}``.
+
+    Lists are dropped, and so is a ``config`` entry of ``metrics.json`` (the run's config is in ``config.json``).
+    """
     flat: dict[str, Any] = {}
 
     def walk(prefix: str, obj: Any) -> None:
@@ -65,6 +68,8 @@ def flatten_metrics(metrics: dict[str, Any]) -> dict[str, Any]:
                 walk(f"{prefix}.{k}" if prefix else str(k), v)
 
     for stem, content in metrics.items():
+        if stem == "metrics" and isinstance(content, dict):  # a copy of the config is not a result
+            content = {k: v for k, v in content.items() if k != "config"}
         walk("" if stem == "metrics" else stem, content)
     return flat
 
