@@ -57,13 +57,13 @@ class ReproduceConfig(StrictConfig):
 @click.option("--data-dir", type=str, default=None, help="Real-data directory (else $QKOV_DATA_DIR).")
 @click.option("--scheduler", type=str, default=None,
               help="Address of an existing Dask scheduler (tcp://host:8786); default: a local cluster.")
-@click.option("--workers", type=int, default=None, help="Worker processes of the local cluster [default: CPU count].")
-@click.option("--retries", type=int, default=2, show_default=True, help="Resubmissions of a failed or lost run.")
+@click.option("--workers", type=str, default=None, help="Worker processes of the local cluster [default: CPU count].")
+@click.option("--retries", type=str, default="2", show_default=True, help="Resubmissions of a failed or lost run.")
 @click.option("--stages", type=str, default="all", show_default=True,
               help="Comma-separated stages to run: derive, simulate, synthetic, real (or all).")
 @click.option("--progress/--no-progress", default=True, help="Show a progress bar over runs.")
-def reproduce(quick: bool, out: str, data_dir: str | None, scheduler: str | None, workers: int | None,
-              retries: int, stages: str, progress: bool) -> None:
+def reproduce(quick: bool, out: str, data_dir: str | None, scheduler: str | None, workers: str | None,
+              retries: str, stages: str, progress: bool) -> None:
     """Run every stage of the study that exists, resumably, and build the report."""
     values = dict(quick=quick, out=Path(out), scheduler=scheduler, retries=retries,
                   stages=as_choice_list("stages", stages, [name for name, _ in engine.STAGES]))
@@ -88,8 +88,11 @@ def reproduce(quick: bool, out: str, data_dir: str | None, scheduler: str | None
     todo = engine.pending(plan)
     n_workers = max(1, min(cfg.workers, len(todo)))  # no idle worker processes
     where = cfg.scheduler or f"local cluster, {n_workers} worker processes"
-    click.echo(f"{len(plan.runs)} runs planned, {len(plan.runs) - len(todo)} already complete; "
-               f"running {len(todo)} on {where} into {cfg.out}")
+    if todo:
+        click.echo(f"{len(plan.runs)} runs planned, {len(plan.runs) - len(todo)} already complete; "
+                   f"running {len(todo)} on {where} into {cfg.out}")
+    else:
+        click.echo(f"{len(plan.runs)} runs planned, all already complete in {cfg.out}; nothing to run")
     try:
         if todo:
             with engine.StudyCluster(cfg.scheduler, n_workers) as client:

@@ -52,6 +52,7 @@ def test_truncated_result_is_detected_and_redone(tmp_path, fake_stages, dask_cli
 
 @pytest.mark.parametrize("args, field", [
     (["--workers", "0"], "workers"),
+    (["--workers", "two"], "workers"),
     (["--retries", "-1"], "retries"),
     (["--scheduler", "not an address"], "scheduler"),
     (["--data-dir", "/nonexistent/qkov-data"], "data_dir"),
