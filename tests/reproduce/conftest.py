@@ -16,12 +16,7 @@ if str(HERE) not in sys.path:
 os.environ["PYTHONPATH"] = os.pathsep.join(
     [str(HERE)] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p])
 
-FAKE_STAGES = (
-    ("derive", "fakestudy.derive"),
-    ("simulate", "fakestudy.simulate"),
-    ("synthetic", "fakestudy.synthetic"),
-    ("real", "fakestudy.real"),
-)
+from fakestudy import FAKE_STAGES  # noqa: E402  (needs the path above)
 
 
 @pytest.fixture

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from validation import engine
 
-from conftest import FAKE_STAGES
+from fakestudy import FAKE_STAGES
 
 
 def build_fake_results(out: Path, data_dir: Path | None) -> engine.StudyPlan:

@@ -11,7 +11,7 @@ from theory.runstore import config_key, is_complete
 from validation import engine
 from validation.cli import cli, run_cli
 
-from conftest import FAKE_STAGES
+from fakestudy import FAKE_STAGES
 from fakestudy.common import executions
 
 

@@ -16,7 +16,7 @@ from theory.runstore import is_complete
 from validation import engine
 from validation.cli import cli, run_cli
 
-from conftest import FAKE_STAGES, HERE
+from fakestudy import FAKE_STAGES, HERE
 from fakestudy.common import executions
 
 ROOT = HERE.parent.parent
@@ -95,7 +95,7 @@ _DRIVER = """
 import sys
 sys.path.insert(0, {here!r})
 from validation import engine
-from conftest import FAKE_STAGES
+from fakestudy import FAKE_STAGES
 engine.STAGES = FAKE_STAGES
 from validation.cli import main
 if __name__ == "__main__":

@@ -9,3 +9,16 @@ each run's config (so the workers need nothing but this importable package):
   (a marker file in the scratch directory remembers that it did);
 - ``QKOV_FAKE_FAIL=1``: the first synthetic run always raises.
 """
+
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent.parent
+"""``tests/reproduce``: the directory that must be on the path of every worker."""
+
+FAKE_STAGES = (
+    ("derive", "fakestudy.derive"),
+    ("simulate", "fakestudy.simulate"),
+    ("synthetic", "fakestudy.synthetic"),
+    ("real", "fakestudy.real"),
+)
+"""The engine's ``STAGES`` pointing at the fake stage modules."""
