@@ -44,3 +44,24 @@ def test_python_m_entry_points():
         out = subprocess.run([sys.executable, "-m", mod, "--help"], capture_output=True, text=True, cwd=ROOT)
         assert out.returncode == 0, out.stderr
         assert "Usage" in out.stdout
+
+
+def test_cli_reference_doc_is_generated_from_the_cli():
+    from validation.cli_reference import render_cli_reference
+
+    assert (ROOT / "docs" / "cli.md").read_text() == render_cli_reference(), \
+        "docs/cli.md is stale: run `python -m validation.cli_reference > docs/cli.md`"
+
+
+def test_run_cli_keeps_ctx_exit_codes():
+    import click
+
+    from theory.cli_support import run_cli
+
+    @click.command()
+    @click.pass_context
+    def failing(ctx):
+        ctx.exit(3)
+
+    group = click.Group(commands={"failing": failing})
+    assert run_cli(group, ["failing"]) == 3

@@ -20,7 +20,21 @@ class Check:
         return {"name": self.name, "statement": self.statement, "method": self.method, "passed": self.passed}
 
 
-def _exp_atoms_as_symbols(expr: sp.Expr) -> sp.Expr:
+def exact_constant(expr: sp.Expr) -> sp.Expr:
+    """``expr`` reduced to its value when it is a constant of the state, by the exp-as-symbols ``cancel``.
+
+    Falls back to ``simplify``. The exp-to-symbol map is a sound, exact transformation (the result is
+    mapped back), so a result without the temporary symbols is the exact value of ``expr``.
+    """
+    table: dict[sp.Symbol, sp.Expr] = {}
+    rational = _exp_atoms_as_symbols(expr, table)
+    reduced = sp.cancel(rational)
+    if not (reduced.free_symbols & set(table)):
+        return sp.factor(reduced)
+    return sp.simplify(expr)
+
+
+def _exp_atoms_as_symbols(expr: sp.Expr, back: dict | None = None) -> sp.Expr:
     """Replace every ``exp(a)`` by a fresh symbol (``exp(-a)`` by its reciprocal), bottom-up and consistently.
 
     If the result is identically zero as a rational function of independent symbols, the original is
@@ -33,6 +47,8 @@ def _exp_atoms_as_symbols(expr: sp.Expr) -> sp.Expr:
             return 1 / sym_for(-arg)
         if arg not in table:
             table[arg] = sp.Dummy("E", positive=True)
+            if back is not None:
+                back[table[arg]] = sp.exp(arg)
         return table[arg]
 
     expr = sp.expand_power_exp(expr)
@@ -46,8 +62,10 @@ def is_zero(expr: sp.Expr | sp.MatrixBase) -> bool:
     expr = sp.sympify(expr)
     if expr == 0:
         return True
-    attempts = (lambda e: sp.cancel(_exp_atoms_as_symbols(e)), sp.simplify,
-                lambda e: sp.simplify(sp.expand(sp.powsimp(e, force=True))))
+    has_roots = any(isinstance(e, sp.Pow) and not e.exp.is_integer for e in sp.preorder_traversal(expr))
+    # cancel() is fast on rational functions of exponentials, but can blow up with square roots.
+    fast = () if has_roots else (lambda e: sp.cancel(_exp_atoms_as_symbols(e)),)
+    attempts = (*fast, sp.simplify, lambda e: sp.simplify(sp.expand(sp.powsimp(e, force=True))))
     for attempt in attempts:
         if attempt(expr) == 0:
             return True

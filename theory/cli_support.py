@@ -10,7 +10,8 @@ from theory.config import ConfigError
 def run_cli(group: click.Group, args: list[str] | None = None, prog_name: str = "qkov") -> int:
     """Run a click group, mapping :class:`ConfigError` to one stderr line and exit status 2."""
     try:
-        group.main(args=args, prog_name=prog_name, standalone_mode=False)
+        # With standalone_mode=False click returns ctx.exit(n)'s code instead of exiting: keep it.
+        rv = group.main(args=args, prog_name=prog_name, standalone_mode=False)
     except ConfigError as exc:
         click.echo(f"{prog_name}: error: {exc}", err=True)
         return 2
@@ -22,4 +23,4 @@ def run_cli(group: click.Group, args: list[str] | None = None, prog_name: str = 
     except click.exceptions.Abort:
         click.echo("Aborted!", err=True)
         return 1
-    return 0
+    return rv if isinstance(rv, int) else 0

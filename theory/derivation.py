@@ -141,7 +141,7 @@ def derive_all(params: tuple[str, ...] = PARAMS, full_matrix: bool = False,
 
     ``full_matrix=True`` runs the concrete full-matrix cross-checks at every size of
     :data:`theory.full_matrix_check.SIZES` (else only the smallest). The independent pieces run in
-    ``workers`` processes (default: the number of CPUs, at most 4; 1 inside a daemon process).
+    ``workers`` processes (default: 4 on machines with >= 4 CPUs, else 1; 1 inside a daemon process).
     """
     import multiprocessing as mp
     import os
@@ -149,7 +149,9 @@ def derive_all(params: tuple[str, ...] = PARAMS, full_matrix: bool = False,
 
     tasks = ["global-thorough" if full_matrix else "global", *params]
     if workers is None:
-        workers = 1 if mp.current_process().daemon else min(4, os.cpu_count() or 1)
+        # The pieces share sub-derivations that each worker redoes: a pool pays off from 4 cores on.
+        cpus = os.cpu_count() or 1
+        workers = 1 if mp.current_process().daemon or cpus < 4 else min(4, cpus)
     if workers > 1:
         with ProcessPoolExecutor(max_workers=workers, mp_context=mp.get_context("fork")) as pool:
             results = dict(pool.map(_derive_task, tasks))

@@ -20,7 +20,7 @@ from functools import lru_cache
 
 import sympy as sp
 
-from theory.checks import Check, identity_check
+from theory.checks import Check, exact_constant, identity_check
 from theory.orbit_gradient import ORBIT_SIZES, orbit_gradient, symmetric_loss, symmetric_scores
 from theory.symbols import A_, B_, C_, E_, K, M, N, P, alpha, beta, gamma, u, v
 
@@ -53,10 +53,9 @@ def line_geometry() -> LineGeometry:
     confirms that it does not depend on the state (which is what makes the line fixed).
     """
     g = orbit_gradient()
-    ov = {k: sp.simplify(getattr(g, k) / (g.A - g.B)) for k in ("A", "B", "C", "E")}
-    qk = {k: sp.simplify(getattr(g, k) / (g.alpha - g.beta)) for k in ("alpha", "beta", "gamma")}
+    ov = {k: exact_constant(getattr(g, k) / (g.A - g.B)) for k in ("A", "B", "C", "E")}
     # On the symmetric set, the query's score equals the commons' (gamma = beta): use that line.
-    qk = {k: sp.simplify(val.subs(gamma, beta)) for k, val in qk.items()}
+    qk = {k: exact_constant((getattr(g, k) / (g.alpha - g.beta)).subs(gamma, beta)) for k in ("alpha", "beta", "gamma")}
     ov_norm2 = sp.factor(sp.simplify(sum(ORBIT_SIZES[k] * ov[k] ** 2 for k in ov)))
     qk_norm2 = sp.factor(sp.simplify(sum(ORBIT_SIZES[k] * qk[k] ** 2 for k in qk)))
     return LineGeometry(ov, qk, ov_norm2, qk_norm2)

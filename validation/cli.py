@@ -28,25 +28,37 @@ COMMANDS: tuple[tuple[str, str], ...] = (
 )
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
-@click.version_option(qkov_version(), "--version", prog_name="qkov")
-def cli() -> None:
-    """qkov: derive, simulate and validate how faster query-key learning sharpens attention."""
+class LazyGroup(click.Group):
+    """A click group that imports a subcommand's module only when that subcommand is used.
 
+    ``qkov derive`` then pays for sympy alone, not for torch and Dask; ``qkov --help`` imports all.
+    A module that does not exist yet is skipped; a module that fails to import raises.
+    """
 
-def _register() -> None:
-    for module_name, attr in COMMANDS:
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return [attr for module, attr in COMMANDS if self._load(module, attr) is not None]
+
+    def get_command(self, ctx: click.Context, name: str) -> click.Command | None:
+        for module, attr in COMMANDS:
+            if attr == name:
+                return self._load(module, attr)
+        return None
+
+    @staticmethod
+    def _load(module_name: str, attr: str) -> click.Command | None:
         try:
             module = importlib.import_module(module_name)
         except ModuleNotFoundError as exc:
-            # Only a module that does not exist yet is skipped; a broken import raises.
             if exc.name == module_name:
-                continue
+                return None
             raise
-        cli.add_command(getattr(module, attr))
+        return getattr(module, attr)
 
 
-_register()
+@click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(qkov_version(), "--version", prog_name="qkov")
+def cli() -> None:
+    """qkov: derive, simulate and validate how faster query-key learning sharpens attention."""
 
 
 def main(args: list[str] | None = None) -> None:
