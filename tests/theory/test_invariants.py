@@ -11,13 +11,12 @@ from theory.reduced import reduced_system
 from theory.rescaling import conserved_quantities
 from tests.theory.test_symbolic_vs_autograd import population_loss
 
-torch.set_default_dtype(torch.float64)
 
 
 def _gd_balancedness_drift(k, m, dt, T, seed):
     g = torch.Generator().manual_seed(seed)
     D = k + m + 1
-    P = {n: (torch.randn(*shape, generator=g) * 0.5).requires_grad_(True)
+    P = {n: (torch.randn(*shape, generator=g, dtype=torch.float64) * 0.5).requires_grad_(True)
          for n, shape in (("WK", (2, D)), ("WQ", (2, D)), ("WO", (k, 3)), ("WV", (3, D)))}
     inv = lambda: (P["WQ"] @ P["WQ"].T - P["WK"] @ P["WK"].T, P["WO"].T @ P["WO"] - P["WV"] @ P["WV"].T)
     start = [x.detach().clone() for x in inv()]

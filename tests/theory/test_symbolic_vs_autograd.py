@@ -11,7 +11,6 @@ from theory.reduced import reduced_system
 from theory.symbols import A_, B_, C_, E_, K, M, alpha, beta, gamma
 from simulation.model_matrices import TokenLayout, balanced_ov_factors, balanced_qk_factors
 
-torch.set_default_dtype(torch.float64)
 
 ORBIT_ARGS = (A_, B_, C_, E_, alpha, beta, gamma, K, M)
 _G = orbit_gradient()
@@ -20,7 +19,7 @@ ORBIT_FN = {name: sp.lambdify(ORBIT_ARGS, getattr(_G, name)) for name in ("A", "
 
 def population_loss(WKQ: torch.Tensor, WOV: torch.Tensor, k: int, m: int) -> torch.Tensor:
     """Independent torch oracle of MODEL.md's population loss (one-hot tokens, query last)."""
-    x = torch.eye(k + m + 1)[torch.as_tensor(TokenLayout(k, m).sequences())]   # (K, L, D)
+    x = torch.eye(k + m + 1, dtype=torch.float64)[torch.as_tensor(TokenLayout(k, m).sequences())]   # (K, L, D)
     xq = x[:, -1]
     s = torch.einsum("yld,de,ye->yl", x, WKQ, xq)
     a = torch.softmax(s, dim=1)
@@ -135,8 +134,8 @@ def test_preconditioned_form_holds_for_random_factors(k, m, r1, r2, seed):
     r"""Any state: dW/dt = -eta (W1 W1^T G + G W2^T W2) for both circuits, G the collapsed gradient."""
     g = torch.Generator().manual_seed(seed)
     D = k + m + 1
-    WK, WQ = torch.randn(r1, D, generator=g) * 0.7, torch.randn(r1, D, generator=g) * 0.7
-    WO, WV = torch.randn(k, r2, generator=g) * 0.7, torch.randn(r2, D, generator=g) * 0.7
+    WK, WQ = torch.randn(r1, D, generator=g, dtype=torch.float64) * 0.7, torch.randn(r1, D, generator=g, dtype=torch.float64) * 0.7
+    WO, WV = torch.randn(k, r2, generator=g, dtype=torch.float64) * 0.7, torch.randn(r2, D, generator=g, dtype=torch.float64) * 0.7
     for t in (WK, WQ, WO, WV):
         t.requires_grad_(True)
     population_loss(WK.T @ WQ, WO @ WV, k, m).backward()
