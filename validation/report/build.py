@@ -13,6 +13,34 @@ from validation.report.render_markdown import render_markdown
 
 HTML_NAME = "report.html"
 MD_NAME = "report.md"
+REAL_SUMMARY = "validate-real-summary"
+
+
+def summarise_real_runs(out: Path) -> Path | None:
+    """Summarise the complete real-data runs under ``<out>/runs`` (tables, paired tests, DTAP, claim).
+
+    The summary is a run of its own, ``<out>/runs/validate-real-summary``; it is rebuilt only when the
+    set of complete real-data runs changed. Returns its path, or None when there are no such runs.
+    """
+    import json
+
+    from theory.runstore import is_complete
+    from validation.real.summary import summarise
+
+    runs = sorted(p for p in (out / "runs").glob("validate-real-*")
+                  if p.name != REAL_SUMMARY and p.is_dir() and is_complete(p))
+    if not runs:
+        return None
+    target = out / "runs" / REAL_SUMMARY
+    config = {"runs": [p.name for p in runs]}
+    if is_complete(target):
+        try:
+            if json.loads((target / "config.json").read_text()) == config:
+                return target
+        except (OSError, ValueError):
+            pass
+    summarise(runs, target, kind=REAL_SUMMARY, config=config)
+    return target
 
 
 def build_report(out: str | Path) -> tuple[Path, Path]:
@@ -23,6 +51,7 @@ def build_report(out: str | Path) -> tuple[Path, Path]:
     out = Path(out)
     if not (out / "runs").is_dir():
         raise FileNotFoundError(f"{out / 'runs'}: no runs to report on (run `qkov reproduce --out {out}` first)")
+    summarise_real_runs(out)
     results = collect_runs(out)
     rows = build_ledger(results)
     html_path = atomic_write_bytes(out / HTML_NAME, render_html(results, rows).encode("utf-8"))
