@@ -48,9 +48,9 @@ def displays(derivations: dict, glob) -> list[dict[str, Any]]:
         for name, expr in d.conserved.items():
             out.append(_display(f"{p}: conserved {name}", sp.Symbol(name), expr, f"reduced-{p}", f"{p}-conserved-{name}"))
         if p[2] == "F":
-            out.append(_display(f"{p}: OV rescaling", sp.Symbol(r"\rho_{OV}"), d.rho_ov, f"reduced-{p}", "rho-OV-effective"))
+            out.append(_display(f"{p}: OV rescaling", sp.Symbol("rho_OV"), d.rho_ov, f"reduced-{p}", "rho-OV-effective"))
         if p[0] == "F":
-            out.append(_display(f"{p}: QK rescaling", sp.Symbol(r"\rho_{QK}"), d.rho_qk, f"reduced-{p}", "rho-QK-effective"))
+            out.append(_display(f"{p}: QK rescaling", sp.Symbol("rho_QK"), d.rho_qk, f"reduced-{p}", "rho-QK-effective"))
         out.append(_display(f"{p}: first integral", sp.Symbol("H"), d.first_integral.H, f"reduced-{p}",
                             f"{p}-first-integral"))
         out.append(_display(f"{p}: trajectory slope", sp.Derivative(sp.Function("v")(u), u), d.first_integral.slope,

@@ -91,7 +91,9 @@ def stage_lines(results: StudyResults) -> list[str]:
                 lines.append(f"{title}: not run this time (not selected); {len(results.stage(s['name']))} "
                              "earlier runs found")
             else:
-                lines.append(f"{title}: {len(results.stage(s['name']))} of {s.get('n_runs', 0)} runs complete")
+                planned = {r["name"] for r in summary.get("runs", []) if r.get("stage") == s["name"]}
+                done = [r for r in results.stage(s["name"]) if not planned or r.name in planned]
+                lines.append(f"{title}: {len(done)} of {s.get('n_runs', 0)} runs complete")
     else:
         for name in STAGE_ORDER:
             lines.append(f"{STAGE_TITLES[name]}: {len(results.stage(name))} runs")

@@ -156,7 +156,7 @@ def claims(cfg: SyntheticConfig, summaries: list[dict[str, Any]], rescale: dict[
                                                   f"concentrate, FAFO weakest)."}
         else:
             out["sharpness-order"] = {"verdict": "n/a",
-                                      "evidence": f"{where}: no loss level in {list(LOSS_LEVELS)} reached by every "
+                                      "evidence": f"{where}: no loss level in {[float(x) for x in LOSS_LEVELS]} reached by every "
                                                   f"parametrization at ratio {r0:g}; train longer."}
     return out
 
