@@ -303,7 +303,7 @@ class StudyCluster:
             self.client = Client(self.scheduler, timeout="30s")
         else:
             self.cluster = LocalCluster(n_workers=self.workers, threads_per_worker=1, processes=True,
-                                        dashboard_address=None, silence_logs=40)
+                                        dashboard_address=None, silence_logs=50)
             self.client = Client(self.cluster)
         return self.client
 

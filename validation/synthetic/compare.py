@@ -14,6 +14,8 @@ r"""Theory against training: deviations from the ODE, drift of conserved quantit
 
 from __future__ import annotations
 
+from functools import lru_cache
+
 from typing import Any
 
 import numpy as np
@@ -65,18 +67,34 @@ def conserved_drift(log: dict[str, np.ndarray], names: tuple[str, ...] = ("balan
     return {n: float(np.max(np.abs(log[n] - log[n][0]))) for n in names if n in log}
 
 
+@lru_cache(maxsize=1)
+def _theory_rescaling() -> tuple:
+    """theory's rho_QK and rho_OV (in the reduced state), at MODEL.md's balanced start, lambdified."""
+    import sympy as sp
+
+    from theory.reduced import balanced_initial_state
+    from theory.rescaling import ov_rescaling, qk_rescaling
+    from theory.symbols import K as K_, M as M_, u0, v0
+
+    start = balanced_initial_state("FAFO")
+    args = (u0, v0, K_, M_)
+    return (sp.lambdify(args, qk_rescaling().in_state.subs(start)),
+            sp.lambdify(args, ov_rescaling().in_state.subs(start)))
+
+
 def predicted_rescaling(param: str, K: int, M: int, u: float, v: float) -> tuple[float, float]:
     r"""Implicit learning-rate factors ``(QK, OV)`` of a balanced factorized circuit on the symmetric line.
 
     Written in collapsed coordinates, the factorized flow is the collapsed flow with
-    :math:`\eta_{OV} \to 2u\,\eta_{OV}` and
-    :math:`\eta_{QK} \to \sqrt K\, v\,\frac{2(M+1) + K}{(M+1) + K}\,\eta_{QK}` (for the gap ``v``;
-    the factorized QK step moves distinct and common entries in proportions :math:`2 : 1` where the
-    collapsed step moves them :math:`1 : 1`). A collapsed circuit has factor 1.
+    :math:`\eta \to \rho\,\eta`; :math:`\rho_{QK}`, :math:`\rho_{OV}` are theory's
+    (:func:`theory.rescaling.qk_rescaling`, :func:`theory.rescaling.ov_rescaling`) evaluated at
+    MODEL.md's balanced start with effective values ``(u, v)`` (there :math:`\rho_{OV} = 2u`).
+    A collapsed circuit has factor 1.
     """
     qk_f, ov_f = circuit_kinds(param)
-    fqk = np.sqrt(K) * v * (2 * (M + 1) + K) / ((M + 1) + K) if qk_f else 1.0
-    fov = 2.0 * u if ov_f else 1.0
+    rho_qk, rho_ov = _theory_rescaling()
+    fqk = rho_qk(u, v, K, M) if qk_f else 1.0
+    fov = rho_ov(u, v, K, M) if ov_f else 1.0
     return float(fqk), float(fov)
 
 
