@@ -52,11 +52,23 @@ def ode_deviations(log: dict[str, np.ndarray], traj: Any, floor: float = 1e-9) -
     }
 
 
+@lru_cache(maxsize=1)
+def _theory_closed_forms() -> tuple:
+    """theory's loss on the symmetric line, as a function of ``(u, p, K)``, and ``p(v, M)``, lambdified."""
+    import sympy as sp
+
+    from theory.symbols import K as K_, M as M_, P, u as u_, v as v_
+    from theory.symmetric_line import margin_loss, p_of_v
+
+    return sp.lambdify((u_, P, K_), margin_loss(u_, P)), sp.lambdify((v_, M_), p_of_v())
+
+
 def closed_form_residuals(log: dict[str, np.ndarray], K: int, M: int) -> dict[str, float]:
-    r"""Max absolute residuals of :math:`\mathcal L = \log(1+(K-1)e^{-pu})` and :math:`p = e^v/(e^v+M+1)`."""
+    r"""Max absolute residuals of theory's :math:`\mathcal L = \log(1+(K-1)e^{-pu})` and :math:`p = e^v/(e^v+M+1)`."""
     u, v, p = log["u"], log["v"], log["p"]
-    loss_cf = np.log1p((K - 1) * np.exp(-p * u))
-    p_cf = 1.0 / (1.0 + (M + 1) * np.exp(-v))
+    loss_of, p_of = _theory_closed_forms()
+    loss_cf = loss_of(u, p, K)
+    p_cf = p_of(v, M)
     return {"loss": float(np.max(np.abs(loss_cf - log["loss"]))),
             "p": float(np.max(np.abs(p_cf - p)))}
 
