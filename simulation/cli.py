@@ -11,6 +11,8 @@ import time
 from pathlib import Path
 
 import click
+
+from theory.cli_support import CONTEXT_SETTINGS
 import numpy as np
 
 from theory.config import PARAMETRIZATIONS, ConfigError, as_choice_list, parse_float_list
@@ -72,7 +74,7 @@ def write_plots(cfg: SimulateConfig, runs, out: Path) -> Path:
     return out
 
 
-@click.command("simulate")
+@click.command("simulate", context_settings=CONTEXT_SETTINGS)
 @click.option("--param", "param", default="all", show_default=True,
               help="CACO, FACO, CAFO, FAFO, a comma-separated list of them, or all.")
 @click.option("--K", "K", type=int, default=10, show_default=True, help="Number of classes (>= 2).")

@@ -65,3 +65,10 @@ def test_run_cli_keeps_ctx_exit_codes():
 
     group = click.Group(commands={"failing": failing})
     assert run_cli(group, ["failing"]) == 3
+
+
+def test_every_command_accepts_dash_h_wherever_invoked():
+    from validation.cli_reference import _walk
+
+    for path, cmd, ctx in _walk(cli, ["qkov"], None):
+        assert cmd.context_settings.get("help_option_names") == ["-h", "--help"], path

@@ -8,6 +8,8 @@ from pathlib import Path
 
 import click
 
+from theory.cli_support import CONTEXT_SETTINGS
+
 from theory.config import PARAMETRIZATIONS, StrictConfig, as_choice_list, parse_config
 from theory.runstore import RunWriter
 
@@ -42,7 +44,7 @@ def write_derivation(run_dir: Path, cfg: DeriveConfig, use_cache: bool = True) -
     return payload
 
 
-@click.command()
+@click.command(context_settings=CONTEXT_SETTINGS)
 @click.option("--param", "param", default="all", show_default=True,
               help="Parametrizations: 'all' or comma-separated from CACO,FACO,CAFO,FAFO.")
 @click.option("--out", type=click.Path(file_okay=False, path_type=Path), default=None,

@@ -6,6 +6,10 @@ import click
 
 from theory.config import ConfigError
 
+HELP_OPTIONS = ["-h", "--help"]
+CONTEXT_SETTINGS = {"help_option_names": HELP_OPTIONS}
+"""Context settings of every qkov command: ``-h`` and ``--help``, wherever the command is invoked from."""
+
 
 def run_cli(group: click.Group, args: list[str] | None = None, prog_name: str = "qkov") -> int:
     """Run a click group, mapping :class:`ConfigError` to one stderr line and exit status 2."""

@@ -15,7 +15,7 @@ import sys
 
 import click
 
-from theory.cli_support import run_cli
+from theory.cli_support import CONTEXT_SETTINGS, run_cli
 from theory.runstore import qkov_version
 
 # (module, attribute) of each subcommand, in the order `qkov --help` lists them.
@@ -55,7 +55,8 @@ class LazyGroup(click.Group):
         return getattr(module, attr)
 
 
-@click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
+
+@click.group(cls=LazyGroup, context_settings=CONTEXT_SETTINGS)
 @click.version_option(qkov_version(), "--version", prog_name="qkov")
 def cli() -> None:
     """qkov: derive, simulate and validate how faster query-key learning sharpens attention."""

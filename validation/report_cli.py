@@ -6,10 +6,12 @@ from pathlib import Path
 
 import click
 
+from theory.cli_support import CONTEXT_SETTINGS
+
 from theory.config import ConfigError
 
 
-@click.command()
+@click.command(context_settings=CONTEXT_SETTINGS)
 @click.option("--out", type=str, default="qkov-results", show_default=True,
               help="Results directory written by `qkov reproduce`.")
 def report(out: str) -> None:

@@ -14,6 +14,8 @@ import re
 from pathlib import Path
 
 import click
+
+from theory.cli_support import CONTEXT_SETTINGS
 from pydantic import AfterValidator, Field
 from typing import Annotated
 
@@ -51,7 +53,7 @@ class ReproduceConfig(StrictConfig):
     stages: tuple[str, ...] = tuple(name for name, _ in engine.STAGES)
 
 
-@click.command()
+@click.command(context_settings=CONTEXT_SETTINGS)
 @click.option("--quick/--full", default=True, help="Quick subsampled study (default, minutes) or the paper-scale one.")
 @click.option("--out", type=str, default="qkov-results", show_default=True, help="Results directory.")
 @click.option("--data-dir", type=str, default=None, help="Real-data directory (else $QKOV_DATA_DIR).")

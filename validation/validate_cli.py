@@ -6,8 +6,10 @@ import importlib
 
 import click
 
+from theory.cli_support import CONTEXT_SETTINGS
 
-@click.group()
+
+@click.group(context_settings=CONTEXT_SETTINGS)
 def validate() -> None:
     """Train torch models and hold them against the theory (synthetic or real data)."""
 

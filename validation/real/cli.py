@@ -6,6 +6,8 @@ import json
 from pathlib import Path
 
 import click
+
+from theory.cli_support import CONTEXT_SETTINGS
 import torch
 from tqdm.auto import tqdm
 
@@ -25,7 +27,7 @@ def _seeds(text: str) -> tuple[int, ...]:
     return tuple(int(v) for v in vals)
 
 
-@click.command()
+@click.command(context_settings=CONTEXT_SETTINGS)
 @click.option("--dataset", "dataset", required=True, help="squad, hatexplain, sva, comma-separated, or all.")
 @click.option("--ratios", default="1,2,5,10,30", show_default=True, help="eta_QK/eta_OV values.")
 @click.option("--seeds", default="0,1,2", show_default=True, help="Training seeds.")

@@ -7,6 +7,8 @@ from pathlib import Path
 
 import click
 
+from theory.cli_support import CONTEXT_SETTINGS
+
 from theory.config import ConfigError, PARAMETRIZATIONS, as_choice_list, parse_config, parse_float_list
 from theory.runstore import RunWriter, config_key
 from validation.synthetic.experiment import SyntheticConfig, run_grid
@@ -36,7 +38,7 @@ def build_config(param: str, ratios: str, data: str, optimizer: str, steps: int 
     return parse_config(SyntheticConfig, **values)
 
 
-@click.command()
+@click.command(context_settings=CONTEXT_SETTINGS)
 @click.option("--param", default="all", show_default=True, help="Comma-separated parametrizations or 'all'.")
 @click.option("--ratios", default="1,3,10", show_default=True, help="eta_QK/eta_OV values, comma-separated.")
 @click.option("--data", type=click.Choice(["population", "sampled", "paper"]), default="population", show_default=True)
