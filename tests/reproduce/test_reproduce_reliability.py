@@ -105,7 +105,9 @@ if __name__ == "__main__":
 
 def test_interrupted_reproduce_resumes_without_redoing_finished_runs(tmp_path, fake_stages, shared_cluster,
                                                                    monkeypatch, capsys):
-    monkeypatch.setenv("QKOV_FAKE_SLEEP", "1.0")  # each run: first file, 1 s, then the rest and COMPLETE
+    # Each run: first file, 3 s, then the rest and COMPLETE; slow enough that the interrupt, sent once 3
+    # runs are complete, lands mid-study even on a loaded machine (at 1 s all 8 could finish first).
+    monkeypatch.setenv("QKOV_FAKE_SLEEP", "3.0")
     out = tmp_path / "out"
     script = tmp_path / "driver.py"
     script.write_text(_DRIVER.format(here=str(HERE), out=str(out)))
