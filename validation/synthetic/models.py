@@ -2,7 +2,7 @@ r"""Initial states of :class:`~validation.attention.QKOVAttention` for the synth
 
 * :func:`symmetric_model` — MODEL.md's symmetric start from effective values ``u0, v0``:
   collapsed circuits set to :math:`u_0 P E_d^\top` / :math:`W_{KQ}[d_k, q] = v_0`, factorized
-  circuits to the balanced factors of those matrices (:mod:`simulation.model_matrices`).
+  circuits to the balanced factors of those matrices (:func:`simulation.full_matrix.balanced_state`).
 * :func:`random_model` — every parameter i.i.d. :math:`\mathcal N(0, \text{init\_std}^2)` from a seeded
   generator.
 """
@@ -11,8 +11,7 @@ from __future__ import annotations
 
 import torch
 
-from simulation.model_matrices import (balanced_ov_factors, balanced_qk_factors, symmetric_ov,
-                                       symmetric_qk)
+from simulation.full_matrix import balanced_state
 from validation.attention import QKOVAttention
 
 
@@ -25,20 +24,11 @@ def symmetric_model(param: str, K: int, M: int, u0: float, v0: float, *, rank_qk
     """
     D = K + M + 1
     model = QKOVAttention(D, K, param, rank_qk=rank_qk or 1, rank_ov=rank_ov or K - 1, dtype=dtype)
-    t = lambda a: torch.as_tensor(a, dtype=dtype)  # noqa: E731
+    # The matrices are simulation's (one definition of MODEL.md's start); their names are the module's.
+    state = balanced_state(param, K, M, u0, v0, rank_qk=model.rank_qk, rank_ov=model.rank_ov)
     with torch.no_grad():
-        if model.qk_factorized:
-            WK, WQ = balanced_qk_factors(K, M, v0, rank=model.rank_qk)
-            model.W_K.copy_(t(WK))
-            model.W_Q.copy_(t(WQ))
-        else:
-            model.W_KQ.copy_(t(symmetric_qk(K, M, v0)))
-        if model.ov_factorized:
-            WO, WV = balanced_ov_factors(K, M, u0, rank=model.rank_ov)
-            model.W_O.copy_(t(WO))
-            model.W_V.copy_(t(WV))
-        else:
-            model.W_OV.copy_(t(symmetric_ov(K, M, u0)))
+        for name, value in state.items():
+            getattr(model, name).copy_(torch.as_tensor(value, dtype=dtype))
     return model
 
 
