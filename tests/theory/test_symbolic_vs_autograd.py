@@ -8,7 +8,7 @@ from hypothesis import given, settings, strategies as st
 from theory.orbit_gradient import orbit_gradient
 from theory.rescaling import ov_rescaling, qk_rescaling
 from theory.reduced import reduced_system
-from theory.symbols import A_, B_, C_, E_, K, M, alpha, beta, gamma
+from theory.symbols import A_, B_, C_, E_, K, M, alpha, beta, gamma, v0
 from simulation.model_matrices import TokenLayout, balanced_ov_factors, balanced_qk_factors
 
 
@@ -107,13 +107,13 @@ def _flow(param, k, m, eta_qk, eta_ov, u, v, rank_qk=2, rank_ov=None):
 def test_reduced_flow_and_rescaling_match_autograd(param, k, m, ratio, u, v):
     """(du/dt, dv/dt) of the full matrices = eta * rho * collapsed field, with rho from theory."""
     from theory.numeric import numeric_system
-    from theory.symbols import A_qk, delta, u as U, v as V
+    from theory.symbols import delta, u as U, v as V
 
     du, dv = _flow(param, k, m, ratio, 1.0, u, v)
     base = numeric_system("CACO").rhs(np.array([u, v]), k, m, ratio, 1.0)
     rho_ov = float(ov_rescaling().in_effective.subs({delta: 0, U: u})) if param[2] == "F" else 1.0
     A_bal = qk_rescaling().balanced
-    rho_qk = float(A_bal.subs({K: k, M: m, V: v, sp.Symbol("v_0", positive=True): v})) if param[0] == "F" else 1.0
+    rho_qk = float(A_bal.subs({K: k, M: m, V: v, v0: v})) if param[0] == "F" else 1.0
     np.testing.assert_allclose(du, rho_ov * base[0], rtol=1e-9, atol=1e-13)
     np.testing.assert_allclose(dv, rho_qk * base[1], rtol=1e-9, atol=1e-13)
     # ... and the reduced system of `param` pushed to (u, v) agrees too.
@@ -125,7 +125,6 @@ def test_reduced_flow_and_rescaling_match_autograd(param, k, m, ratio, u, v):
     jac_v = [float(sp.diff(sysm.v_expr, s).subs(dict(zip(sysm.state, y0)))) for s in sysm.state]
     np.testing.assert_allclose(np.dot(jac_u, f), du, rtol=1e-9, atol=1e-13)
     np.testing.assert_allclose(np.dot(jac_v, f), dv, rtol=1e-9, atol=1e-13)
-    del A_qk
 
 
 @settings(max_examples=15)
