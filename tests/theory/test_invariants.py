@@ -88,3 +88,15 @@ def test_slope_rescaling_identity_of_ratio(k, m, ratio, u, v):
     if f1[0] > 1e-300 and f1[1] > 1e-300:
         np.testing.assert_allclose(f2[1] / f2[0], f1[1] / f1[0], rtol=1e-12)
         np.testing.assert_allclose(f3[1] / f3[0], 2.0 * f1[1] / f1[0], rtol=1e-12)
+
+
+@given(m=st.integers(1, 50), X=st.floats(1.0, 500.0))
+def test_lambert_w_form_of_v_solves_the_collapsed_first_integral(m, X):
+    r"""v(X) from theory solves e^v + (M+1) v = X (the collapsed-QK first integral at level X)."""
+    from theory.first_integrals import v_of_u_collapsed_qk
+    from theory.symbols import M as M_
+
+    expr = v_of_u_collapsed_qk("CACO")
+    fn = sp.lambdify((sp.Symbol("X", positive=True), M_), expr, modules="mpmath")
+    v = float(sp.re(fn(X, m)))
+    np.testing.assert_allclose(np.exp(v) + (m + 1) * v, X, rtol=1e-10)
