@@ -5,7 +5,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from validation.cli import cli, run_cli
+from qkov.cli.main import cli, run_cli
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -47,16 +47,16 @@ def test_python_m_entry_points():
 
 
 def test_cli_reference_doc_is_generated_from_the_cli():
-    from validation.cli_reference import render_cli_reference
+    from qkov.cli.reference import render_cli_reference
 
     assert (ROOT / "docs" / "cli.md").read_text() == render_cli_reference(), \
-        "docs/cli.md is stale: run `python -m validation.cli_reference > docs/cli.md`"
+        "docs/cli.md is stale: run `python -m qkov.cli.reference > docs/cli.md`"
 
 
 def test_run_cli_keeps_ctx_exit_codes():
     import click
 
-    from theory.cli_support import run_cli
+    from qkov.cli.support import run_cli
 
     @click.command()
     @click.pass_context
@@ -68,7 +68,7 @@ def test_run_cli_keeps_ctx_exit_codes():
 
 
 def test_every_command_accepts_dash_h_wherever_invoked():
-    from validation.cli_reference import _walk
+    from qkov.cli.reference import _walk
 
     for path, cmd, ctx in _walk(cli, ["qkov"], None):
         assert cmd.context_settings.get("help_option_names") == ["-h", "--help"], path

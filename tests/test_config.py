@@ -5,8 +5,8 @@ import math
 import pytest
 from hypothesis import given, strategies as st
 
-from theory.config import ConfigError, ModelConfig, parse_config, resolve_data_dir, parse_float_list
-from validation.cli import cli, run_cli
+from qkov.core.config import ConfigError, ModelConfig, parse_config, resolve_data_dir, parse_float_list
+from qkov.cli.main import cli, run_cli
 
 
 @pytest.mark.parametrize("field,value,needle", [

@@ -6,7 +6,7 @@ import os
 import numpy as np
 import pytest
 
-from theory.runstore import (COMPLETE_MARKER, RunWriter, atomic_write_bytes, config_key,
+from qkov.core.runstore import (COMPLETE_MARKER, RunWriter, atomic_write_bytes, config_key,
                              discard_incomplete, is_complete)
 
 

@@ -16,7 +16,7 @@ from typing import Any
 
 import sympy as sp
 
-from theory.runstore import atomic_write_json
+from theory.files import atomic_write_bytes
 
 THEORY_DIR = Path(__file__).resolve().parent
 
@@ -51,7 +51,7 @@ def cached_derivation_json(params: tuple[str, ...], full_matrix: bool = False, u
     payload = derivation_json(params, full_matrix, workers)
     if use_cache:
         try:
-            atomic_write_json(path, payload)
+            atomic_write_bytes(path, json.dumps(payload, indent=1).encode())
         except OSError:  # a read-only home is not an error: the cache is an optimisation
             pass
     return payload, False

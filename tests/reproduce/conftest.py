@@ -22,7 +22,7 @@ from fakestudy import FAKE_STAGES  # noqa: E402  (needs the path above)
 @pytest.fixture
 def fake_stages(tmp_path, monkeypatch):
     """Point the engine at the fake stages; return the scratch directory (execution counters)."""
-    from validation import engine
+    from qkov.study import engine
 
     scratch = tmp_path / "scratch"
     scratch.mkdir()
@@ -49,7 +49,7 @@ def dask_client():
 @pytest.fixture
 def shared_cluster(dask_client, monkeypatch):
     """Make `qkov reproduce` use the module's cluster instead of starting its own."""
-    from validation import engine
+    from qkov.study import engine
 
     @contextlib.contextmanager
     def use_shared(scheduler=None, workers=1):

@@ -5,7 +5,7 @@ from __future__ import annotations
 import importlib
 from pathlib import Path
 
-from validation import engine
+from qkov.study import engine
 
 from fakestudy import FAKE_STAGES
 

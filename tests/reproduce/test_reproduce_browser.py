@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from validation.report import build_report
+from qkov.report import build_report
 
 from browser import chromium_missing, open_driver
 from report_fixture import build_fake_results

@@ -24,7 +24,7 @@ def test_relative_links_resolve(doc):
 
 
 def test_reproduce_options_documented():
-    from validation.reproduce import reproduce
+    from qkov.cli.reproduce import reproduce
 
     text = (ROOT / "docs/reproduce.md").read_text()
     for p in reproduce.params:

@@ -6,10 +6,10 @@ import json
 
 import pytest
 
-from theory.config import ConfigError
-from theory.runstore import config_key, is_complete
-from validation import engine
-from validation.cli import cli, run_cli
+from qkov.core.config import ConfigError
+from qkov.core.runstore import config_key, is_complete
+from qkov.study import engine
+from qkov.cli.main import cli, run_cli
 
 from fakestudy import FAKE_STAGES
 from fakestudy.common import executions

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from theory.runstore import config_key, is_complete
-from validation import engine
+from qkov.core.runstore import config_key, is_complete
+from qkov.study import engine
 
 ROOT = Path(__file__).resolve().parent.parent.parent
 

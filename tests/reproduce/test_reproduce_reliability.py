@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from theory.runstore import is_complete
-from validation import engine
-from validation.cli import cli, run_cli
+from qkov.core.runstore import is_complete
+from qkov.study import engine
+from qkov.cli.main import cli, run_cli
 
 from fakestudy import FAKE_STAGES, HERE
 from fakestudy.common import executions
@@ -94,10 +94,10 @@ def test_same_seed_twice_gives_identical_numbers(tmp_path, fake_stages, dask_cli
 _DRIVER = """
 import sys
 sys.path.insert(0, {here!r})
-from validation import engine
+from qkov.study import engine
 from fakestudy import FAKE_STAGES
 engine.STAGES = FAKE_STAGES
-from validation.cli import main
+from qkov.cli.main import main
 if __name__ == "__main__":
     main(["reproduce", "--out", {out!r}, "--workers", "2", "--no-progress"])
 """

@@ -7,13 +7,13 @@ import re
 import pytest
 from hypothesis import given, strategies as st
 
-from theory.runstore import atomic_write_json
-from validation.cli import cli, run_cli
-from validation.report import build_report
-from validation.report.collect import collect_runs
-from validation.report.ledger import CLAIMS, build_ledger, combine_verdicts, overall_verdict
-from validation.report.mathml import math_block, sanitise_mathml
-from validation.report.tables import flatten_metrics, metric_tables
+from qkov.core.runstore import atomic_write_json
+from qkov.cli.main import cli, run_cli
+from qkov.report import build_report
+from qkov.report.collect import collect_runs
+from qkov.report.ledger import CLAIMS, build_ledger, combine_verdicts, overall_verdict
+from qkov.report.mathml import math_block, sanitise_mathml
+from qkov.report.tables import flatten_metrics, metric_tables
 
 from report_fixture import build_fake_results
 

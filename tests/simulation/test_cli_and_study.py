@@ -6,9 +6,9 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 
-from simulation.cli import simulate
+from qkov.cli.simulate import simulate
 from simulation.reduced import integrate
-from theory.runstore import is_complete
+from qkov.core.runstore import is_complete
 
 PARAMS = ("CACO", "FACO", "CAFO", "FAFO")
 
@@ -42,7 +42,7 @@ def test_json_full_agrees_with_reduced(param):
 
 
 def test_factorized_at_zero_and_bad_values_are_one_line_config_errors():
-    from theory.config import ConfigError
+    from qkov.core.config import ConfigError
 
     for args, field in ((["--param", "FAFO"], "v0"), (["--param", "CACO", "--t", "5,1"], "t"),
                         (["--param", "CACO", "--K", "1"], "K"), (["--param", "XYZ"], "param"),
@@ -73,7 +73,7 @@ def test_plot_writes_complete_run(tmp_path):
 
 
 def test_study_contract(tmp_path):
-    from simulation import study
+    from qkov.study import simulate_stage as study
 
     runs = study.study_runs(True, None)
     kinds = [k for k, _ in runs]

@@ -4,9 +4,9 @@ import json
 
 import pytest
 
-from theory.cli_support import run_cli
-from theory.runstore import is_complete
-from validation.cli import cli
+from qkov.cli.support import run_cli
+from qkov.core.runstore import is_complete
+from qkov.cli.main import cli
 
 PARAMS = ("CACO", "FACO", "CAFO", "FAFO")
 LEDGER_IDS = {"symmetric-subspace", "reduced-odes", "rescaling", "fixed-lines", "first-integrals", "growth-rates",

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from validation.real.study import missing_data
+from qkov.study.real_stage import missing_data
 
 
 @pytest.fixture(autouse=True)

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from theory.config import ConfigError
+from qkov.core.config import ConfigError
 from validation.real.errors import DataError
 from validation.real.hatexplain_data import load_hatexplain, majority_label
 from validation.real.squad_data import load_squad

@@ -8,10 +8,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from theory.runstore import is_complete
-from validation.cli import cli, run_cli
-from validation.real import study
-from validation.real.summary import summarise
+from qkov.core.runstore import is_complete
+from qkov.cli.main import cli, run_cli
+from qkov.study import real_stage as study
+from qkov.study.real_summary import summarise
 
 from .conftest import data_dir_for
 

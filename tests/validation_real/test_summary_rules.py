@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from validation.real.summary import _paired, judge, judge_group
+from qkov.study.real_summary import _paired, judge, judge_group
 
 import numpy as np
 

@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from theory.runstore import RunWriter, is_complete
+from qkov.core.runstore import RunWriter, is_complete
 from validation.synthetic.compare import (max_relative_deviation, measured_rescaling, ode_deviations,
                                           predicted_rescaling, values_at_loss)
 from validation.synthetic.experiment import SyntheticConfig, run_grid, run_pair

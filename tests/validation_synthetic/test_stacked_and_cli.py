@@ -5,9 +5,9 @@ import json
 import pytest
 import torch
 
-from theory.runstore import is_complete
-from validation.cli import cli, run_cli
-from validation.synthetic import study
+from qkov.core.runstore import is_complete
+from qkov.cli.main import cli, run_cli
+from qkov.study import synthetic_stage as study
 from validation.synthetic.experiment import SyntheticConfig
 from validation.synthetic.stacked import train_loop, train_stacked
 

@@ -33,7 +33,7 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 
-from theory.runstore import atomic_write_bytes
+from theory.files import atomic_write_bytes
 
 from .eraser import FaithfulnessResult
 from .plausibility import mask_to_spans

@@ -7,11 +7,11 @@ other parameter (embeddings, positions, head) ``lr_other = lr_ov``, identical fo
 
 from __future__ import annotations
 
-from typing import Literal
+from dataclasses import dataclass
+from typing import Annotated, Literal
 
-from pydantic import Field
-
-from theory.config import Parametrization, PositiveFinite, StrictConfig, parse_config
+from theory.parametrization import ParamName
+from theory.spec import Ge, Le, Lt, PositiveFinite, Spec
 
 DATASETS = ("squad", "hatexplain", "sva")
 OPTIMIZERS = ("adamw", "sgd")
@@ -19,28 +19,29 @@ RATIOS = (1.0, 2.0, 5.0, 10.0, 30.0)
 SEEDS = (0, 1, 2)
 
 
-class RealRunConfig(StrictConfig):
+@dataclass(frozen=True, kw_only=True)
+class RealRunConfig(Spec):
     """One real-data training run (see ``docs/real-data.md`` for every choice)."""
 
     dataset: Literal["squad", "hatexplain", "sva"]
     ratio: PositiveFinite = 1.0
-    seed: int = Field(0, ge=0)
+    seed: Annotated[int, Ge(0)] = 0
     optimizer: Literal["adamw", "sgd"] = "adamw"
     quick: bool = False
     data_dir: str
-    param: Parametrization = "CACO"
-    d: int = Field(64, ge=2, le=1024)
-    layers: int = Field(1, ge=1, le=6)
-    epochs: int = Field(10, ge=1, le=1000)
-    batch_size: int = Field(32, ge=1, le=4096)
+    param: ParamName = "CACO"
+    d: Annotated[int, Ge(2), Le(1024)] = 64
+    layers: Annotated[int, Ge(1), Le(6)] = 1
+    epochs: Annotated[int, Ge(1), Le(1000)] = 10
+    batch_size: Annotated[int, Ge(1), Le(4096)] = 32
     lr_ov: PositiveFinite = 1e-3
     lr_other: PositiveFinite | None = None
-    momentum: float = Field(0.9, ge=0.0, lt=1.0)
-    weight_decay: float = Field(0.0, ge=0.0)
-    max_train: int | None = Field(None, ge=1)
-    max_test: int | None = Field(None, ge=1)
-    max_len: int = Field(256, ge=4, le=4096)
-    init_std: float = Field(0.02, ge=0.0)
+    momentum: Annotated[float, Ge(0.0), Lt(1.0)] = 0.9
+    weight_decay: Annotated[float, Ge(0.0)] = 0.0
+    max_train: Annotated[int, Ge(1)] | None = None
+    max_test: Annotated[int, Ge(1)] | None = None
+    max_len: Annotated[int, Ge(4), Le(4096)] = 256
+    init_std: Annotated[float, Ge(0.0)] = 0.02
 
     @property
     def eta_qk(self) -> float:
@@ -67,4 +68,4 @@ def default_config(dataset: str, *, ratio: float, seed: int, optimizer: str, qui
                   data_dir=str(data_dir), lr_ov=_LR.get(optimizer, 1e-3))
     values.update(_DEFAULTS.get(dataset, {}).get(bool(quick), {}))
     values.update(overrides)
-    return parse_config(RealRunConfig, **values)
+    return RealRunConfig(**values)

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from theory.config import ConfigError
+from theory.errors import InputError
 
 
-class DataError(ConfigError):
+class DataError(InputError):
     """A missing or malformed data file or record; ``str(err)`` is one line.
 
-    A subclass of :class:`~theory.config.ConfigError`, so the CLI prints it and exits 2.
+    A subclass of :class:`~theory.errors.InputError`, so the ``qkov`` CLI prints it and exits 2.
     """
 
 

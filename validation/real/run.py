@@ -1,4 +1,4 @@
-"""One real-data run: load, subsample, build the vocabulary, train, evaluate, write the run directory."""
+"""One real-data run: load, subsample, build the vocabulary, train, evaluate (:func:`train_and_evaluate`)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,6 @@ from typing import Any
 
 import torch
 
-from theory.runstore import RunWriter
 from validation.metrics.eraser_export import to_eraser_results
 
 from .batching import encode_classification, encode_squad
@@ -81,17 +80,3 @@ def train_and_evaluate(cfg: RealRunConfig, *, progress: bool = True) -> dict[str
                    train_examples_per_second=hist.examples_per_second,
                    parameters=sum(p.numel() for p in model.parameters()))
     return {"metrics": metrics, "arrays": arrays, "extras": extras, "eraser": eraser}
-
-
-def execute_run(cfg: RealRunConfig, run_dir: Path, *, kind: str = "validate-real", progress: bool = True) -> dict:
-    """Perform one run and write it with :class:`RunWriter` (``metrics.json``, ``instances.npz``,
-    ``eraser_results.jsonl`` for classification, ``predictions.json`` for SQuAD)."""
-    out = train_and_evaluate(cfg, progress=progress)
-    with RunWriter(run_dir, kind=kind, config=cfg.to_json_dict(), seed=cfg.seed) as run:
-        run.write_json("metrics.json", out["metrics"])
-        run.write_arrays("instances.npz", **out["arrays"])
-        for name, obj in out["extras"].items():
-            run.write_json(name, obj)
-        if out["eraser"] is not None:
-            run.write_text("eraser_results.jsonl", "".join(json.dumps(r) + "\n" for r in out["eraser"]))
-    return out["metrics"]

@@ -18,13 +18,13 @@ gives the ``K + M + 1`` ids that play MODEL.md's roles, used to measure ``u, v, 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Annotated
 
 import numpy as np
 import torch
-from pydantic import Field
 
 from simulation.model_matrices import TokenLayout
-from theory.config import NonNegativeFinite, StrictConfig
+from theory.spec import Ge, Gt, Le, NonNegativeFinite, Spec
 
 
 @dataclass(frozen=True)
@@ -55,7 +55,8 @@ def population_batch(K: int, M: int, dtype: torch.dtype = torch.float64) -> Batc
     return Batch(x=x, y=torch.arange(K), mask=None, relevant=relevant)
 
 
-class SampledDataConfig(StrictConfig):
+@dataclass(frozen=True, kw_only=True)
+class SampledDataConfig(Spec):
     """Departures from the exact population, each one switchable.
 
     ``batch_size`` sequences of uniformly random classes per step; each keeps every common token
@@ -66,14 +67,14 @@ class SampledDataConfig(StrictConfig):
     is replaced by a uniformly random other class.
     """
 
-    K: int = Field(4, ge=2, le=1000)
-    M: int = Field(8, ge=1, le=1000)
-    batch_size: int = Field(32, ge=1, le=100_000)
-    common_keep: float = Field(0.7, gt=0.0, le=1.0)
-    min_common: int = Field(1, ge=0)
-    distinct_per_class: int = Field(3, ge=1, le=100)
-    distinct_per_seq: int = Field(2, ge=1, le=100)
-    embed_dim: int = Field(0, ge=0, le=100_000)
+    K: Annotated[int, Ge(2), Le(1000)] = 4
+    M: Annotated[int, Ge(1), Le(1000)] = 8
+    batch_size: Annotated[int, Ge(1), Le(100_000)] = 32
+    common_keep: Annotated[float, Gt(0.0), Le(1.0)] = 0.7
+    min_common: Annotated[int, Ge(0)] = 1
+    distinct_per_class: Annotated[int, Ge(1), Le(100)] = 3
+    distinct_per_seq: Annotated[int, Ge(1), Le(100)] = 2
+    embed_dim: Annotated[int, Ge(0), Le(100_000)] = 0
     label_noise: NonNegativeFinite = 0.05
 
 

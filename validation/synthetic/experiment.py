@@ -14,14 +14,13 @@ Data: ``population`` (the exact MODEL.md population: full batch for ``gd``/``ada
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Callable, Literal
+from typing import Annotated, Callable, Literal
 
 import numpy as np
 import torch
-from pydantic import Field
 
-from theory.config import (PARAMETRIZATIONS, NonNegativeFinite, Parametrization, PositiveFinite,
-                           StrictConfig)
+from theory.parametrization import PARAMETRIZATIONS, ParamName
+from theory.spec import Ge, Le, NonNegativeFinite, PositiveFinite, Spec
 from validation.attention import QKOVAttention
 from validation.metrics.attention_mass import relevant_mass
 from validation.synthetic import paper_preset
@@ -31,26 +30,27 @@ from validation.synthetic.observables import circuit_norms, measure
 from validation.synthetic.trainer import TrainLog, batch_loss, make_circuit_optimizer, train
 
 
-class SyntheticConfig(StrictConfig):
+@dataclass(frozen=True, kw_only=True)
+class SyntheticConfig(Spec):
     """What one ``qkov validate synthetic`` run trains (see the module docstring)."""
 
-    params: tuple[Parametrization, ...] = PARAMETRIZATIONS
+    params: tuple[ParamName, ...] = PARAMETRIZATIONS
     ratios: tuple[PositiveFinite, ...] = (1.0, 3.0, 10.0)
     data: Literal["population", "sampled", "paper"] = "population"
     optimizer: Literal["gd", "sgd", "adamw"] = "gd"
     init: Literal["symmetric", "random"] = "symmetric"
-    K: int = Field(4, ge=2, le=1000)
-    M: int = Field(8, ge=1, le=1000)
+    K: Annotated[int, Ge(2), Le(1000)] = 4
+    M: Annotated[int, Ge(1), Le(1000)] = 8
     u0: NonNegativeFinite = 0.5
     v0: NonNegativeFinite = 0.5
     init_std: NonNegativeFinite = 0.05
     eta_ov: PositiveFinite = 1.0
     dt: PositiveFinite = 0.05
-    steps: int = Field(4000, ge=1, le=10_000_000)
-    log_every: int = Field(20, ge=1)
-    seed: int = Field(0, ge=0)
+    steps: Annotated[int, Ge(1), Le(10_000_000)] = 4000
+    log_every: Annotated[int, Ge(1)] = 20
+    seed: Annotated[int, Ge(0)] = 0
     weight_decay: NonNegativeFinite = 0.0
-    test_size: int = Field(2000, ge=1, le=1_000_000)
+    test_size: Annotated[int, Ge(1), Le(1_000_000)] = 2000
     sampled: SampledDataConfig = SampledDataConfig()
     float64: bool = True
 

@@ -1,4 +1,4 @@
-"""Fake study stages for the engine's tests: same contract as ``theory.study`` & co, instant runs.
+"""Fake study stages for the engine's tests: same contract as ``qkov.study.derive_stage`` & co, instant runs.
 
 Behaviour comes from the environment of the *planning* process and travels inside
 each run's config (so the workers need nothing but this importable package):

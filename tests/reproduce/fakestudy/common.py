@@ -10,7 +10,7 @@ from typing import Any
 
 import numpy as np
 
-from theory.runstore import RunWriter
+from qkov.core.runstore import RunWriter
 
 
 def behaviour() -> dict[str, Any]:

@@ -1,0 +1,27 @@
+"""qkov: the app over the science libraries :mod:`theory` -> :mod:`simulation` -> :mod:`validation`.
+
+``import qkov`` is cheap (no sympy, torch or Dask). It gives the run store's reader::
+
+    import qkov
+    run = qkov.load_run("qkov-results/runs/simulate-...")
+    run.config, run.metrics["..."], run.arrays["trajectories.npz"]["u"]
+
+Packages: :mod:`qkov.core` (validated configs, run store), :mod:`qkov.cli` (every command),
+:mod:`qkov.study` (stages, engine, claims), :mod:`qkov.report` (the report).
+"""
+
+from __future__ import annotations
+
+__all__ = ["load_run", "Run", "__version__"]
+
+
+def __getattr__(name: str):
+    if name in ("load_run", "Run"):
+        from qkov.core import runstore
+
+        return getattr(runstore, name)
+    if name == "__version__":
+        from qkov.cli.main import _version
+
+        return _version()
+    raise AttributeError(name)

@@ -1,0 +1,74 @@
+"""``qkov derive``: the derivation report and its JSON."""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+
+import click
+
+from qkov.cli.support import CONTEXT_SETTINGS
+
+from qkov.core.config import PARAMETRIZATIONS, StrictConfig, as_choice_list, parse_config
+from qkov.core.runstore import RunWriter
+
+FORMATS = ("md", "html", "tex")
+
+
+class DeriveConfig(StrictConfig):
+    """What ``qkov derive`` derives and writes."""
+
+    params: tuple[str, ...] = PARAMETRIZATIONS
+    formats: tuple[str, ...] = FORMATS
+    thorough: bool = False
+
+
+def write_derivation(run_dir: Path, cfg: DeriveConfig, use_cache: bool = True) -> dict:
+    """Derive (or load from the cache), then write ``derivation.json`` and the reports into ``run_dir``."""
+    from theory.derivation_cache import cached_derivation_json
+    from qkov.report.derivation import RENDERERS
+
+    started = time.perf_counter()
+    payload, hit = cached_derivation_json(cfg.params, cfg.thorough, use_cache)
+    elapsed = time.perf_counter() - started
+    with RunWriter(run_dir, kind="derive", config=cfg.to_json_dict()) as run:
+        run.write_json("derivation.json", payload)
+        for fmt in cfg.formats:
+            name, render = RENDERERS[fmt]
+            run.write_text(name, render(payload))
+        run.write_json("metrics.json", {**payload["summary"], "seconds": round(elapsed, 3), "from_cache": hit})
+        run.write_json("claims.json", {e["id"]: {"verdict": {"derived": "supports", "refined": "mixed",
+                                                             "refuted": "contradicts"}.get(e["status"], "n/a"),
+                                                 "evidence": e["derived"]} for e in payload["ledger"]})
+    return payload
+
+
+@click.command(context_settings=CONTEXT_SETTINGS)
+@click.option("--param", "param", default="all", show_default=True,
+              help="Parametrizations: 'all' or comma-separated from CACO,FACO,CAFO,FAFO.")
+@click.option("--out", type=click.Path(file_okay=False, path_type=Path), default=None,
+              help="Run directory to write (default qkov-results/derive).")
+@click.option("--format", "formats", default="md,html,tex", show_default=True, help="Report formats: md,html,tex.")
+@click.option("--json", "as_json", is_flag=True, help="Print the derivation as JSON on stdout (nothing else).")
+@click.option("--thorough", is_flag=True, help="Full-matrix cross-checks at every size (K in {2,3}, M in {1,2}).")
+@click.option("--no-cache", is_flag=True, help="Recompute even if a cached derivation of this code exists.")
+def derive(param: str, out: Path | None, formats: str, as_json: bool, thorough: bool, no_cache: bool) -> None:
+    """Derive the gradient flow of the four parametrizations in sympy, check every claim, write the report."""
+    cfg = parse_config(DeriveConfig, params=as_choice_list("param", param, PARAMETRIZATIONS),
+                       formats=as_choice_list("format", formats, FORMATS), thorough=thorough)
+    if as_json and out is None:
+        from theory.derivation_cache import cached_derivation_json
+
+        payload, _ = cached_derivation_json(cfg.params, cfg.thorough, not no_cache)
+        click.echo(json.dumps(payload, indent=1))
+        return
+    run_dir = out or Path("qkov-results") / "derive"
+    payload = write_derivation(run_dir, cfg, use_cache=not no_cache)
+    if as_json:
+        click.echo(json.dumps(payload, indent=1))
+        return
+    s = payload["summary"]
+    click.echo(f"checks: {s['passed']}/{s['checks']} passed")
+    for fmt in cfg.formats:
+        click.echo(f"report: {(run_dir / {'md': 'report.md', 'html': 'report.html', 'tex': 'report.tex'}[fmt]).resolve()}")

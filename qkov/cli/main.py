@@ -1,0 +1,81 @@
+"""The ``qkov`` command line: one click group over the app's commands, loaded on use.
+
+``qkov --help`` and ``qkov --version`` import click alone: each command's one-line help is in
+:data:`COMMANDS`, and a command's module (with sympy, torch or Dask behind it) is imported only when
+that command runs. A rejected value (:class:`theory.errors.InputError`, which :class:`qkov.core.config.ConfigError`
+and data-file errors are) prints one line ``qkov: error: <field>: <value>: <what is allowed>`` and exits 2.
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import Callable
+
+import click
+
+from qkov.cli.support import CONTEXT_SETTINGS, LazyGroup, run_cli
+
+
+def _derive() -> click.Command:
+    from qkov.cli.derive import derive
+    return derive
+
+
+def _simulate() -> click.Command:
+    from qkov.cli.simulate import simulate
+    return simulate
+
+
+def _validate() -> click.Command:
+    from qkov.cli.validate import validate
+    return validate
+
+
+def _reproduce() -> click.Command:
+    from qkov.cli.reproduce import reproduce
+    return reproduce
+
+
+def _report() -> click.Command:
+    from qkov.cli.report import report
+    return report
+
+
+def _data() -> click.Command:
+    from qkov.cli.data import data
+    return data
+
+
+COMMANDS: dict[str, tuple[str, Callable[[], click.Command]]] = {
+    "derive": ("Derive the gradient flow of the four parametrizations in sympy, check every claim, write the report.",
+               _derive),
+    "simulate": ("Integrate the derived flows (reduced ODE or full matrices) and print u, v, p, loss.", _simulate),
+    "validate": ("Train torch models and hold them against the theory (synthetic or real data).", _validate),
+    "reproduce": ("Run every stage of the study, resumably, and build the report.", _reproduce),
+    "report": ("Build OUT/report.html (self-contained, offline) and OUT/report.md from OUT/runs/.", _report),
+}
+"""name -> (one-line help, loader), in the order ``qkov --help`` lists them."""
+
+
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("qkov")
+    except PackageNotFoundError:
+        return "0+unknown"
+
+
+@click.group(cls=LazyGroup, commands_registry=COMMANDS, context_settings=CONTEXT_SETTINGS)
+@click.version_option(package_name="qkov", prog_name="qkov", version=None, message="%(prog)s, version %(version)s")
+def cli() -> None:
+    """qkov: derive, simulate and validate how faster query-key learning sharpens attention."""
+
+
+def main(args: list[str] | None = None) -> None:
+    """Console-script entry point of ``qkov``."""
+    sys.exit(run_cli(cli, args))
+
+
+if __name__ == "__main__":  # pragma: no cover
+    main()

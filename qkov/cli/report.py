@@ -1,0 +1,26 @@
+"""``qkov report``: (re)build the HTML report and its Markdown twin from a results directory."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from qkov.cli.support import CONTEXT_SETTINGS
+
+from qkov.core.config import ConfigError
+
+
+@click.command(context_settings=CONTEXT_SETTINGS)
+@click.option("--out", type=str, default="qkov-results", show_default=True,
+              help="Results directory written by `qkov reproduce`.")
+def report(out: str) -> None:
+    """Build <out>/report.html (self-contained, offline) and <out>/report.md from <out>/runs/."""
+    from qkov.report import build_report
+
+    try:
+        html_path, md_path = build_report(Path(out))
+    except FileNotFoundError as exc:
+        raise ConfigError(f"config field 'out' = {out!r}: {exc}") from None
+    click.echo(f"markdown: {md_path.resolve()}")
+    click.echo(f"report: {html_path.resolve()}")

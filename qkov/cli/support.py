@@ -1,0 +1,76 @@
+"""Running the click commands the qkov way.
+
+Every rejected value prints exactly one line, ``qkov: error: <field>: <value>: <what is allowed>``, and exits
+with status 2 before any work: a :class:`theory.errors.InputError` raised by a command (configs, data files)
+and the usage errors click detects itself (a bad choice, a non-number, an unknown option) alike.
+"""
+
+from __future__ import annotations
+
+from typing import Callable
+
+import click
+
+from theory.errors import InputError
+
+HELP_OPTIONS = ["-h", "--help"]
+CONTEXT_SETTINGS = {"help_option_names": HELP_OPTIONS}
+"""Context settings of every qkov command: ``-h`` and ``--help``, wherever the command is invoked from."""
+
+
+class LazyGroup(click.Group):
+    """A click group whose subcommands are imported only when used.
+
+    ``commands_registry`` maps a name to ``(one-line help, loader)``; ``--help`` lists the names with
+    their help without calling any loader, so it costs no import of sympy, torch or Dask.
+    """
+
+    def __init__(self, *args, commands_registry: dict[str, tuple[str, Callable[[], click.Command]]], **kwargs):
+        super().__init__(*args, **kwargs)
+        self.registry = commands_registry
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return list(self.registry)
+
+    def get_command(self, ctx: click.Context, name: str) -> click.Command | None:
+        entry = self.registry.get(name)
+        return entry[1]() if entry else None
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        rows = [(name, short) for name, (short, _) in self.registry.items()]
+        if rows:
+            with formatter.section("Commands"):
+                formatter.write_dl(rows)
+
+
+def _usage_line(exc: click.UsageError) -> str:
+    """One line for a usage error click found: ``<field>: <value>: <what is allowed>`` where it can be told."""
+    msg = " ".join(exc.format_message().split())
+    param = getattr(exc, "param", None)
+    if isinstance(exc, click.BadParameter) and param is not None:
+        name = param.name or "value"
+        field = name.replace("_", "-")
+        return f"{field}: {msg}"
+    return msg
+
+
+def run_cli(group: click.Command, args: list[str] | None = None, prog_name: str = "qkov") -> int:
+    """Run a click command, mapping rejected input to one stderr line and exit status 2."""
+    try:
+        # With standalone_mode=False click returns ctx.exit(n)'s code instead of exiting: keep it.
+        rv = group.main(args=args, prog_name=prog_name, standalone_mode=False)
+    except InputError as exc:
+        click.echo(f"{prog_name}: error: {exc}", err=True)
+        return 2
+    except click.exceptions.Exit as exc:
+        return exc.exit_code
+    except click.UsageError as exc:
+        click.echo(f"{prog_name}: error: {_usage_line(exc)}", err=True)
+        return 2
+    except click.ClickException as exc:
+        exc.show()
+        return exc.exit_code
+    except click.exceptions.Abort:
+        click.echo("Aborted!", err=True)
+        return 1
+    return rv if isinstance(rv, int) else 0

@@ -1,0 +1,227 @@
+"""The results convention every qkov command writes.
+
+A run directory holds::
+
+    config.json        the validated configuration (plain JSON)
+    manifest.json      qkov version, git commit, seed, start/end time, versions, platform
+    metrics.json       (and other *.json) scalar results
+    *.npz              arrays
+    *.png, *.svg       figures (always both)
+    COMPLETE           written last: the list of files with their SHA-256
+
+Every file is written atomically (temporary file in the same directory, fsync,
+``os.replace``), and ``COMPLETE`` is written only after every other file, so an
+interrupted run never reads as complete: :func:`is_complete` checks the marker
+*and* each listed file's hash, so a result truncated after the fact is detected too.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime as _dt
+import hashlib
+import io
+import json
+import os
+import platform
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any, Iterator, Mapping
+
+import numpy as np
+
+from theory.files import atomic_write_bytes
+
+COMPLETE_MARKER = "COMPLETE"
+
+
+def _json_default(obj: Any) -> Any:
+    if isinstance(obj, np.generic):
+        return obj.item()
+    if isinstance(obj, np.ndarray):
+        return obj.tolist()
+    if isinstance(obj, Path):
+        return str(obj)
+    if hasattr(obj, "model_dump"):
+        return obj.model_dump(mode="json")
+    raise TypeError(f"not JSON serialisable: {type(obj).__name__}")
+
+
+def to_json_text(obj: Any) -> str:
+    """JSON text with numpy scalars/arrays and pydantic models converted."""
+    return json.dumps(obj, indent=2, default=_json_default, allow_nan=True) + "\n"
+
+
+def atomic_write_json(path: str | os.PathLike[str], obj: Any) -> Path:
+    """Atomically write ``obj`` as indented JSON."""
+    return atomic_write_bytes(path, to_json_text(obj).encode())
+
+
+def _sha256(path: Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for chunk in iter(lambda: fh.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def config_key(kind: str, config: Mapping[str, Any]) -> str:
+    """A stable 12-hex-digit key for ``(kind, config)``: equal configs give equal keys."""
+    text = json.dumps({"kind": kind, "config": config}, sort_keys=True, default=_json_default)
+    return hashlib.sha256(text.encode()).hexdigest()[:12]
+
+
+def _git_commit() -> str | None:
+    here = Path(__file__).resolve().parent.parent
+    try:
+        out = subprocess.run(
+            ["git", "-C", str(here), "rev-parse", "HEAD"],
+            capture_output=True, text=True, timeout=5, check=True,
+        )
+        return out.stdout.strip() or None
+    except (OSError, subprocess.SubprocessError):
+        return None
+
+
+def _version(module: str) -> str | None:
+    try:
+        mod = __import__(module)
+        return str(getattr(mod, "__version__", None))
+    except Exception:  # pragma: no cover - optional modules
+        return None
+
+
+def qkov_version() -> str:
+    """The installed qkov distribution version (``0+unknown`` when not installed)."""
+    try:
+        from importlib.metadata import version
+
+        return version("qkov")
+    except Exception:
+        return "0+unknown"
+
+
+def build_manifest(kind: str, seed: int | None, started: str, ended: str | None) -> dict[str, Any]:
+    """Provenance of one run: versions, platform, git commit, seed and times."""
+    return {
+        "kind": kind,
+        "qkov_version": qkov_version(),
+        "git_commit": _git_commit(),
+        "seed": seed,
+        "started": started,
+        "ended": ended,
+        "python": sys.version.split()[0],
+        "numpy": _version("numpy"),
+        "scipy": _version("scipy"),
+        "sympy": _version("sympy"),
+        "torch": _version("torch") if "torch" in sys.modules else None,
+        "platform": platform.platform(),
+        "argv": sys.argv,
+    }
+
+
+def _now() -> str:
+    return _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
+
+
+class RunWriter:
+    """Writes one run directory in the results convention.
+
+    Use as a context manager; ``COMPLETE`` is written on clean exit only::
+
+        with RunWriter(out / "derive", kind="derive", config=cfg.to_json_dict(), seed=None) as run:
+            run.write_json("metrics.json", {...})
+            run.write_arrays("trajectory.npz", t=t, u=u)
+            run.write_figure("u_of_t", fig)
+
+    Entering a directory that already holds files clears the old ``COMPLETE``
+    marker first, so a rerun that dies halfway is not mistaken for the old result.
+    """
+
+    def __init__(self, path: str | os.PathLike[str], *, kind: str, config: Mapping[str, Any], seed: int | None = None):
+        self.path = Path(path)
+        self.kind = kind
+        self.config = dict(config)
+        self.seed = seed
+        self.started = _now()
+        self._files: list[str] = []
+
+    def __enter__(self) -> "RunWriter":
+        self.path.mkdir(parents=True, exist_ok=True)
+        with contextlib.suppress(FileNotFoundError):
+            (self.path / COMPLETE_MARKER).unlink()
+        self.write_json("config.json", self.config)
+        return self
+
+    def __exit__(self, exc_type, exc, tb) -> bool:
+        if exc_type is None:
+            self.write_json("manifest.json", build_manifest(self.kind, self.seed, self.started, _now()))
+            listing = {name: _sha256(self.path / name) for name in sorted(set(self._files))}
+            atomic_write_json(self.path / COMPLETE_MARKER, {"files": listing, "completed": _now()})
+        return False
+
+    def _record(self, name: str) -> Path:
+        if "/" in name or name.startswith(".") or name == COMPLETE_MARKER:
+            raise ValueError(f"run file name {name!r}: must be a plain file name")
+        self._files.append(name)
+        return self.path / name
+
+    def write_bytes(self, name: str, data: bytes) -> Path:
+        """Atomically write raw bytes as ``name`` inside the run."""
+        return atomic_write_bytes(self._record(name), data)
+
+    def write_text(self, name: str, text: str) -> Path:
+        """Atomically write text as ``name`` inside the run."""
+        return self.write_bytes(name, text.encode())
+
+    def write_json(self, name: str, obj: Any) -> Path:
+        """Atomically write ``obj`` as JSON."""
+        return self.write_bytes(name, to_json_text(obj).encode())
+
+    def write_arrays(self, name: str, **arrays: Any) -> Path:
+        """Atomically write arrays as one ``.npz`` file."""
+        buf = io.BytesIO()
+        np.savez(buf, **{k: np.asarray(v) for k, v in arrays.items()})
+        return self.write_bytes(name, buf.getvalue())
+
+    def write_figure(self, stem: str, fig: Any, dpi: int = 120) -> tuple[Path, Path]:
+        """Write a matplotlib figure as ``stem.png`` and ``stem.svg``."""
+        out = []
+        for ext in ("png", "svg"):
+            buf = io.BytesIO()
+            fig.savefig(buf, format=ext, dpi=dpi, bbox_inches="tight")
+            out.append(self.write_bytes(f"{stem}.{ext}", buf.getvalue()))
+        return out[0], out[1]
+
+
+def is_complete(path: str | os.PathLike[str]) -> bool:
+    """True iff ``path`` holds a ``COMPLETE`` marker and every file it lists is intact."""
+    path = Path(path)
+    try:
+        listing = json.loads((path / COMPLETE_MARKER).read_text())["files"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return False
+    for name, digest in listing.items():
+        f = path / name
+        if not f.is_file() or _sha256(f) != digest:
+            return False
+    return True
+
+
+def discard_incomplete(path: str | os.PathLike[str]) -> bool:
+    """Remove a run directory that is not complete; return True if one was removed."""
+    path = Path(path)
+    if path.exists() and not is_complete(path):
+        shutil.rmtree(path)
+        return True
+    return False
+
+
+@contextlib.contextmanager
+def open_run(path: str | os.PathLike[str], *, kind: str, config: Mapping[str, Any], seed: int | None = None) -> Iterator[RunWriter]:
+    """Functional form of :class:`RunWriter`."""
+    with RunWriter(path, kind=kind, config=config, seed=seed) as run:
+        yield run

@@ -1,0 +1,318 @@
+"""The reproduce engine: the whole study as one flat set of independent runs on Dask.
+
+Each stage is a :class:`Stage` (see :mod:`qkov.study.stages` and ``docs/architecture.md``):
+``study_runs(quick, data_dir) -> [(kind, config)]`` and ``execute(kind, config, run_dir)``.
+The engine
+
+1. *plans*: asks each stage for its runs and keys every run by
+   :func:`qkov.core.runstore.config_key`, laying it out as ``<out>/runs/<kind>-<key>/``;
+2. *resumes*: a run that :func:`qkov.core.runstore.is_complete` accepts is skipped; a run
+   directory that exists but is not complete (half-written, truncated) is removed and redone;
+3. *executes*: submits the remaining runs to a Dask ``distributed.Client`` (a
+   ``LocalCluster`` of single-threaded worker processes by default, or an existing
+   scheduler), with ``retries`` so that a task whose worker dies or that fails
+   transiently is run again, and shows a progress bar over runs as they finish.
+
+Runs have no data dependencies on each other (each run recomputes what it needs), so
+an interrupted study loses only the runs that were in flight: everything finished is
+on disk, complete, and skipped by the next call.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime as _dt
+import json
+import shutil
+import sys
+import time
+import uuid
+from pathlib import Path
+from typing import Any, Callable, Sequence
+
+from qkov.core.config import ConfigError
+from qkov.core.runstore import atomic_write_json, config_key, is_complete
+
+@dataclasses.dataclass(frozen=True)
+class Stage:
+    """One stage of the study: a name and its two functions (module-level, so Dask can pickle them).
+
+    ``study_runs(quick, data_dir) -> [(kind, config)]``: independent runs, configs plain JSON data;
+    ``execute(kind, config, run_dir)``: performs one run, ending with ``COMPLETE``;
+    ``skipped_runs(quick, data_dir) -> [str]`` (optional): one line per run not planned, with the reason.
+    """
+
+    name: str
+    study_runs: Callable[[bool, "Path | None"], list]
+    execute: Callable[[str, dict, Path], None]
+    skipped_runs: Callable[[bool, "Path | None"], list] | None = None
+
+    @classmethod
+    def from_module(cls, name: str, module: Any) -> "Stage":
+        """The stage whose functions are ``module.study_runs``, ``module.execute`` (and ``skipped_runs``)."""
+        return cls(name, module.study_runs, module.execute, getattr(module, "skipped_runs", None))
+
+    @property
+    def where(self) -> str:
+        """Where the stage's code lives (for messages): ``module.function``."""
+        return f"{self.study_runs.__module__}.{self.study_runs.__qualname__}"
+
+
+STAGE_NAMES: tuple[str, ...] = ("derive", "simulate", "synthetic", "real")
+"""The stage names, in data-flow order (:mod:`qkov.study.stages` builds :data:`STAGES` from them)."""
+
+STAGES: "tuple[Stage, ...] | None" = None
+"""The stages :func:`plan_study` uses by default; ``None``: :data:`qkov.study.stages.STAGES` (tests set fakes)."""
+
+RUNS_DIR = "runs"
+SUMMARY_FILE = "reproduce.json"
+
+
+@dataclasses.dataclass(frozen=True)
+class StageStatus:
+    """What the planner found for one stage: ``state`` is ``ready`` or ``not selected``; ``module``: where its code is."""
+
+    name: str
+    module: str
+    state: str
+    n_runs: int = 0
+    skipped: tuple[str, ...] = ()
+
+
+@dataclasses.dataclass(frozen=True)
+class PlannedRun:
+    """One run of the study: its stage, the stage's ``execute``, kind, JSON config, key and directory."""
+
+    stage: str
+    execute: Callable[[str, dict, Path], None]
+    kind: str
+    config: dict[str, Any]
+    key: str
+    run_dir: Path
+
+    @property
+    def name(self) -> str:
+        """The run directory's name, ``<kind>-<key>``."""
+        return self.run_dir.name
+
+
+@dataclasses.dataclass
+class StudyPlan:
+    """Every stage's status and every planned run (deduplicated by directory)."""
+
+    out: Path
+    stages: list[StageStatus]
+    runs: list[PlannedRun]
+
+    @property
+    def skipped(self) -> list[str]:
+        """One line per run a stage did not plan, with the reason."""
+        return [line for s in self.stages for line in s.skipped]
+
+
+@dataclasses.dataclass
+class StudyResult:
+    """Outcome of :func:`run_study`: run names done now, already complete, redone, failed."""
+
+    plan: StudyPlan
+    executed: list[str]
+    reused: list[str]
+    redone: list[str]
+    failed: dict[str, str]
+    started: str
+    ended: str
+
+    @property
+    def ok(self) -> bool:
+        """True iff no run failed."""
+        return not self.failed
+
+
+def _check_run(where: str, item: Any) -> tuple[str, dict[str, Any]]:
+    if not (isinstance(item, (tuple, list)) and len(item) == 2 and isinstance(item[0], str)
+            and isinstance(item[1], dict)):
+        raise ConfigError(f"{where} returned {item!r:.80}: expected (kind: str, config: dict)")
+    kind, config = item
+    if not kind or "/" in kind or kind.startswith("."):
+        raise ConfigError(f"{where} kind {kind!r}: must be a plain non-empty name")
+    try:
+        json.dumps(config, allow_nan=True)
+    except (TypeError, ValueError) as exc:
+        raise ConfigError(f"{where} config of kind {kind!r}: not plain JSON data ({exc})") from None
+    return kind, config
+
+
+def plan_study(out: Path, quick: bool, data_dir: Path | None,
+               stages: Sequence[Stage] | None = None,
+               only: Sequence[str] | None = None) -> StudyPlan:
+    """Collect the runs of every stage; writes nothing.
+
+    Each run lives at ``out/runs/<kind>-<config_key(kind, config)>``; two stages
+    proposing the same (kind, config) share one run. ``stages`` defaults to
+    :data:`qkov.study.stages.STAGES`; ``only`` restricts the plan to the named stages (the others are
+    listed as ``not selected``).
+    """
+    if stages is None:
+        stages = STAGES
+    if stages is None:
+        from qkov.study.stages import STAGES as stages
+    statuses: list[StageStatus] = []
+    runs: dict[str, PlannedRun] = {}
+    for stage in stages:
+        if only is not None and stage.name not in only:
+            statuses.append(StageStatus(stage.name, stage.where, "not selected"))
+            continue
+        items = [_check_run(stage.where, it) for it in stage.study_runs(quick, data_dir)]
+        skipped = tuple(str(s) for s in stage.skipped_runs(quick, data_dir)) if stage.skipped_runs else ()
+        for kind, config in items:
+            key = config_key(kind, config)
+            run_dir = out / RUNS_DIR / f"{kind}-{key}"
+            runs.setdefault(run_dir.name, PlannedRun(stage.name, stage.execute, kind, config, key, run_dir))
+        statuses.append(StageStatus(stage.name, stage.where, "ready", len(items), skipped))
+    return StudyPlan(out=out, stages=statuses, runs=list(runs.values()))
+
+
+def execute_run(execute: Callable[[str, dict, Path], None], kind: str, config: dict[str, Any], run_dir: str) -> str:
+    """Worker side of one run: call the stage's ``execute``.
+
+    A directory left by an earlier attempt that died halfway is cleared first; the
+    run must end complete (``COMPLETE`` written last by ``RunWriter``), else this raises.
+    Returns the run directory's name.
+    """
+    path = Path(run_dir)
+    if path.exists() and not is_complete(path):
+        shutil.rmtree(path)
+    execute(kind, config, path)
+    if not is_complete(path):
+        raise RuntimeError(f"run {path.name}: {execute.__module__}.{execute.__qualname__} returned "
+                           "but the run is not complete")
+    return path.name
+
+
+def _now() -> str:
+    return _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
+
+
+def _summary(result: StudyResult, cluster: str) -> dict[str, Any]:
+    plan = result.plan
+    status = {r.name: ("failed" if r.name in result.failed else
+                       "reused" if r.name in result.reused else "executed") for r in plan.runs}
+    return {
+        "started": result.started,
+        "ended": result.ended,
+        "cluster": cluster,
+        "stages": [dataclasses.asdict(s) | {"skipped": list(s.skipped)} for s in plan.stages],
+        "runs": [{"name": r.name, "stage": r.stage, "kind": r.kind, "key": r.key, "status": status[r.name],
+                  "error": result.failed.get(r.name)} for r in plan.runs],
+        "redone": result.redone,
+        "skipped": plan.skipped,
+    }
+
+
+def _address(client: Any) -> str:
+    try:
+        return str(client.scheduler.address)
+    except AttributeError:
+        return ""
+
+
+def _progress(total: int, desc: str):
+    from tqdm.auto import tqdm
+
+    return tqdm(total=total, desc=desc, unit="run", file=sys.stderr, dynamic_ncols=True)
+
+
+def pending(plan: StudyPlan) -> list[PlannedRun]:
+    """The planned runs that are not complete yet (to execute or redo)."""
+    return [r for r in plan.runs if not is_complete(r.run_dir)]
+
+
+def run_study(plan: StudyPlan, client: Any | None, retries: int = 2, progress: bool = True) -> StudyResult:
+    """Run every incomplete run of ``plan`` on a Dask ``client``; keep finished work.
+
+    Complete runs are reused; incomplete directories are removed and redone. Tasks
+    are submitted with ``retries`` (a task whose worker dies is rescheduled by the
+    scheduler as well). A run that still fails is recorded in ``failed`` (name ->
+    one-line error) and the others continue. ``client`` may be ``None`` when nothing is pending. On ``KeyboardInterrupt`` pending tasks
+    are cancelled and the interrupt propagates; completed runs stay on disk.
+    The summary ``<out>/reproduce.json`` is written at the end.
+    """
+    from distributed import as_completed
+
+    started = _now()
+    reused, redone, todo = [], [], []
+    for run in plan.runs:
+        if is_complete(run.run_dir):
+            reused.append(run.name)
+            continue
+        if run.run_dir.exists():
+            shutil.rmtree(run.run_dir)
+            redone.append(run.name)
+        todo.append(run)
+    (plan.out / RUNS_DIR).mkdir(parents=True, exist_ok=True)
+
+    if todo and client is None:
+        raise ValueError("run_study: runs to execute but no Dask client")
+    futures = {}
+    for run in todo:
+        # A fresh key per submission: two studies (other --out) with the same run must not share a result.
+        fut = client.submit(execute_run, run.execute, run.kind, run.config, str(run.run_dir),
+                            key=f"qkov-{run.name}-{uuid.uuid4().hex[:8]}", pure=False, retries=retries)
+        futures[fut] = run
+    executed: list[str] = []
+    failed: dict[str, str] = {}
+    bar = _progress(len(todo), f"runs ({len(reused)} reused)") if progress else None
+    try:
+        for fut in (as_completed(list(futures)) if futures else ()):
+            run = futures[fut]
+            try:
+                fut.result()
+                executed.append(run.name)
+            except Exception as exc:  # noqa: BLE001 - a failed run is reported, the study goes on
+                msg = f"{type(exc).__name__}: {exc}".splitlines()[0] if str(exc) else type(exc).__name__
+                failed[run.name] = msg
+            if bar is not None:
+                bar.update(1)
+                bar.set_postfix(failed=len(failed), refresh=False)
+    except BaseException:
+        if futures:
+            client.cancel(list(futures))
+        raise
+    finally:
+        if bar is not None:
+            bar.close()
+    result = StudyResult(plan, executed, reused, redone, failed, started, _now())
+    atomic_write_json(plan.out / SUMMARY_FILE, _summary(result, _address(client)))
+    return result
+
+
+class StudyCluster:
+    """A Dask client: a new ``LocalCluster`` of ``workers`` single-threaded processes, or ``scheduler``.
+
+    Use as a context manager; a cluster it started is closed on exit.
+    """
+
+    def __init__(self, scheduler: str | None = None, workers: int = 1):
+        self.scheduler = scheduler
+        self.workers = workers
+        self.cluster = None
+        self.client = None
+
+    def __enter__(self):
+        from distributed import Client, LocalCluster
+
+        if self.scheduler:
+            self.client = Client(self.scheduler, timeout="30s")
+        else:
+            self.cluster = LocalCluster(n_workers=self.workers, threads_per_worker=1, processes=True,
+                                        dashboard_address=None, silence_logs=50)
+            self.client = Client(self.cluster)
+        return self.client
+
+    def __exit__(self, *exc_info) -> bool:
+        t0 = time.monotonic()
+        if self.client is not None:
+            self.client.close()
+        if self.cluster is not None:
+            self.cluster.close(timeout=max(5.0, 20.0 - (time.monotonic() - t0)))
+        return False

@@ -1,0 +1,92 @@
+"""The real-data stage of ``qkov reproduce`` (contract in ``docs/architecture.md``).
+
+One run = one ``(dataset, ratio, seed, optimizer)`` with the dataset's default settings.
+Quick: ratios {1, 2, 5, 10, 30} x seeds {0, 1, 2}, AdamW, subsampled data (under 3 minutes
+per dataset on 2 cores). Full: the same grid on the full splits, with AdamW and SGD+momentum.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import json
+
+import torch
+
+from qkov.core.config import parse_config
+from qkov.core.runstore import RunWriter
+
+from validation.real.config import DATASETS, RATIOS, SEEDS, RealRunConfig, default_config
+from validation.real.errors import DataError
+from validation.real.hatexplain_data import HATEXPLAIN_FETCH
+from validation.real.run import train_and_evaluate
+from validation.real.squad_data import SQUAD_FETCH, SQUAD_FILE
+from validation.real.sva_data import SVA_DIR, SVA_FETCH, SVA_FILES
+
+KIND = "validate-real"
+NO_DATA = "real data: no data directory (give --data-dir or set $QKOV_DATA_DIR; see docs/data.md)"
+
+
+def missing_data(dataset: str, data_dir: Path) -> str | None:
+    """``None`` when the files of ``dataset`` are present, else one line saying what to fetch."""
+    d = Path(data_dir)
+    if dataset == "squad":
+        return None if (d / SQUAD_FILE).is_file() else f"{d / SQUAD_FILE} missing: {SQUAD_FETCH}"
+    if dataset == "hatexplain":
+        h = d / "hatexplain"
+        ok = any((h / p).is_file() for p in ("Data/dataset.json", "dataset.json")) or all(
+            (h / f"{s}.jsonl").is_file() for s in ("train", "test"))
+        return None if ok else f"{h / 'Data' / 'dataset.json'} missing: {HATEXPLAIN_FETCH}"
+    if dataset == "sva":
+        gone = [f for f in SVA_FILES if not (d / SVA_DIR / f).is_file()]
+        return None if not gone else f"{d / SVA_DIR / gone[0]} missing: {SVA_FETCH}"
+    raise DataError(f"dataset {dataset!r}: must be one of {', '.join(DATASETS)}")
+
+
+def sweep_configs(datasets, ratios, seeds, optimizers, quick: bool, data_dir: Path,
+                  **overrides) -> list[RealRunConfig]:
+    """Every run configuration of a sweep, datasets outermost (``data_dir`` made absolute, so a
+    run does not depend on the working directory of the process that executes it). ``overrides``
+    (e.g. ``param``, ``layers``) replace dataset defaults in every run."""
+    data_dir = Path(data_dir).resolve()
+    return [default_config(ds, ratio=float(r), seed=int(s), optimizer=opt, quick=quick, data_dir=str(data_dir),
+                           **overrides)
+            for ds in datasets for opt in optimizers for r in ratios for s in seeds]
+
+
+def study_runs(quick: bool, data_dir: Path | None) -> list[tuple[str, dict]]:
+    """(kind, config) of every real-data run whose data is present; none without a data directory."""
+    if data_dir is None:
+        return []
+    present = [ds for ds in DATASETS if missing_data(ds, data_dir) is None]
+    optimizers = ("adamw",) if quick else ("adamw", "sgd")
+    return [(KIND, c.to_json_dict()) for c in sweep_configs(present, RATIOS, SEEDS, optimizers, quick, data_dir)]
+
+
+def skipped_runs(quick: bool, data_dir: Path | None) -> list[str]:
+    """One line per dataset that is not run, with the reason."""
+    if data_dir is None:
+        return [NO_DATA]
+    return [f"real data {ds}: {why}" for ds in DATASETS if (why := missing_data(ds, data_dir)) is not None]
+
+
+def execute(kind: str, config: dict, run_dir: Path) -> None:
+    """Perform one run (``kind`` must be :data:`KIND`)."""
+    if kind != KIND:
+        raise ValueError(f"kind {kind!r}: qkov.study.real_stage runs only {KIND!r}")
+    torch.set_num_threads(1)
+    execute_run(parse_config(RealRunConfig, **config), Path(run_dir), kind=kind, progress=False)
+
+
+def execute_run(cfg: RealRunConfig, run_dir: Path, *, kind: str = KIND, progress: bool = True) -> dict:
+    """Perform one run and write it with :class:`RunWriter` (``metrics.json``, ``instances.npz``,
+    ``eraser_results.jsonl`` for classification, ``predictions.json`` for SQuAD)."""
+    out = train_and_evaluate(cfg, progress=progress)
+    with RunWriter(run_dir, kind=kind, config=cfg.to_json_dict(), seed=cfg.seed) as run:
+        run.write_json("metrics.json", out["metrics"])
+        run.write_arrays("instances.npz", **out["arrays"])
+        for name, obj in out["extras"].items():
+            run.write_json(name, obj)
+        if out["eraser"] is not None:
+            run.write_text("eraser_results.jsonl", "".join(json.dumps(r) + "\n" for r in out["eraser"]))
+    return out["metrics"]

@@ -1,5 +1,0 @@
-"""``python -m validation``: the full ``qkov`` command line."""
-
-from validation.cli import main
-
-main()
