@@ -24,7 +24,7 @@ def main() -> None:
     ap.add_argument("--param", default="FAFO")
     args = ap.parse_args()
     from simulation.reduced import initial_states, integrate_many, reference_states
-    from theory.numeric import numeric_system
+    from simulation.numeric import numeric_system
 
     numeric_system(args.param)                        # derivation outside the timings
     side = int(round(np.sqrt(args.n)))

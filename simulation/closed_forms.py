@@ -5,8 +5,8 @@ r"""Theory's closed forms as numbers: first integrals along solutions and the as
   the state by :mod:`theory.rescaling` (they are conserved, so any time gives the same value).
   An unevaluated ``Integral`` in ``H`` (factorized QK) is done by adaptive quadrature
   (:func:`scipy.integrate.quad`, ``epsrel = 1e-12``).
-* :func:`law_functions` lambdifies :func:`theory.asymptotics.asymptotic_laws` (``LambertW`` by
-  :func:`scipy.special.lambertw`), and :func:`asymptotic_errors` measures each law's relative error
+* :func:`law_functions` evaluates :func:`theory.asymptotics.asymptotic_laws` (generated into
+  :mod:`simulation.generated`; ``LambertW`` by :func:`scipy.special.lambertw`), and :func:`asymptotic_errors` measures each law's relative error
   against a solution as ``t`` grows.
 """
 
@@ -17,15 +17,12 @@ from functools import lru_cache
 from typing import Callable
 
 import numpy as np
-import sympy as sp
 from scipy.integrate import quad
 
-from theory.first_integrals import first_integral
-from theory.reduced import reduced_system
-from theory.rescaling import ov_rescaling, qk_rescaling
-from theory.symbols import A_qk, K, M, delta, eta_ov, eta_qk, t, u, v
+from simulation import generated
+from theory.parametrization import Parametrization
 
-LAW_NAMES = ("u_of_t", "u_of_t_expanded", "v_of_u", "residual_of_u", "v_of_t_expanded", "residual_of_t_expanded")
+LAW_NAMES = generated.LAW_NAMES
 
 
 @dataclass(frozen=True)
@@ -47,77 +44,37 @@ class FirstIntegralEvaluator:
         return g_qk - r_g_ov
 
 
-def _split_integral(expr: sp.Expr) -> tuple[sp.Expr, list[tuple[sp.Expr, sp.Integral]]]:
-    """``expr = rest + sum c_i * Integral_i``: the closed part and the (coefficient, Integral) pairs."""
-    rest = sp.Integer(0)
-    pieces = []
-    for term in sp.Add.make_args(sp.expand(expr, deep=False)):
-        if term.has(sp.Integral):
-            c, integral = term.as_independent(sp.Integral, as_Add=False)
-            if not isinstance(integral, sp.Integral):
-                raise NotImplementedError(f"cannot evaluate {term}")
-            pieces.append((c, integral))
-        else:
-            rest += term
-    return rest, pieces
-
-
 @lru_cache(maxsize=None)
 def first_integral_evaluator(param: str) -> FirstIntegralEvaluator:
-    """Lambdify theory's first integral of ``param`` with its constants taken from the state."""
-    sysm = reduced_system(param)
-    fi = first_integral(param)
-    consts = {}
-    if param[2] == "F":
-        consts[delta] = ov_rescaling().constants["delta"]
-    if param[0] == "F":
-        consts[A_qk] = qk_rescaling().constants["A_QK"]
-    args = (*sysm.state, K, M, eta_qk, eta_ov)
-    const_fns = {sym: sp.lambdify(args, ex, modules="numpy") for sym, ex in consts.items()}
-    obs_fn = sp.lambdify(args, [sysm.u_expr, sysm.v_expr], modules="numpy")
-    r_g_ov = fi.coefficient * fi.G_ov
-    g_rest, g_pieces = _split_integral(fi.G_qk)
-    sym_args = (u, v, K, M, eta_qk, eta_ov, delta, A_qk)
-    r_g_ov_fn = sp.lambdify(sym_args, r_g_ov, modules="numpy")
-    g_rest_fn = sp.lambdify(sym_args, g_rest, modules="numpy")
-    piece_fns = []
-    for c, integral in g_pieces:
-        (x, lo, hi), = integral.limits
-        if lo != 0 or hi != v:
-            raise NotImplementedError(f"integral limits {integral.limits}")
-        piece_fns.append((sp.lambdify(sym_args, c, modules="numpy"),
-                          sp.lambdify((x, K, M, A_qk), integral.function, modules="math")))
+    """Theory's first integral of ``param`` (generated), with its constants taken from the state."""
+    fi = generated.FIRST_INTEGRALS[Parametrization(param)]
 
     def constants(state, K_, M_, eta_qk_, eta_ov_):
         state = np.asarray(state, dtype=float)
         shape = state.shape[1:]
-        pars = [np.broadcast_to(np.asarray(p, dtype=float), shape) for p in (K_, M_, eta_qk_, eta_ov_)]
-        uu, vv = (np.broadcast_to(np.asarray(a, dtype=float), shape) for a in obs_fn(*state, *pars))
-        d = np.broadcast_to(const_fns[delta](*state, *pars), shape) if delta in const_fns else np.zeros(shape)
-        A = np.broadcast_to(const_fns[A_qk](*state, *pars), shape) if A_qk in const_fns else np.ones(shape)
-        return uu, vv, d, A
+        pars = [np.broadcast_to(np.asarray(q, dtype=float), shape) for q in (K_, M_, eta_qk_, eta_ov_)]
+        return tuple(np.broadcast_to(np.asarray(x, dtype=float), shape) for x in fi["constants"](*state, *pars))
 
     def terms_uv(uu, vv, K_, M_, eta_qk_, eta_ov_, d, A):
-        uu, vv, *rest = np.broadcast_arrays(*(np.asarray(x, dtype=float) for x in (uu, vv, K_, M_, eta_qk_, eta_ov_, d, A)))
-        shape = uu.shape
-        full = (uu, vv, *rest)
-        k_arr, m_arr, a_arr = rest[0], rest[1], rest[5]
-        g_qk = np.broadcast_to(np.asarray(g_rest_fn(*full), dtype=float), shape).copy()
-        for c_fn, f_fn in piece_fns:
+        full = np.broadcast_arrays(*(np.asarray(x, dtype=float) for x in (uu, vv, K_, M_, eta_qk_, eta_ov_, d, A)))
+        shape = full[0].shape
+        k_arr, m_arr, a_arr = full[2], full[3], full[7]
+        g_qk = np.broadcast_to(np.asarray(fi["g_qk_closed"](*full), dtype=float), shape).copy()
+        for coef, integrand in fi["g_qk_integrals"]:
             vals = np.empty(shape)
             for i in np.ndindex(shape):
                 k_, m_, a_ = float(k_arr[i]), float(m_arr[i]), float(a_arr[i])
-                vals[i] = quad(lambda x: f_fn(x, k_, m_, a_), 0.0, float(vv[i]), epsabs=0.0, epsrel=1e-12,
-                               limit=200)[0]
-            g_qk += np.broadcast_to(np.asarray(c_fn(*full), dtype=float), shape) * vals
-        rg = np.broadcast_to(np.asarray(r_g_ov_fn(*full), dtype=float), shape)
+                vals[i] = quad(lambda x: float(integrand(x, k_, m_, a_)), 0.0, float(full[1][i]), epsabs=0.0,
+                               epsrel=1e-12, limit=200)[0]
+            g_qk += np.broadcast_to(np.asarray(coef(*full), dtype=float), shape) * vals
+        rg = np.broadcast_to(np.asarray(fi["r_g_ov"](*full), dtype=float), shape)
         return g_qk, rg
 
     def terms(state, K_, M_, eta_qk_, eta_ov_):
         uu, vv, d, A = constants(state, K_, M_, eta_qk_, eta_ov_)
         return terms_uv(uu, vv, K_, M_, eta_qk_, eta_ov_, d, A)
 
-    return FirstIntegralEvaluator(param, terms, terms_uv, constants)
+    return FirstIntegralEvaluator(str(Parametrization(param)), terms, terms_uv, constants)
 
 
 def level_curve(param: str, state0: np.ndarray, K_, M_, eta_qk_, eta_ov_, u_grid: np.ndarray) -> np.ndarray:
@@ -136,7 +93,7 @@ def level_curve(param: str, state0: np.ndarray, K_, M_, eta_qk_, eta_ov_, u_grid
     for i, uu in enumerate(np.ravel(u_grid)):
         target = H0 + float(ev.terms_uv(uu, 0.0, K_, M_, eta_qk_, eta_ov_, d, A)[1])
         f = lambda vv: float(ev.terms_uv(uu, vv, K_, M_, eta_qk_, eta_ov_, d, A)[0]) - target  # noqa: E731
-        lo, hi = -50.0 if param[0] == "C" else 0.0, 60.0
+        lo, hi = -50.0 if Parametrization(param).qk.collapsed else 0.0, 60.0
         if f(lo) <= 0 <= f(hi):
             out[i] = brentq(f, lo, hi, xtol=1e-12)
     return out
@@ -157,18 +114,14 @@ def first_integral_drift(param: str, state: np.ndarray, K_, M_, eta_qk_, eta_ov_
 
 @lru_cache(maxsize=None)
 def law_functions(param: str) -> dict[str, Callable[..., np.ndarray]]:
-    """Theory's leading-order laws as numpy functions ``f(t, u, K, M, eta_qk, eta_ov)`` (real part)."""
-    from theory.asymptotics import asymptotic_laws
-
-    laws = asymptotic_laws(param)
+    """Theory's asymptotic laws (generated) as numpy functions ``f(t, u, K, M, eta_qk, eta_ov)`` (real part)."""
     out = {}
-    for name in LAW_NAMES:
-        expr = getattr(laws, name)
-        fn = sp.lambdify((t, u, K, M, eta_qk, eta_ov), expr, modules=["scipy", "numpy"])
-
+    for name, fn in generated.LAWS[Parametrization(param)].items():
         def call(t_, u_, K_, M_, eq_, eo_, _fn=fn):
-            with np.errstate(invalid="ignore", divide="ignore"):
-                return np.real(np.asarray(_fn(t_, u_, K_, M_, eq_, eo_), dtype=complex))
+            with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
+                args = [np.asarray(x, dtype=float) for x in (t_, u_, K_, M_, eq_, eo_)]
+                val = np.asarray(_fn(*args), dtype=complex)
+            return np.real(np.broadcast_to(val, np.broadcast(*args).shape)).copy()
         out[name] = call
     return out
 

@@ -36,6 +36,7 @@ from scipy.special import softmax
 
 from simulation.model_matrices import (TokenLayout, balanced_ov_factors, balanced_qk_factors, observables,
                                        symmetric_ov, symmetric_qk)
+from theory.parametrization import Parametrization
 
 State = dict[str, np.ndarray]
 QK_NAMES = {"C": ("W_KQ",), "F": ("W_K", "W_Q")}
@@ -43,8 +44,7 @@ OV_NAMES = {"C": ("W_OV",), "F": ("W_O", "W_V")}
 
 
 def _check_param(param: str) -> None:
-    if param not in ("CACO", "FACO", "CAFO", "FAFO"):
-        raise ValueError(f"parametrization {param!r}: must be one of CACO, FACO, CAFO, FAFO")
+    Parametrization(param)  # ValueError naming the four for anything else
 
 
 def balanced_state(param: str, K: int, M: int, u0: float, v0: float, *, rank_qk: int = 1,
@@ -55,14 +55,14 @@ def balanced_state(param: str, K: int, M: int, u0: float, v0: float, *, rank_qk:
     """
     _check_param(param)
     state: State = {}
-    if param[0] == "F":
+    if Parametrization(param).qk.factorized:
         if v0 <= 0:
             raise ValueError(f"{param}: a factorized QK circuit started at v0 = 0 is a fixed point of the flow "
                              "(it never moves); give v0 > 0")
         state["W_K"], state["W_Q"] = balanced_qk_factors(K, M, v0, rank=rank_qk)
     else:
         state["W_KQ"] = symmetric_qk(K, M, v0)
-    if param[2] == "F":
+    if Parametrization(param).ov.factorized:
         if u0 <= 0:
             raise ValueError(f"{param}: a factorized OV circuit started at u0 = 0 is a fixed point of the flow "
                              "(it never moves); give u0 > 0")
@@ -84,11 +84,11 @@ def random_state(param: str, K: int, M: int, scale: float, seed: int, *, rank_qk
     rng = np.random.default_rng(seed)
     g = lambda *shape: scale * rng.standard_normal(shape)  # noqa: E731
     state: State = {}
-    if param[0] == "F":
+    if Parametrization(param).qk.factorized:
         state["W_K"], state["W_Q"] = g(rq, D), g(rq, D)
     else:
         state["W_KQ"] = g(D, D)
-    if param[2] == "F":
+    if Parametrization(param).ov.factorized:
         state["W_O"], state["W_V"] = g(K, ro), g(ro, D)
     else:
         state["W_OV"] = g(K, D)

@@ -19,7 +19,6 @@ from functools import lru_cache
 from typing import Callable
 
 import numpy as np
-import sympy as sp
 
 from simulation.batch import integrate_batch
 from simulation.reduced import integrate_many, tau_of_t
@@ -29,14 +28,10 @@ from simulation.sweep import residual_at_loss
 @lru_cache(maxsize=1)
 def paper_functions() -> tuple[Callable, Callable, Callable, dict]:
     """``rhs(y, m, n, b, M_out, eta_ov, eta_qk)``, ``attention(y, ...)``, ``loss(y, ...)`` and the settings."""
-    from theory.paper import PAPER_SIMULATION_SETTINGS, paper_system
+    from simulation import generated
 
-    ps = paper_system()
-    args = (*ps.state, *ps.parameters)
-    rhs = sp.lambdify(args, list(ps.rhs), modules="numpy", cse=True)
-    att = sp.lambdify(args, ps.attention, modules="numpy")
-    loss = sp.lambdify(args, ps.loss, modules="numpy")
-    return rhs, att, loss, dict(PAPER_SIMULATION_SETTINGS)
+    return (generated.paper_rhs, generated.paper_attention, generated.paper_loss,
+            dict(generated.PAPER_SIMULATION_SETTINGS))
 
 
 def _params(settings: dict, ratios: np.ndarray) -> tuple:

@@ -1,6 +1,6 @@
 r"""Integration of the reduced gradient flows that :mod:`theory` derives, in log time.
 
-The right-hand sides are :func:`theory.numeric.numeric_system`'s lambdified ones (never a copy).
+The right-hand sides are :func:`simulation.numeric.numeric_system`'s, generated from theory (never a copy).
 Trajectories run over :math:`t \in [0, 10^{12}]`, where ``u`` grows like :math:`\log t`, so we
 integrate in :math:`\tau = \log(1 + t)`:
 
@@ -24,7 +24,7 @@ from typing import Sequence
 import numpy as np
 
 from simulation.batch import BatchSolution, integrate_batch
-from theory.numeric import numeric_system
+from simulation.numeric import numeric_system
 
 DEFAULT_RTOL = 1e-10
 DEFAULT_ATOL = 1e-12

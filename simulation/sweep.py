@@ -16,9 +16,10 @@ from typing import Sequence
 
 import numpy as np
 
+from theory.parametrization import PARAMETRIZATIONS
 from simulation.reduced import DEFAULT_ATOL, DEFAULT_RTOL, integrate_many
 
-PARAMS = ("CACO", "FACO", "CAFO", "FAFO")
+PARAMS = PARAMETRIZATIONS
 
 
 @dataclass(frozen=True)

@@ -39,11 +39,12 @@ def test_main_command_is_reproduce_quick():
     assert _fenced_after("<!-- main-command -->").endswith("qkov reproduce --quick")
 
 
-def test_python_m_entry_points():
-    for mod in ("validation",):
-        out = subprocess.run([sys.executable, "-m", mod, "--help"], capture_output=True, text=True, cwd=ROOT)
-        assert out.returncode == 0, out.stderr
-        assert "Usage" in out.stdout
+def test_python_m_qkov_is_the_cli_and_science_packages_have_none():
+    out = subprocess.run([sys.executable, "-m", "qkov", "--help"], capture_output=True, text=True, cwd=ROOT)
+    assert out.returncode == 0, out.stderr
+    assert "Usage" in out.stdout and "reproduce" in out.stdout
+    for pkg in ("theory", "simulation", "validation"):
+        assert not (ROOT / pkg / "__main__.py").exists(), f"{pkg} is a library: no command line of its own"
 
 
 def test_cli_reference_doc_is_generated_from_the_cli():

@@ -17,12 +17,12 @@ import sympy as sp
 from theory.asymptotics import AsymptoticLaws, asymptotic_checks, asymptotic_laws
 from theory.checks import Check
 from theory.first_integrals import FirstIntegral, first_integral, first_integral_checks
-from theory.numeric import NumericSystem, numeric_system
 from theory.reduced import ReducedSystem, balanced_initial_state, reduced_system
 from theory.rescaling import (conservation_checks, conserved_quantities, effective_system, effective_system_checks,
                               ov_rescaling, qk_rescaling)
+from theory.parametrization import PARAMETRIZATIONS, Parametrization
 
-PARAMS = ("CACO", "FACO", "CAFO", "FAFO")
+PARAMS = PARAMETRIZATIONS
 
 
 @dataclass(frozen=True)
@@ -48,10 +48,6 @@ class Derivation:
     @property
     def dimension(self) -> int:
         return self.system.dimension
-
-    def numeric(self) -> NumericSystem:
-        """The lambdified, vectorised form that :mod:`simulation` integrates."""
-        return numeric_system(self.param)
 
     def as_json(self) -> dict[str, Any]:
         s = self.system
@@ -95,8 +91,8 @@ def derive(param: str) -> Derivation:
     checks += asymptotic_checks(param)
     return Derivation(
         param=param, system=system, conserved=conserved_quantities(param),
-        rho_ov=ov_rescaling().in_effective if param[2] == "F" else sp.Integer(1),
-        rho_qk=qk_rescaling().in_effective if param[0] == "F" else sp.Integer(1),
+        rho_ov=ov_rescaling().in_effective if Parametrization(param).ov.factorized else sp.Integer(1),
+        rho_qk=qk_rescaling().in_effective if Parametrization(param).qk.factorized else sp.Integer(1),
         effective=effective_system(param), first_integral=first_integral(param),
         asymptotics=asymptotic_laws(param), checks=tuple(checks))
 

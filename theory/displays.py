@@ -12,6 +12,7 @@ import sympy as sp
 from sympy.printing.mathml import mathml
 
 from theory.symbols import P, t, u
+from theory.parametrization import Parametrization
 
 
 def _display(title: str, lhs: sp.Expr, rhs: sp.Expr, section: str, check: str = "") -> dict[str, Any]:
@@ -47,9 +48,9 @@ def displays(derivations: dict, glob) -> list[dict[str, Any]]:
             out.append(_display(f"{p}: reduced flow of {x.name}", _dt(x), f, f"reduced-{p}", f"{p}-effective-{which}"))
         for name, expr in d.conserved.items():
             out.append(_display(f"{p}: conserved {name}", sp.Symbol(name), expr, f"reduced-{p}", f"{p}-conserved-{name}"))
-        if p[2] == "F":
+        if Parametrization(p).ov.factorized:
             out.append(_display(f"{p}: OV rescaling", sp.Symbol("rho_OV"), d.rho_ov, f"reduced-{p}", "rho-OV-effective"))
-        if p[0] == "F":
+        if Parametrization(p).qk.factorized:
             out.append(_display(f"{p}: QK rescaling", sp.Symbol("rho_QK"), d.rho_qk, f"reduced-{p}", "rho-QK-effective"))
         out.append(_display(f"{p}: first integral", sp.Symbol("H"), d.first_integral.H, f"reduced-{p}",
                             f"{p}-first-integral"))

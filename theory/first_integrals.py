@@ -25,6 +25,7 @@ from theory.reduced import reduced_system
 from theory.rescaling import effective_system
 from theory.symbols import K, M, N, P, eta_ov, eta_qk, r, u, v
 from theory.symmetric_line import p_of_v
+from theory.parametrization import Parametrization
 
 x_, y_ = sp.symbols("x y", positive=True)
 
@@ -61,8 +62,8 @@ def first_integral(param: str) -> FirstIntegral:
     """Separate :math:`dv/du` and integrate both sides (exactly where sympy can, else as an Integral)."""
     from theory.rescaling import rescaling_factor
 
-    rho_ov = rescaling_factor("OV", param[2] == "F")
-    rho_qk = rescaling_factor("QK", param[0] == "F")
+    rho_ov = rescaling_factor("OV", Parametrization(param).ov.factorized)
+    rho_qk = rescaling_factor("QK", Parametrization(param).qk.factorized)
     # The 2-D system is (eta_OV rho_OV F_u, eta_QK rho_QK F_v): keep the factors as symbols while
     # simplifying, so that the separation is exact and visible.
     Ro, Rq = sp.symbols("rho_OV rho_QK", positive=True)
@@ -107,8 +108,8 @@ def generic_loss_slope(param: str) -> sp.Expr:
     n_ov, n_qk = base.ov.multiplicity[0], base.qk.multiplicity[0]
     F_u = -sp.diff(Lam, u) / n_ov
     F_v = -sp.diff(Lam, P) * P * (1 - P) / n_qk
-    rho_ov = rescaling_factor("OV", param[2] == "F")
-    rho_qk = rescaling_factor("QK", param[0] == "F")
+    rho_ov = rescaling_factor("OV", Parametrization(param).ov.factorized)
+    rho_qk = rescaling_factor("QK", Parametrization(param).qk.factorized)
     return sp.simplify(((eta_qk * rho_qk * F_v) / (eta_ov * rho_ov * F_u)).subs(P, p_of_v()))
 
 

@@ -19,10 +19,11 @@ import sympy as sp
 
 from theory.asymptotics import asymptotic_laws
 from theory.checks import Check
+from theory.parametrization import PARAMETRIZATIONS
 from theory.rescaling import qk_rescaling
 from theory.symbols import A_qk, eta_ov, eta_qk, kappa, r, u, v
 
-ORDER = ("CACO", "FACO", "CAFO", "FAFO")
+ORDER = PARAMETRIZATIONS
 _U = sp.Symbol("u", positive=True)
 
 

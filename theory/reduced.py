@@ -29,6 +29,7 @@ import sympy as sp
 
 from theory.symbols import K, M, N, P, a_, b_, c_, eta_ov, eta_qk, s_O, s_V, u, v
 from theory.symmetric_line import line_geometry, margin_loss, p_of_v
+from theory.parametrization import Parametrization
 
 
 @dataclass(frozen=True)
@@ -101,10 +102,9 @@ def _rhs_with_symbol_p(circuit: Circuit, ov: Circuit, qk: Circuit) -> list[sp.Ex
 @lru_cache(maxsize=None)
 def reduced_system(param: str) -> ReducedSystem:
     """Derive the reduced ODE of ``param`` (``"CACO"``, ``"FACO"``, ``"CAFO"`` or ``"FAFO"``)."""
-    if param not in ("CACO", "FACO", "CAFO", "FAFO"):
-        raise ValueError(f"parametrization {param!r}: must be one of CACO, FACO, CAFO, FAFO")
-    qk = qk_circuit(param[0] == "F")
-    ov = ov_circuit(param[2] == "F")
+    param = Parametrization(param)  # ValueError naming the four for anything else
+    qk = qk_circuit(Parametrization(param).qk.factorized)
+    ov = ov_circuit(Parametrization(param).ov.factorized)
     state = ov.coords + qk.coords
     rhs_display = tuple(_rhs_with_symbol_p(ov, ov, qk) + _rhs_with_symbol_p(qk, ov, qk))
     p_expr = p_of_v().subs(v, qk.effective)
@@ -122,12 +122,12 @@ def balanced_initial_state(param: str) -> dict[sp.Symbol, sp.Expr]:
     from theory.symbols import u0, v0
 
     out: dict[sp.Symbol, sp.Expr] = {}
-    if param[2] == "F":
+    if Parametrization(param).ov.factorized:
         out[s_O] = sp.sqrt(u0)
         out[s_V] = sp.sqrt(u0)
     else:
         out[u] = u0
-    if param[0] == "F":
+    if Parametrization(param).qk.factorized:
         out[a_] = K ** sp.Rational(1, 4) * sp.sqrt(v0)
         out[b_] = K ** sp.Rational(-1, 4) * sp.sqrt(v0)
         out[c_] = sp.Integer(0)

@@ -30,6 +30,7 @@ import sympy as sp
 from theory.checks import Check, identity_check, is_zero
 from theory.reduced import ReducedSystem, reduced_system
 from theory.symbols import A_qk, C_bal, K, M, N, S_shift, a_, b_, c_, delta, kappa, s_O, s_V, u, v
+from theory.parametrization import Parametrization
 
 
 # -- conserved quantities -----------------------------------------------------------------
@@ -182,8 +183,8 @@ def rescaling_factor(circuit: str, factorized: bool) -> sp.Expr:
 def effective_system(param: str) -> tuple[sp.Expr, sp.Expr]:
     r"""The exact 2-D system :math:`(\dot u, \dot v)` with the rescaling factors and ``p`` as a symbol."""
     base = reduced_system("CACO")
-    rho_ov = rescaling_factor("OV", param[2] == "F")
-    rho_qk = rescaling_factor("QK", param[0] == "F")
+    rho_ov = rescaling_factor("OV", Parametrization(param).ov.factorized)
+    rho_qk = rescaling_factor("QK", Parametrization(param).qk.factorized)
     return rho_ov * base.rhs_display[0], rho_qk * base.rhs_display[1]
 
 

@@ -18,15 +18,15 @@ from typing import Iterator
 
 import torch
 from torch import nn
+from theory.parametrization import PARAMETRIZATIONS, Parametrization
 
-PARAMETRIZATIONS = ("CACO", "FACO", "CAFO", "FAFO")
 
 
 def circuit_kinds(param: str) -> tuple[bool, bool]:
     """``(qk_factorized, ov_factorized)`` of a parametrization name such as ``"FACO"``."""
     if param not in PARAMETRIZATIONS:
         raise ValueError(f"parametrization {param!r}: must be one of {', '.join(PARAMETRIZATIONS)}")
-    return param[0] == "F", param[2] == "F"
+    return Parametrization(param).qk.factorized, Parametrization(param).ov.factorized
 
 
 class QKOVAttention(nn.Module):

@@ -8,10 +8,11 @@ from pathlib import Path
 
 import click
 
+from qkov.cli.options import Choice, ListOf, json_option, out_option, param_option
 from qkov.cli.support import CONTEXT_SETTINGS
 
-from qkov.core.config import PARAMETRIZATIONS, StrictConfig, as_choice_list, parse_config
-from qkov.core.runstore import RunWriter
+from qkov.core.config import PARAMETRIZATIONS, StrictConfig, parse_config
+from qkov.core.runstore import RunWriter, run_dir_for
 
 FORMATS = ("md", "html", "tex")
 
@@ -45,29 +46,28 @@ def write_derivation(run_dir: Path, cfg: DeriveConfig, use_cache: bool = True) -
 
 
 @click.command(context_settings=CONTEXT_SETTINGS)
-@click.option("--param", "param", default="all", show_default=True,
-              help="Parametrizations: 'all' or comma-separated from CACO,FACO,CAFO,FAFO.")
-@click.option("--out", type=click.Path(file_okay=False, path_type=Path), default=None,
-              help="Run directory to write (default qkov-results/derive).")
-@click.option("--format", "formats", default="md,html,tex", show_default=True, help="Report formats: md,html,tex.")
-@click.option("--json", "as_json", is_flag=True, help="Print the derivation as JSON on stdout (nothing else).")
+@param_option()
+@out_option()
+@click.option("--format", "formats", type=ListOf(Choice(FORMATS)), default="md,html,tex", show_default=True,
+              help="Report formats: comma-separated from md, html, tex.")
+@json_option()
 @click.option("--thorough", is_flag=True, help="Full-matrix cross-checks at every size (K in {2,3}, M in {1,2}).")
 @click.option("--no-cache", is_flag=True, help="Recompute even if a cached derivation of this code exists.")
-def derive(param: str, out: Path | None, formats: str, as_json: bool, thorough: bool, no_cache: bool) -> None:
-    """Derive the gradient flow of the four parametrizations in sympy, check every claim, write the report."""
-    cfg = parse_config(DeriveConfig, params=as_choice_list("param", param, PARAMETRIZATIONS),
-                       formats=as_choice_list("format", formats, FORMATS), thorough=thorough)
-    if as_json and out is None:
+def derive(params, out: Path, formats, as_json: bool, thorough: bool, no_cache: bool) -> None:
+    """Derive the gradient flow of the four parametrizations in sympy, check every claim, write the report.
+
+    The run goes to OUT/runs/derive-<key>/ (derivation.json, report.md/.html/.tex, metrics, claims).
+    With --json the derivation is printed on stdout and nothing is written.
+    """
+    cfg = parse_config(DeriveConfig, params=params, formats=formats, thorough=thorough)
+    if as_json:
         from theory.derivation_cache import cached_derivation_json
 
         payload, _ = cached_derivation_json(cfg.params, cfg.thorough, not no_cache)
         click.echo(json.dumps(payload, indent=1))
         return
-    run_dir = out or Path("qkov-results") / "derive"
+    run_dir = run_dir_for(out, "derive", cfg.to_json_dict())
     payload = write_derivation(run_dir, cfg, use_cache=not no_cache)
-    if as_json:
-        click.echo(json.dumps(payload, indent=1))
-        return
     s = payload["summary"]
     click.echo(f"checks: {s['passed']}/{s['checks']} passed")
     for fmt in cfg.formats:

@@ -8,7 +8,7 @@ import click
 
 from qkov.cli.support import CONTEXT_SETTINGS
 
-from qkov.core.config import ConfigError
+from qkov.core.config import field_error
 
 
 @click.command(context_settings=CONTEXT_SETTINGS)
@@ -21,6 +21,6 @@ def report(out: str) -> None:
     try:
         html_path, md_path = build_report(Path(out))
     except FileNotFoundError as exc:
-        raise ConfigError(f"config field 'out' = {out!r}: {exc}") from None
+        raise field_error("out", out, f"must hold a study's runs ({exc})") from None
     click.echo(f"markdown: {md_path.resolve()}")
     click.echo(f"report: {html_path.resolve()}")

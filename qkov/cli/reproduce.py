@@ -15,6 +15,7 @@ from pathlib import Path
 
 import click
 
+from qkov.cli.options import out_option
 from qkov.cli.support import CONTEXT_SETTINGS
 from pydantic import AfterValidator, Field
 from typing import Annotated
@@ -55,7 +56,7 @@ class ReproduceConfig(StrictConfig):
 
 @click.command(context_settings=CONTEXT_SETTINGS)
 @click.option("--quick/--full", default=True, help="Quick subsampled study (default, minutes) or the paper-scale one.")
-@click.option("--out", type=str, default="qkov-results", show_default=True, help="Results directory.")
+@out_option()
 @click.option("--data-dir", type=str, default=None, help="Real-data directory (else $QKOV_DATA_DIR).")
 @click.option("--scheduler", type=str, default=None,
               help="Address of an existing Dask scheduler (tcp://host:8786); default: a local cluster.")
@@ -64,7 +65,7 @@ class ReproduceConfig(StrictConfig):
 @click.option("--stages", type=str, default="all", show_default=True,
               help="Comma-separated stages to run: derive, simulate, synthetic, real (or all).")
 @click.option("--progress/--no-progress", default=True, help="Show a progress bar over runs.")
-def reproduce(quick: bool, out: str, data_dir: str | None, scheduler: str | None, workers: str | None,
+def reproduce(quick: bool, out: Path, data_dir: str | None, scheduler: str | None, workers: str | None,
               retries: str, stages: str, progress: bool) -> None:
     """Run every stage of the study that exists, resumably, and build the report."""
     values = dict(quick=quick, out=Path(out), scheduler=scheduler, retries=retries,

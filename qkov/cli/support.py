@@ -48,9 +48,9 @@ def _usage_line(exc: click.UsageError) -> str:
     msg = " ".join(exc.format_message().split())
     param = getattr(exc, "param", None)
     if isinstance(exc, click.BadParameter) and param is not None:
-        name = param.name or "value"
-        field = name.replace("_", "-")
-        return f"{field}: {msg}"
+        from qkov.cli.options import option_field
+
+        return f"{option_field(param)}: {msg}"
     return msg
 
 

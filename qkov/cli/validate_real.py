@@ -7,12 +7,14 @@ from pathlib import Path
 
 import click
 
+from qkov.cli.options import Choice, Integer, ListOf, out_option, ratios_option, seeds_option
 from qkov.cli.support import CONTEXT_SETTINGS
+from theory.parametrization import PARAMETRIZATIONS
 import torch
 from tqdm.auto import tqdm
 
-from qkov.core.config import ConfigError, as_choice_list, parse_float_list, resolve_data_dir
-from qkov.core.runstore import config_key, is_complete, to_json_text
+from qkov.core.config import ConfigError, resolve_data_dir
+from qkov.core.runstore import is_complete, run_dir_for, to_json_text
 
 from validation.real.config import DATASETS, OPTIMIZERS
 from validation.real.run import load_dataset
@@ -21,37 +23,30 @@ from qkov.study.real_stage import KIND, NO_DATA, sweep_configs
 from qkov.study.real_summary import markdown_tables, summarise
 
 
-def _seeds(text: str) -> tuple[int, ...]:
-    vals = parse_float_list("seeds", text)
-    if not vals or any(v < 0 or v != int(v) for v in vals):
-        raise ConfigError(f"config field 'seeds' = {text!r}: must be comma-separated integers >= 0")
-    return tuple(int(v) for v in vals)
+SWEEP_SUMMARY_KIND = "real-sweep-summary"
+"""Kind of the summary run a ``qkov validate real`` sweep writes (``OUT/runs/real-sweep-summary-<key>/``)."""
 
 
 @click.command(context_settings=CONTEXT_SETTINGS)
-@click.option("--dataset", "dataset", required=True, help="squad, hatexplain, sva, comma-separated, or all.")
-@click.option("--ratios", default="1,2,5,10,30", show_default=True, help="eta_QK/eta_OV values.")
-@click.option("--seeds", default="0,1,2", show_default=True, help="Training seeds.")
-@click.option("--optimizer", default="adamw", show_default=True, help="adamw, sgd, comma-separated, or all.")
-@click.option("--param", type=str, default="CACO", show_default=True,
+@click.option("--dataset", "datasets", type=ListOf(Choice(DATASETS)), default="all", show_default=True,
+              help="squad, hatexplain, sva, comma-separated, or all.")
+@ratios_option("1,2,5,10,30")
+@seeds_option("0,1,2")
+@click.option("--optimizer", "optimizers", type=ListOf(Choice(OPTIMIZERS)), default="adamw", show_default=True,
+              help="adamw, sgd, comma-separated, or all.")
+@click.option("--param", type=Choice(PARAMETRIZATIONS), default="CACO", show_default=True,
               help="Circuits of the attention layer: CACO, FACO, CAFO or FAFO (C = collapsed, F = factorized).")
-@click.option("--layers", type=int, default=1, show_default=True,
+@click.option("--layers", type=Integer(1, 6), default=1, show_default=True,
               help="Attention layers (lower ones: single-head self-attention with collapsed circuits).")
 @click.option("--quick", is_flag=True, help="Subsampled data and fewer epochs (< 3 min per dataset on 2 cores).")
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
-@click.option("--out", type=click.Path(file_okay=False, path_type=Path), default=Path("qkov-results"),
-              show_default=True, help="Results directory (runs go to OUT/runs/, the summary to OUT/).")
+@out_option()
 @click.option("--data-dir", type=str, default=None, help="Real-data directory (else $QKOV_DATA_DIR).")
-def real(dataset: str, ratios: str, seeds: str, optimizer: str, param: str, layers: int, quick: bool,
+def real(datasets, ratios, seeds, optimizers, param: str, layers: int, quick: bool,
          as_json: bool, out: Path, data_dir: str | None) -> None:
     """Train the QKOV models at each eta_QK/eta_OV ratio and seed, then tabulate and compare with ratio 1."""
     torch.set_num_threads(1)  # small models: one thread is fastest and shares a busy machine well
-    datasets = as_choice_list("dataset", dataset, DATASETS)
-    optimizers = as_choice_list("optimizer", optimizer, OPTIMIZERS)
-    ratio_list = parse_float_list("ratios", ratios)
-    if not ratio_list or any(not r > 0 for r in ratio_list):
-        raise ConfigError(f"config field 'ratios' = {ratios!r}: must be comma-separated numbers > 0")
-    seed_list = _seeds(seeds)
+    ratio_list, seed_list = tuple(ratios), tuple(seeds)
     data = resolve_data_dir(data_dir)
     if data is None:
         raise ConfigError(NO_DATA)
@@ -62,20 +57,19 @@ def real(dataset: str, ratios: str, seeds: str, optimizer: str, param: str, laye
     run_dirs = []
     for cfg in tqdm(configs, desc="real-data runs", unit="run", disable=as_json):
         cd = cfg.to_json_dict()
-        run_dir = out / "runs" / f"{KIND}-{config_key(KIND, cd)}"
+        run_dir = run_dir_for(out, KIND, cd)
         if not is_complete(run_dir):
             execute_run(cfg, run_dir, kind=KIND, progress=not as_json)
         run_dirs.append(run_dir)
-    name = ("validate-real-summary-" + "-".join(datasets) + "".join(f"-{v}" for v in extra.values())
-            + ("-quick" if quick else ""))
     summary_cfg = {"datasets": list(datasets), "ratios": list(ratio_list), "seeds": list(seed_list),
                    "optimizers": list(optimizers), "quick": quick, **extra, "data_dir": str(data),
                    "runs": [d.name for d in run_dirs]}
-    result = summarise(run_dirs, out / name, config=summary_cfg)
+    summary_dir = run_dir_for(out, SWEEP_SUMMARY_KIND, summary_cfg)
+    result = summarise(run_dirs, summary_dir, kind=SWEEP_SUMMARY_KIND, config=summary_cfg)
     if as_json:
-        click.echo(to_json_text({"summary_dir": str((out / name).resolve()), "runs": [str(d) for d in run_dirs],
+        click.echo(to_json_text({"summary_dir": str(summary_dir.resolve()), "runs": [str(d) for d in run_dirs],
                                  "claims": result["claims"], "groups": result["groups"]}), nl=False)
     else:
         click.echo(markdown_tables(result["groups"]))
         click.echo(f"claim real-data: {json.dumps(result['claims']['real-data'])}")
-        click.echo(f"summary: {(out / name).resolve()}")
+        click.echo(f"summary: {summary_dir.resolve()}")

@@ -7,10 +7,12 @@ from pathlib import Path
 
 import click
 
+from qkov.cli.options import (Choice, Integer, Number, field_error, json_option, out_option, param_option,
+                              ratios_option, seed_option, size_options)
 from qkov.cli.support import CONTEXT_SETTINGS
 
-from qkov.core.config import ConfigError, PARAMETRIZATIONS, as_choice_list, parse_config, parse_float_list
-from qkov.core.runstore import RunWriter, config_key
+from qkov.core.config import parse_config
+from qkov.core.runstore import RunWriter, run_dir_for
 from validation.synthetic.experiment import SyntheticConfig, run_grid
 from validation.synthetic.report import write_run
 
@@ -20,46 +22,50 @@ DEFAULT_DT = {"gd": 0.05, "sgd": 0.05, "adamw": 0.01}
 """Per-step rate multiplier ``dt`` (rates are eta * dt) when ``--dt`` is not given."""
 
 
-def build_config(param: str, ratios: str, data: str, optimizer: str, steps: int | None, dt: float | None,
+def build_config(params, ratios, data: str, optimizer: str, steps: int | None, dt: float | None,
                  init: str | None, seed: int, K: int, M: int) -> SyntheticConfig:
-    """Validated :class:`SyntheticConfig` from CLI strings (``ConfigError`` names the bad field)."""
-    params = as_choice_list("param", param, PARAMETRIZATIONS)
-    rs = parse_float_list("ratios", ratios)
-    if not rs:
-        raise ConfigError(f"config field 'ratios' = {ratios!r}: must hold at least one number")
+    """Validated :class:`SyntheticConfig` from parsed options (``ConfigError`` names the bad field).
+
+    ``steps``/``dt``/``init`` left as ``None`` take the defaults of ``data`` and ``optimizer``.
+    """
     init = init or ("symmetric" if data in ("population", "paper") else "random")
     if data == "sampled" and init == "symmetric":
-        raise ConfigError("config field 'init' = 'symmetric': sampled data needs 'random' (its vocabulary is not MODEL.md's)")
+        raise field_error("init", "symmetric", "sampled data needs 'random' (its vocabulary is not MODEL.md's)")
     extra = {"eta_ov": 1.0, "dt": 0.5, "float64": False, "test_size": 1000} if data == "paper" else {}
-    values = {"params": params, "ratios": rs, "data": data, "optimizer": optimizer, "init": init,
-              "steps": steps or DEFAULT_STEPS[data], "seed": seed, "K": K, "M": M,
-              "dt": dt or extra.pop("dt", DEFAULT_DT[optimizer]), **extra}
+    steps = DEFAULT_STEPS[data] if steps is None else steps
+    values = {"params": tuple(params), "ratios": tuple(ratios), "data": data, "optimizer": optimizer, "init": init,
+              "steps": steps, "seed": seed, "K": K, "M": M,
+              "dt": extra.pop("dt", DEFAULT_DT[optimizer]) if dt is None else dt, **extra}
     values["log_every"] = max(1, values["steps"] // 200)
     return parse_config(SyntheticConfig, **values)
 
 
 @click.command(context_settings=CONTEXT_SETTINGS)
-@click.option("--param", default="all", show_default=True, help="Comma-separated parametrizations or 'all'.")
-@click.option("--ratios", default="1,3,10", show_default=True, help="eta_QK/eta_OV values, comma-separated.")
-@click.option("--data", type=click.Choice(["population", "sampled", "paper"]), default="population", show_default=True)
-@click.option("--optimizer", type=click.Choice(["gd", "sgd", "adamw"]), default="gd", show_default=True)
-@click.option("--steps", type=int, default=None, help="Steps per run (default depends on --data).")
-@click.option("--dt", type=float, default=None, help="Rates are eta * dt per step (default 0.05; adamw 0.01; paper 0.5).")
-@click.option("--init", type=click.Choice(["symmetric", "random"]), default=None,
+@param_option()
+@ratios_option("1,3,10")
+@click.option("--data", type=Choice(("population", "sampled", "paper")), default="population", show_default=True,
+              help="population (MODEL.md exactly), sampled (departures from it), paper (the paper's Figure 2 data).")
+@click.option("--optimizer", type=Choice(("gd", "sgd", "adamw")), default="gd", show_default=True)
+@click.option("--steps", type=Integer(1, 10_000_000), default=None,
+              help="Steps per run (default: 4000 population, 3000 sampled, 2000 paper).")
+@click.option("--dt", type=Number(0.0, 1e3, lo_open=True), default=None,
+              help="Rates are eta * dt per step (default 0.05; adamw 0.01; paper 0.5).")
+@click.option("--init", type=Choice(("symmetric", "random")), default=None,
               help="symmetric start (u0=v0=0.5; the paper's 1e-6*I for --data paper) or small random.")
-@click.option("--seed", type=int, default=0, show_default=True)
-@click.option("-K", "K", type=int, default=4, show_default=True, help="Classes.")
-@click.option("-M", "M", type=int, default=8, show_default=True, help="Common tokens.")
-@click.option("--json", "as_json", is_flag=True, help="Print the metrics summary and claims as JSON.")
-@click.option("--out", type=click.Path(file_okay=False, path_type=Path), default=Path("qkov-results"),
-              show_default=True, help="Results directory; the run goes to OUT/synthetic-<key>.")
+@seed_option()
+@size_options(K=4, M=8, hi=1000)
+@json_option()
+@out_option()
 @click.option("--progress/--no-progress", default=None, help="Progress bars (default: on long runs).")
-def synthetic(param: str, ratios: str, data: str, optimizer: str, steps: int | None, dt: float | None,
+def synthetic(params, ratios, data: str, optimizer: str, steps: int | None, dt: float | None,
               init: str | None, seed: int, K: int, M: int, as_json: bool, out: Path, progress: bool | None) -> None:
-    """Train QK/OV attention models and compare them with the ODE, closed forms and DTAP heatmaps."""
-    cfg = build_config(param, ratios, data, optimizer, steps, dt, init, seed, K, M)
+    """Train QK/OV attention models and compare them with the ODE, closed forms and DTAP heatmaps.
+
+    The run goes to OUT/runs/synthetic-<key>/.
+    """
+    cfg = build_config(params, ratios, data, optimizer, steps, dt, init, seed, K, M)
     config = cfg.to_json_dict()
-    run_dir = out / f"synthetic-{config_key('synthetic', config)}"
+    run_dir = run_dir_for(out, "synthetic", config)
     runs = run_grid(cfg, progress=progress)
     with RunWriter(run_dir, kind="synthetic", config=config, seed=cfg.seed) as run:
         res = write_run(cfg, runs, run)

@@ -24,7 +24,21 @@ Parametrization = ParamName  # the type of a parametrization field in a config
 
 
 class ConfigError(InputError):
-    """A rejected configuration; ``str(err)`` is a single line naming the field."""
+    """A rejected configuration; ``str(err)`` is a single line ``<field>: <value>: <what is allowed>``."""
+
+
+def show_value(value: Any) -> str:
+    """A value as the error line shows it: plain text, quoted only when empty or padded or holding ': '."""
+    if isinstance(value, str):
+        return repr(value) if (value == "" or value.strip() != value or ": " in value) else value
+    if isinstance(value, Path):
+        return show_value(str(value))
+    return repr(value) if isinstance(value, (tuple, list, dict)) else str(value)
+
+
+def field_error(field: str, value: Any, allowed: str) -> ConfigError:
+    """The one-line error ``<field>: <value>: <allowed>`` that the CLI prints after ``qkov: error: ``."""
+    return ConfigError(f"{field}: {show_value(value)}: {allowed}")
 
 
 def _positive_finite(x: float) -> float:
@@ -78,32 +92,8 @@ class StrictConfig(BaseModel):
         return self.model_dump(mode="json")
 
 
-class ModelConfig(StrictConfig):
-    """The orthogonal synthetic model of MODEL.md and its two learning rates.
-
-    ``K >= 2`` classes, ``M >= 1`` common tokens, vocabulary ``D = K + M + 1``,
-    gradient flow with ``eta_qk`` on the QK circuit and ``eta_ov`` on the OV circuit.
-    """
-
-    param: Parametrization = "CACO"
-    K: int = Field(10, ge=2, le=100_000)
-    M: int = Field(19, ge=1, le=100_000)
-    eta_qk: PositiveFinite = 1.0
-    eta_ov: PositiveFinite = 1.0
-
-    @property
-    def D(self) -> int:
-        """Vocabulary size ``K + M + 1``."""
-        return self.K + self.M + 1
-
-    @property
-    def ratio(self) -> float:
-        r"""The learning-rate ratio :math:`\eta_{QK}/\eta_{OV}`."""
-        return self.eta_qk / self.eta_ov
-
-
 def _describe_error(err: dict[str, Any]) -> str:
-    field = ".".join(str(p) for p in err.get("loc", ())) or "<config>"
+    field = ".".join(str(p) for p in err.get("loc", ())).replace("_", "-") or "<config>"
     value = err.get("input")
     msg = err.get("msg", "invalid value")
     msg = msg.removeprefix("Value error, ")
@@ -113,14 +103,14 @@ def _describe_error(err: dict[str, Any]) -> str:
     elif err.get("type") in ("extra_forbidden", "unexpected_keyword_argument"):
         msg = "is not a known field"
     elif err.get("type") == "missing":
-        return f"config field '{field}' is missing"
+        return f"{field}: (missing): a value is required"
     elif err.get("type") in ("greater_than_equal", "less_than_equal", "greater_than", "less_than"):
         bound = err.get("ctx", {}).get("ge", err.get("ctx", {}).get("le", err.get("ctx", {}).get("gt", err.get("ctx", {}).get("lt"))))
         op = {"greater_than_equal": ">=", "less_than_equal": "<=", "greater_than": ">", "less_than": "<"}[err["type"]]
         msg = f"must be {op} {bound}"
     else:
         msg = msg.replace("Input should be", "must be")
-    return f"config field '{field}' = {value!r}: {msg}"
+    return f"{field}: {show_value(value)}: {msg}"
 
 
 C = TypeVar("C")
@@ -152,9 +142,7 @@ def parse_float_list(field: str, text: str) -> tuple[float, ...]:
     try:
         return tuple(float(x) for x in text.split(",") if x.strip() != "")
     except ValueError:
-        raise ConfigError(
-            f"config field '{field}' = {text!r}: must be comma-separated numbers"
-        ) from None
+        raise field_error(field, text, "must be comma-separated numbers") from None
 
 
 DATA_DIR_ENV = "QKOV_DATA_DIR"
@@ -172,7 +160,7 @@ def resolve_data_dir(flag: str | os.PathLike[str] | None) -> Path | None:
     p = Path(raw).expanduser()
     if not p.is_dir():
         source = "--data-dir" if flag is not None else f"${DATA_DIR_ENV}"
-        raise ConfigError(f"config field 'data_dir' = {str(raw)!r} (from {source}): must be an existing directory")
+        raise field_error("data-dir", str(raw), f"must be an existing directory (given by {source})")
     return p
 
 
@@ -183,7 +171,5 @@ def as_choice_list(field: str, text: str, allowed: Sequence[str]) -> tuple[str, 
         return tuple(allowed)
     bad = [x for x in items if x not in allowed]
     if bad or not items:
-        raise ConfigError(
-            f"config field '{field}' = {text!r}: must be 'all' or comma-separated values from {', '.join(allowed)}"
-        )
+        raise field_error(field, text, f"must be 'all' or comma-separated values from {', '.join(allowed)}")
     return items

@@ -45,8 +45,8 @@ def _json_default(obj: Any) -> Any:
         return obj.tolist()
     if isinstance(obj, Path):
         return str(obj)
-    if hasattr(obj, "model_dump"):
-        return obj.model_dump(mode="json")
+    if hasattr(obj, "to_json_dict"):  # configs and science-package specs
+        return obj.to_json_dict()
     raise TypeError(f"not JSON serialisable: {type(obj).__name__}")
 
 
@@ -225,3 +225,61 @@ def open_run(path: str | os.PathLike[str], *, kind: str, config: Mapping[str, An
     """Functional form of :class:`RunWriter`."""
     with RunWriter(path, kind=kind, config=config, seed=seed) as run:
         yield run
+
+
+RUNS_DIR = "runs"
+"""Every command writes its runs under ``OUT/runs/``."""
+
+
+def run_dir_for(out: str | os.PathLike[str], kind: str, config: Mapping[str, Any]) -> Path:
+    """The one run-directory convention: ``OUT/runs/<kind>-<config_key(kind, config)>/``."""
+    return Path(out) / RUNS_DIR / f"{kind}-{config_key(kind, config)}"
+
+
+class Run:
+    """A run directory read back: ``config``, ``manifest``, ``json`` (every other JSON file by name),
+    ``metrics`` (``metrics.json``, or ``{}``), ``arrays`` (each ``.npz`` as a dict of arrays) and ``files``.
+
+    Only the files that ``COMPLETE`` lists are read, and only from a complete run (:func:`is_complete`).
+    """
+
+    def __init__(self, path: Path, files: list[str]):
+        self.path = path
+        self.files = files
+        self.config = json.loads((path / "config.json").read_text())
+        self.manifest = json.loads((path / "manifest.json").read_text()) if "manifest.json" in files else {}
+        self.kind = self.manifest.get("kind", path.name.rsplit("-", 1)[0])
+        self.json = {n: json.loads((path / n).read_text()) for n in files
+                     if n.endswith(".json") and n not in ("config.json", "manifest.json")}
+        self.metrics = self.json.get("metrics.json", {})
+        self._arrays: dict[str, dict[str, np.ndarray]] | None = None
+
+    @property
+    def arrays(self) -> dict[str, dict[str, np.ndarray]]:
+        if self._arrays is None:
+            self._arrays = {}
+            for n in self.files:
+                if n.endswith(".npz"):
+                    with np.load(self.path / n, allow_pickle=False) as z:
+                        self._arrays[n] = {k: z[k] for k in z.files}
+        return self._arrays
+
+    def __repr__(self) -> str:
+        return f"Run({str(self.path)!r}, kind={self.kind!r}, files={len(self.files)})"
+
+
+def load_run(path: str | os.PathLike[str]) -> Run:
+    """Read a complete run directory; ``ValueError`` (one line) when it is missing or not complete.
+
+    Example::
+
+        run = qkov.load_run("qkov-results/runs/simulate-0123456789ab")
+        run.config["K"], run.arrays["trajectories.npz"]["FAFO_u"]
+    """
+    path = Path(path)
+    if not path.is_dir():
+        raise ValueError(f"{path}: no such run directory")
+    if not is_complete(path):
+        raise ValueError(f"{path}: not a complete run (no valid COMPLETE marker, or a listed file changed)")
+    listing = json.loads((path / COMPLETE_MARKER).read_text())["files"]
+    return Run(path, sorted(listing))

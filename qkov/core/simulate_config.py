@@ -2,12 +2,26 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Annotated, Literal
 
-from pydantic import Field
+from pydantic import AfterValidator, Field
 
-from qkov.core.config import (PARAMETRIZATIONS, ConfigError, NonNegativeFinite, PositiveFinite, StrictConfig, TimeGrid,
-                           parse_config)
+from qkov.core.config import (PARAMETRIZATIONS, ConfigError, NonNegativeFinite, StrictConfig, TimeGrid, field_error,
+                              parse_config)
+from theory.parametrization import ParamName, Parametrization
+
+ETA_BOUNDS = (1e-6, 1e6)
+"""Learning rates qkov simulates: outside, float64 and the log-time integrator break down (see qkov.cli.options)."""
+T_MAX = 1e15
+MAX_FULL_STEPS = 5_000_000
+
+def _rate(x: float) -> float:
+    if not (ETA_BOUNDS[0] <= x <= ETA_BOUNDS[1]):  # False for nan too
+        raise ValueError(f"must be a finite number in [{ETA_BOUNDS[0]:g}, {ETA_BOUNDS[1]:g}]")
+    return x
+
+
+Rate = Annotated[float, AfterValidator(_rate)]
 
 
 class SimulateConfig(StrictConfig):
@@ -15,26 +29,31 @@ class SimulateConfig(StrictConfig):
 
     ``params``: parametrizations to run; ``u0, v0``: effective start (MODEL.md's symmetric start for
     collapsed circuits, the balanced start for factorized ones; a factorized circuit at 0 is rejected,
-    it is a fixed point of the flow); ``t``: strictly increasing output times. ``full``: the
-    full-matrix gradient descent with step ``dt`` (``t`` must be multiples of ``dt``), from the
-    balanced start or seeded Gaussian matrices of standard deviation ``scale`` (``init="random"``).
+    it is a fixed point of the flow); ``t``: strictly increasing output times (``<= 1e15``).
+    ``method``: a solver of :data:`simulation.SOLVERS`: ``reduced`` (the derived flow), ``full-gd`` /
+    ``full-rk4`` (the full matrices, step ``dt``, ``t`` multiples of ``dt``, from the balanced start or
+    seeded Gaussian matrices of standard deviation ``scale`` with ``init="random"``), ``paper-rk4``
+    (the paper's equations, CACO only).
     """
 
-    params: tuple[Literal["CACO", "FACO", "CAFO", "FAFO"], ...] = PARAMETRIZATIONS
+    params: tuple[ParamName, ...] = PARAMETRIZATIONS
     K: int = Field(10, ge=2, le=10_000)
     M: int = Field(19, ge=1, le=10_000)
-    eta_qk: PositiveFinite = 10.0
-    eta_ov: PositiveFinite = 1.0
-    u0: NonNegativeFinite = 0.0
-    v0: NonNegativeFinite = 0.0
+    eta_qk: Rate = 10.0
+    eta_ov: Rate = 1.0
+    u0: Annotated[float, Field(ge=0.0, le=100.0)] = 0.1
+    v0: Annotated[float, Field(ge=0.0, le=100.0)] = 0.1
     t: TimeGrid = (50.0, 500.0, 2500.0)
-    full: bool = False
-    dt: PositiveFinite = 0.05
-    method: Literal["gd", "rk4"] = "gd"
+    method: Literal["reduced", "full-gd", "full-rk4", "paper-rk4"] = "reduced"
+    dt: Annotated[float, Field(gt=0.0, le=1e3)] = 0.05
     init: Literal["balanced", "random"] = "balanced"
-    scale: PositiveFinite = 0.05
+    scale: Annotated[float, Field(gt=0.0, le=10.0)] = 0.05
     seed: int = Field(0, ge=0, le=2**32 - 1)
 
+    @property
+    def full(self) -> bool:
+        """True for the full-matrix methods."""
+        return self.method.startswith("full")
 
 
 def parse_simulate_config(**values) -> SimulateConfig:
@@ -42,25 +61,36 @@ def parse_simulate_config(**values) -> SimulateConfig:
     cfg = parse_config(SimulateConfig, **values)
 
     def fail(field: str, value, why: str):
-        raise ConfigError(f"config field '{field}' = {value!r}: {why}")
+        raise field_error(field, value, why)
 
     if not cfg.params:
-        fail("params", cfg.params, "must name at least one parametrization")
+        fail("param", cfg.params, "must name at least one parametrization")
+    if cfg.t[-1] > T_MAX:
+        fail("t", cfg.t[-1], f"must be <= {T_MAX:g} (log-time integration in float64)")
     if cfg.init == "random" and not cfg.full:
-        fail("init", cfg.init, "'random' needs --full (the reduced flow starts on the symmetric set)")
+        fail("init", cfg.init, "'random' needs --method full-gd or full-rk4 (the reduced flow starts on the "
+             "symmetric set)")
+    if cfg.method == "paper-rk4" and any(p != "CACO" for p in cfg.params):
+        fail("param", ",".join(cfg.params), "--method paper-rk4 needs CACO (the paper's equations describe CACO only)")
     if not (cfg.full and cfg.init == "random"):
         for prm in cfg.params:
-            if prm[0] == "F" and cfg.v0 == 0:
-                fail("v0", cfg.v0, f"{prm} has a factorized QK circuit, and v0 = 0 is a fixed point of its flow "
-                     "(it never moves); give v0 > 0")
-            if prm[2] == "F" and cfg.u0 == 0:
-                fail("u0", cfg.u0, f"{prm} has a factorized OV circuit, and u0 = 0 is a fixed point of its flow "
-                     "(it never moves); give u0 > 0")
-    if cfg.full:
+            if Parametrization(prm).qk.factorized and cfg.v0 == 0:
+                fail("v0", cfg.v0, f"must be > 0 for {prm}: its factorized QK circuit at v0 = 0 is a fixed point "
+                     "of the flow (it never moves)")
+            if Parametrization(prm).ov.factorized and cfg.u0 == 0:
+                fail("u0", cfg.u0, f"must be > 0 for {prm}: its factorized OV circuit at u0 = 0 is a fixed point "
+                     "of the flow (it never moves)")
+    if cfg.method != "reduced":
         for x in cfg.t:
             n = round(x / cfg.dt)
             if abs(n * cfg.dt - x) > 1e-6 * max(1.0, x):
-                fail("t", x, f"must be a multiple of dt = {cfg.dt:g} for the full-matrix run")
-        if cfg.t[-1] / cfg.dt > 5_000_000:
-            fail("t", cfg.t[-1], f"needs more than 5e6 steps of dt = {cfg.dt:g}; use a larger dt or a shorter time")
+                fail("t", x, f"must be a multiple of dt = {cfg.dt:g} for --method {cfg.method}")
+        if cfg.t[-1] / cfg.dt > MAX_FULL_STEPS:
+            fail("t", cfg.t[-1], f"needs more than {MAX_FULL_STEPS:.0e} steps of dt = {cfg.dt:g}; use a larger dt "
+                 "or a shorter time")
+        if cfg.full and (cfg.K + cfg.M + 1) > 2000:
+            fail("K", cfg.K, "K + M + 1 must be <= 2000 for the full-matrix methods (memory)")
     return cfg
+
+
+__all__ = ["SimulateConfig", "parse_simulate_config", "ConfigError", "ETA_BOUNDS", "T_MAX", "PARAMETRIZATIONS"]

@@ -20,8 +20,9 @@ from pathlib import Path
 import numpy as np
 
 from qkov.core.runstore import RunWriter
+from theory.parametrization import PARAMETRIZATIONS
 
-PARAMS = ("CACO", "FACO", "CAFO", "FAFO")
+PARAMS = PARAMETRIZATIONS
 TABLE_TIMES = (1e4, 1e6, 1e8, 1e10, 1e12)
 
 

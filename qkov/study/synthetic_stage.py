@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import pathlib
 
+from qkov.core.config import parse_config
 from qkov.core.runstore import RunWriter
 from validation.synthetic.experiment import SyntheticConfig, run_grid
 from validation.synthetic.report import write_run
@@ -35,7 +36,7 @@ def execute(kind: str, config: dict, run_dir: pathlib.Path) -> None:
     """Perform one run of :func:`study_runs` into ``run_dir``."""
     if kind != "synthetic":
         raise ValueError(f"kind {kind!r}: qkov.study.synthetic_stage only runs 'synthetic'")
-    cfg = SyntheticConfig(**config)
+    cfg = parse_config(SyntheticConfig, **config)
     runs = run_grid(cfg, progress=False)
     with RunWriter(run_dir, kind=kind, config=config, seed=cfg.seed) as run:
         write_run(cfg, runs, run)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib
 from pathlib import Path
 
 from qkov.study import engine
@@ -14,5 +13,5 @@ def build_fake_results(out: Path, data_dir: Path | None) -> engine.StudyPlan:
     """Plan the fake study into ``out`` and execute every run sequentially."""
     plan = engine.plan_study(out, True, data_dir, FAKE_STAGES)
     for run in plan.runs:
-        importlib.import_module(run.module).execute(run.kind, run.config, run.run_dir)
+        run.execute(run.kind, run.config, run.run_dir)
     return plan

@@ -11,25 +11,16 @@ from qkov.core.runstore import config_key, is_complete
 from qkov.study import engine
 from qkov.cli.main import cli, run_cli
 
-from fakestudy import FAKE_STAGES
+from fakestudy import FAKE_STAGES, badruns
 from fakestudy.common import executions
-
-
-def test_load_stage_missing_broken_present():
-    assert engine.load_stage("qkov_nosuch_pkg.study") is None          # package missing: not built
-    assert engine.load_stage("fakestudy.nosuch_stage") is None         # module missing: not built
-    with pytest.raises(ModuleNotFoundError, match="qkov_no_such_dependency"):
-        engine.load_stage("fakestudy.broken")                          # exists, fails to import: error
-    assert engine.load_stage("fakestudy.derive").study_runs(True, None)[0][0] == "derive"
 
 
 def test_plan_keys_runs_and_writes_nothing(tmp_path, fake_stages):
     out = tmp_path / "out"
-    plan = engine.plan_study(out, True, None, FAKE_STAGES + (("later", "fakestudy.nosuch_stage"),))
+    plan = engine.plan_study(out, True, None, FAKE_STAGES)
     assert not out.exists()
     assert [(s.name, s.state, s.n_runs) for s in plan.stages] == [
-        ("derive", "ready", 1), ("simulate", "ready", 3), ("synthetic", "ready", 4), ("real", "ready", 0),
-        ("later", "not built", 0)]
+        ("derive", "ready", 1), ("simulate", "ready", 3), ("synthetic", "ready", 4), ("real", "ready", 0)]
     assert plan.skipped == ["real-sva (6 runs): no data directory"]
     for run in plan.runs:
         assert run.run_dir == out / "runs" / f"{run.kind}-{config_key(run.kind, run.config)}"
@@ -40,7 +31,7 @@ def test_plan_keys_runs_and_writes_nothing(tmp_path, fake_stages):
 
 def test_plan_rejects_malformed_study_runs(tmp_path):
     with pytest.raises(ConfigError, match="fakestudy.badruns.study_runs .*expected \\(kind: str, config: dict\\)"):
-        engine.plan_study(tmp_path / "out", True, None, (("bad", "fakestudy.badruns"),))
+        engine.plan_study(tmp_path / "out", True, None, (engine.Stage.from_module("bad", badruns),))
     assert not (tmp_path / "out").exists()
 
 

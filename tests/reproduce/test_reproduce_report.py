@@ -16,6 +16,7 @@ from qkov.report.mathml import math_block, sanitise_mathml
 from qkov.report.tables import flatten_metrics, metric_tables
 
 from report_fixture import build_fake_results
+from tests.cli_errors import assert_one_line_error
 
 STAGE_VERDICTS = st.sampled_from(["supports", "contradicts", "mixed", "n/a", ""])
 
@@ -140,5 +141,5 @@ def test_report_command(tmp_path, study, capsys):
     assert run_cli(cli, ["report", "--out", str(plan.out)]) == 0
     assert capsys.readouterr().out.strip().splitlines()[-1] == f"report: {(plan.out / 'report.html').resolve()}"
     assert run_cli(cli, ["report", "--out", str(tmp_path / "none")]) == 2
-    err = capsys.readouterr().err.strip().splitlines()
-    assert len(err) == 1 and "config field 'out'" in err[0] and not (tmp_path / "none").exists()
+    assert_one_line_error(capsys.readouterr().err, "out")
+    assert not (tmp_path / "none").exists()

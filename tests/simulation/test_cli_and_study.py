@@ -1,4 +1,4 @@
-"""``qkov simulate``: the JSON interface (reduced and --full), errors, plots; the study contract."""
+"""``qkov simulate``: the JSON interface (reduced and full-matrix methods), errors, plots; the study contract."""
 
 import json
 
@@ -33,7 +33,7 @@ def test_json_all_params_reduced():
 @pytest.mark.parametrize("param", PARAMS)
 def test_json_full_agrees_with_reduced(param):
     res = _run(["--param", param, "--K", "4", "--M", "3", "--eta-qk", "2", "--u0", "0.3", "--v0", "0.3",
-                "--t", "2,6", "--full", "--dt", "0.02", "--json"])
+                "--t", "2,6", "--method", "full-gd", "--dt", "0.02", "--json"])
     assert res.exit_code == 0, res.output
     full = json.loads(res.stdout)["runs"][0]
     ref = integrate(param, 4, 3, 2.0, 1.0, 0.3, 0.3, [2.0, 6.0])
@@ -44,29 +44,30 @@ def test_json_full_agrees_with_reduced(param):
 def test_factorized_at_zero_and_bad_values_are_one_line_config_errors():
     from qkov.core.config import ConfigError
 
-    for args, field in ((["--param", "FAFO"], "v0"), (["--param", "CACO", "--t", "5,1"], "t"),
+    for args, field in ((["--param", "FAFO", "--v0", "0"], "v0"), (["--param", "CACO", "--t", "5,1"], "t"),
                         (["--param", "CACO", "--K", "1"], "K"), (["--param", "XYZ"], "param"),
-                        (["--param", "CACO", "--full", "--t", "0.03"], "t")):
+                        (["--param", "CACO", "--method", "full-gd", "--t", "0.03"], "t")):
         res = _run(args)
         assert isinstance(res.exception, ConfigError), args
         msg = str(res.exception)
-        assert "\n" not in msg and f"'{field}'" in msg
-    msg = str(_run(["--param", "FACO", "--u0", "1"]).exception)
+        assert "\n" not in msg and msg.startswith(f"{field}: "), msg
+    msg = str(_run(["--param", "FACO", "--u0", "1", "--v0", "0"]).exception)
     assert "fixed point" in msg and "v0" in msg
 
 
 def test_random_full_start_runs_and_is_seeded():
-    args = ["--param", "FAFO", "--K", "3", "--M", "2", "--t", "1,2", "--full", "--init", "random", "--scale",
+    args = ["--param", "FAFO", "--K", "3", "--M", "2", "--t", "1,2", "--method", "full-gd", "--init", "random", "--scale",
             "0.1", "--seed", "4", "--json"]
     a, b = _run(args), _run(args)
     assert a.exit_code == 0 and a.stdout == b.stdout
 
 
 def test_plot_writes_complete_run(tmp_path):
-    out = tmp_path / "plots"
     res = _run(["--param", "CACO,FAFO", "--K", "4", "--M", "3", "--u0", "0.1", "--v0", "0.1", "--t", "1,10",
-                "--plot", str(out)])
+                "--plot", "--out", str(tmp_path)])
     assert res.exit_code == 0, res.output
+    out, = (tmp_path / "runs").iterdir()
+    assert out.name.startswith("simulate-")
     for stem in ("trajectories", "phase_portraits", "residual_vs_ratio", "phase_diagram"):
         assert (out / f"{stem}.png").stat().st_size > 1000 and (out / f"{stem}.svg").is_file()
     assert is_complete(out)

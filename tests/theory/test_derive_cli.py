@@ -7,6 +7,7 @@ import pytest
 from qkov.cli.support import run_cli
 from qkov.core.runstore import is_complete
 from qkov.cli.main import cli
+from tests.cli_errors import assert_one_line_error
 
 PARAMS = ("CACO", "FACO", "CAFO", "FAFO")
 LEDGER_IDS = {"symmetric-subspace", "reduced-odes", "rescaling", "fixed-lines", "first-integrals", "growth-rates",
@@ -15,8 +16,10 @@ LEDGER_IDS = {"symmetric-subspace", "reduced-odes", "rescaling", "fixed-lines", 
 
 @pytest.fixture(scope="module")
 def derived(tmp_path_factory):
-    out = tmp_path_factory.mktemp("derive")
-    assert run_cli(cli, ["derive", "--out", str(out)]) == 0
+    results = tmp_path_factory.mktemp("derive")
+    assert run_cli(cli, ["derive", "--out", str(results)]) == 0
+    out, = (results / "runs").iterdir()
+    assert out.name.startswith("derive-")
     return out, json.loads((out / "derivation.json").read_text())
 
 
@@ -66,6 +69,5 @@ def test_json_flag_prints_only_json(capsys, derived):
 def test_bad_options_exit_2_one_line_nothing_written(tmp_path, capsys, args, field):
     out = tmp_path / "d"
     assert run_cli(cli, ["derive", "--out", str(out), *args]) == 2
-    err = capsys.readouterr().err.strip().splitlines()
-    assert len(err) == 1 and f"'{field}'" in err[0]
+    assert_one_line_error(capsys.readouterr().err, field)
     assert not out.exists()

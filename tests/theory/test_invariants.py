@@ -6,7 +6,7 @@ import torch
 from hypothesis import given, settings, strategies as st
 from scipy.integrate import solve_ivp
 
-from theory.numeric import numeric_system
+from simulation.numeric import numeric_system
 from theory.reduced import reduced_system
 from theory.rescaling import conserved_quantities
 from tests.theory.test_symbolic_vs_autograd import population_loss

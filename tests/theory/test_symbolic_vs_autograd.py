@@ -106,7 +106,7 @@ def _flow(param, k, m, eta_qk, eta_ov, u, v, rank_qk=2, rank_ov=None):
        ratio=st.floats(0.1, 30.0), u=st.floats(0.05, 4.0), v=st.floats(0.05, 4.0))
 def test_reduced_flow_and_rescaling_match_autograd(param, k, m, ratio, u, v):
     """(du/dt, dv/dt) of the full matrices = eta * rho * collapsed field, with rho from theory."""
-    from theory.numeric import numeric_system
+    from simulation.numeric import numeric_system
     from theory.symbols import delta, u as U, v as V
 
     du, dv = _flow(param, k, m, ratio, 1.0, u, v)

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from qkov.core.config import ConfigError
+from theory.errors import InputError
 from validation.real.errors import DataError
 from validation.real.hatexplain_data import load_hatexplain, majority_label
 from validation.real.squad_data import load_squad
@@ -17,7 +17,7 @@ from validation.real.sva_data import HEADER, load_sva
 def one_line(err: Exception) -> str:
     msg = str(err)
     assert "\n" not in msg
-    assert isinstance(err, ConfigError)
+    assert isinstance(err, InputError)
     return msg
 
 

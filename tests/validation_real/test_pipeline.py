@@ -14,6 +14,7 @@ from qkov.study import real_stage as study
 from qkov.study.real_summary import summarise
 
 from .conftest import data_dir_for
+from tests.cli_errors import assert_one_line_error
 
 CLASS_KEYS = {"accuracy", "macro_f1", "relevant_mass_mean", "attention_confidence", "acmc", "dtap",
               "comprehensiveness_aopc", "sufficiency_aopc", "token_f1", "iou_f1", "auprc"}
@@ -85,7 +86,7 @@ def test_cli_errors_are_one_line_exit_2(tmp_path, capsys, monkeypatch):
     assert run_cli(cli, ["validate", "real", "--dataset", "sva", "--out", str(tmp_path)]) == 2
     assert "no data directory" in capsys.readouterr().err
     assert run_cli(cli, ["validate", "real", "--dataset", "imdb", "--data-dir", str(tmp_path)]) == 2
-    assert "'dataset'" in capsys.readouterr().err
+    assert_one_line_error(capsys.readouterr().err, "dataset")
     assert run_cli(cli, ["validate", "real", "--dataset", "sva", "--ratios", "1,-2",
                          "--data-dir", str(tmp_path)]) == 2
     assert run_cli(cli, ["validate", "real", "--dataset", "sva", "--data-dir", str(tmp_path)]) == 2
@@ -117,4 +118,4 @@ def test_cli_param_and_layers_reach_the_runs(tmp_path, capsys):
     cfg = json.loads(Path(out["runs"][0], "config.json").read_text())
     assert (cfg["param"], cfg["layers"]) == ("FAFO", 2)
     assert run_cli(cli, args[:-4] + ["--param", "XX", "--data-dir", str(d)]) == 2
-    assert "'param'" in capsys.readouterr().err
+    assert_one_line_error(capsys.readouterr().err, "param")

@@ -56,9 +56,9 @@ def test_gd_converges_at_first_order_in_dt():
     cfg = SyntheticConfig(steps=800, log_every=40, dt=0.05)
     devs = []
     for k in (1, 2):
-        c = cfg.model_copy(update={"dt": 0.05 / k, "steps": 800 * k, "log_every": 40 * k})
+        c = cfg.replace(**{"dt": 0.05 / k, "steps": 800 * k, "log_every": 40 * k})
         devs.append(run_pair(c, "FAFO", 3.0).log)
-    fine = run_pair(cfg.model_copy(update={"dt": 0.0125, "steps": 3200, "log_every": 160}), "FAFO", 3.0).log
+    fine = run_pair(cfg.replace(**{"dt": 0.0125, "steps": 3200, "log_every": 160}), "FAFO", 3.0).log
     e1 = max_relative_deviation(devs[0]["v"], fine["v"])
     e2 = max_relative_deviation(devs[1]["v"], fine["v"])
     assert 2.0 < e1 / e2 < 4.0   # (dt - dt/4) / (dt/2 - dt/4) = 3 at first order

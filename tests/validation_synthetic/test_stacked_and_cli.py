@@ -7,9 +7,11 @@ import torch
 
 from qkov.core.runstore import is_complete
 from qkov.cli.main import cli, run_cli
+from qkov.core.config import parse_config
 from qkov.study import synthetic_stage as study
 from validation.synthetic.experiment import SyntheticConfig
 from validation.synthetic.stacked import train_loop, train_stacked
+from tests.cli_errors import assert_one_line_error
 
 
 @pytest.mark.parametrize("param", ["CACO", "FAFO"])
@@ -37,16 +39,16 @@ def test_cli_writes_a_complete_run(tmp_path, capsys):
                                         (["--data", "sampled", "--init", "symmetric"], "init")])
 def test_cli_bad_values_exit_2(tmp_path, capsys, args, field):
     assert run_cli(cli, ["validate", "synthetic", "--out", str(tmp_path), *args]) == 2
-    assert f"'{field}'" in capsys.readouterr().err
+    assert_one_line_error(capsys.readouterr().err, field)
     assert not any(tmp_path.iterdir())
 
 
 def test_study_runs_parse_and_one_executes(tmp_path):
     runs = study.study_runs(True, None)
     assert {k for k, _ in runs} == {"synthetic"}
-    cfgs = [SyntheticConfig(**c) for _, c in runs]
+    cfgs = [parse_config(SyntheticConfig, **c) for _, c in runs]
     assert {c.data for c in cfgs} == {"population", "sampled", "paper"}
-    small = cfgs[3].model_copy(update={"steps": 20, "log_every": 10, "params": ("CACO",), "test_size": 50})
+    small = cfgs[3].replace(**{"steps": 20, "log_every": 10, "params": ("CACO",), "test_size": 50})
     study.execute("synthetic", small.to_json_dict(), tmp_path / "run")
     assert is_complete(tmp_path / "run")
     assert json.loads((tmp_path / "run" / "claims.json").read_text())

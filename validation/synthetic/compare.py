@@ -54,13 +54,10 @@ def ode_deviations(log: dict[str, np.ndarray], traj: Any, floor: float = 1e-9) -
 
 @lru_cache(maxsize=1)
 def _theory_closed_forms() -> tuple:
-    """theory's loss on the symmetric line, as a function of ``(u, p, K)``, and ``p(v, M)``, lambdified."""
-    import sympy as sp
+    """theory's loss on the symmetric line, as a function of ``(u, p, K)``, and ``p(v, M)`` (generated)."""
+    from simulation import generated
 
-    from theory.symbols import K as K_, M as M_, P, u as u_, v as v_
-    from theory.symmetric_line import margin_loss, p_of_v
-
-    return sp.lambdify((u_, P, K_), margin_loss(u_, P)), sp.lambdify((v_, M_), p_of_v())
+    return generated.margin_loss, generated.p_of_v
 
 
 def closed_form_residuals(log: dict[str, np.ndarray], K: int, M: int) -> dict[str, float]:
@@ -81,17 +78,10 @@ def conserved_drift(log: dict[str, np.ndarray], names: tuple[str, ...] = ("balan
 
 @lru_cache(maxsize=1)
 def _theory_rescaling() -> tuple:
-    """theory's rho_QK and rho_OV (in the reduced state), at MODEL.md's balanced start, lambdified."""
-    import sympy as sp
+    """theory's rho_QK and rho_OV (in the reduced state), at MODEL.md's balanced start (generated)."""
+    from simulation import generated
 
-    from theory.reduced import balanced_initial_state
-    from theory.rescaling import ov_rescaling, qk_rescaling
-    from theory.symbols import K as K_, M as M_, u0, v0
-
-    start = balanced_initial_state("FAFO")
-    args = (u0, v0, K_, M_)
-    return (sp.lambdify(args, qk_rescaling().in_state.subs(start)),
-            sp.lambdify(args, ov_rescaling().in_state.subs(start)))
+    return generated.rho_qk_balanced, generated.rho_ov_balanced
 
 
 def predicted_rescaling(param: str, K: int, M: int, u: float, v: float) -> tuple[float, float]:

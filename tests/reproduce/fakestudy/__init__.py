@@ -15,10 +15,14 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent.parent
 """``tests/reproduce``: the directory that must be on the path of every worker."""
 
+from qkov.study.engine import Stage  # noqa: E402
+
+from fakestudy import derive, real, simulate, synthetic  # noqa: E402
+
 FAKE_STAGES = (
-    ("derive", "fakestudy.derive"),
-    ("simulate", "fakestudy.simulate"),
-    ("synthetic", "fakestudy.synthetic"),
-    ("real", "fakestudy.real"),
+    Stage.from_module("derive", derive),
+    Stage.from_module("simulate", simulate),
+    Stage.from_module("synthetic", synthetic),
+    Stage.from_module("real", real),
 )
 """The engine's ``STAGES`` pointing at the fake stage modules."""

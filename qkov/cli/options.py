@@ -1,0 +1,275 @@
+"""The options every qkov command shares, defined once, with their ranges.
+
+Each value is checked while click parses it, before the command does any work; a rejected value
+raises :class:`~qkov.core.config.ConfigError` with one line ``<field>: <value>: <what is allowed>``
+(``qkov: error: `` is prepended by :func:`qkov.cli.support.run_cli`, which exits 2).
+
+Bounds (why they are what they are):
+
+* learning rates ``eta`` in ``[1e-6, 1e6]`` and times ``t <= 1e15``: the reduced flow is integrated in
+  log time, where the step count grows with ``log(eta t)``; outside these the float64 state under- or
+  overflows (``exp(v)`` with ``v ~ log(eta t)``) or the integrator needs unbounded steps (``1e300`` never ends);
+* ``K <= 10000``, ``M <= 10000`` classes and common tokens (the reduced flow has them as parameters;
+  full-matrix runs are additionally limited by memory, see ``--full``);
+* ``--steps`` in ``[1, 10_000_000]``.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import stat
+from pathlib import Path
+from typing import Any, Callable, Sequence
+
+import click
+
+from theory.errors import InputError
+from theory.parametrization import PARAMETRIZATIONS, Parametrization
+
+ETA_MIN, ETA_MAX = 1e-6, 1e6
+T_MAX = 1e15
+SIZE_MAX = 10_000
+
+
+def field_error(field: str, value: Any, allowed: str) -> InputError:
+    """The one-line error ``<field>: <value>: <allowed>`` (see :func:`qkov.core.config.field_error`)."""
+    from qkov.core.config import field_error as _field_error
+
+    return _field_error(field, value, allowed)
+
+
+def option_field(param: click.Parameter | None) -> str:
+    """The field name an error line shows: the option's long name without dashes (``--eta-qk`` -> ``eta-qk``)."""
+    if param is None:
+        return "value"
+    longs = [o for o in getattr(param, "opts", []) if o.startswith("--")]
+    return longs[0][2:] if longs else (param.name or "value").replace("_", "-")
+
+
+class _Type(click.ParamType):
+    """A click type whose failures are one-line :class:`InputError` s naming the option's field."""
+
+    allowed = "a value"
+
+    def parse(self, text: str) -> Any:  # pragma: no cover - subclasses
+        raise NotImplementedError
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        if not isinstance(value, str):
+            return value
+        field = option_field(param)
+        try:
+            return self.parse(value)
+        except (ValueError, OverflowError):
+            raise field_error(field, value, self.allowed) from None
+
+
+class Number(_Type):
+    """A finite float in ``[lo, hi]`` (``lo_open``: strictly above ``lo``)."""
+
+    name = "number"
+
+    def __init__(self, lo: float | None = None, hi: float | None = None, lo_open: bool = False):
+        self.lo, self.hi, self.lo_open = lo, hi, lo_open
+        bounds = ([f"{'>' if lo_open else '>='} {lo:g}"] if lo is not None else []) + \
+            ([f"<= {hi:g}"] if hi is not None else [])
+        self.allowed = "must be a finite number" + (" " + " and ".join(bounds) if bounds else "")
+
+    def check(self, x: float) -> float:
+        if not math.isfinite(x) or (self.lo is not None and (x <= self.lo if self.lo_open else x < self.lo)) \
+                or (self.hi is not None and x > self.hi):
+            raise ValueError
+        return x
+
+    def parse(self, text: str) -> float:
+        return self.check(float(text))
+
+
+class Integer(_Type):
+    """An integer in ``[lo, hi]``."""
+
+    name = "integer"
+
+    def __init__(self, lo: int | None = None, hi: int | None = None):
+        self.lo, self.hi = lo, hi
+        rng = (f" >= {lo}" if lo is not None else "") + (f" and <= {hi}" if hi is not None and lo is not None
+                                                         else f" <= {hi}" if hi is not None else "")
+        self.allowed = f"must be an integer{rng}"
+
+    def parse(self, text: str) -> int:
+        x = int(text.strip())
+        if (self.lo is not None and x < self.lo) or (self.hi is not None and x > self.hi):
+            raise ValueError
+        return x
+
+
+class Choice(_Type):
+    """One of ``choices`` (exact, case-sensitive)."""
+
+    name = "choice"
+
+    def __init__(self, choices: Sequence[str]):
+        self.choices = tuple(choices)
+        self.allowed = "must be one of " + ", ".join(self.choices)
+
+    def parse(self, text: str) -> str:
+        if text not in self.choices:
+            raise ValueError
+        return text
+
+    def get_metavar(self, param, ctx=None) -> str:  # click >= 8.2 passes ctx
+        return "[" + "|".join(self.choices) + "]"
+
+
+class ListOf(_Type):
+    """A comma-separated, non-empty list of ``item`` values (``"all"`` for every choice of a Choice item)."""
+
+    name = "list"
+
+    def __init__(self, item: _Type, *, unique: bool = True):
+        self.item, self.unique = item, unique
+        self.allowed = f"must be comma-separated values, each {item.allowed.removeprefix('must be ')}"
+        if isinstance(item, Choice):
+            self.allowed = f"must be 'all' or comma-separated values from {', '.join(item.choices)}"
+
+    def parse(self, text: str) -> tuple:
+        items = [x.strip() for x in text.split(",") if x.strip()]
+        if isinstance(self.item, Choice) and items == ["all"]:
+            return self.item.choices
+        if not items:
+            raise ValueError
+        out = []
+        for x in items:
+            v = self.item.parse(x)
+            if not (self.unique and v in out):
+                out.append(v)
+        return tuple(out)
+
+
+class ParamList(ListOf):
+    """``all`` or comma-separated parametrizations -> a tuple of :class:`~theory.Parametrization`."""
+
+    def __init__(self):
+        super().__init__(Choice(PARAMETRIZATIONS))
+
+    def parse(self, text: str) -> tuple:
+        try:
+            return tuple(str(p) for p in Parametrization.parse_list(text))
+        except ValueError:
+            raise ValueError from None
+
+
+class IncreasingTimes(ListOf):
+    """Strictly increasing times in ``[0, T_MAX]``."""
+
+    def __init__(self):
+        super().__init__(Number(0.0, T_MAX), unique=False)
+        self.allowed = f"must be strictly increasing comma-separated times, each >= 0 and <= {T_MAX:g}"
+
+    def parse(self, text: str) -> tuple:
+        ts = super().parse(text)
+        if any(b <= a for a, b in zip(ts, ts[1:])):
+            raise ValueError
+        return ts
+
+
+def check_out_dir(value: str | os.PathLike[str], field: str = "out") -> Path:
+    """A results directory that can be written: not empty, not a file or device, writable.
+
+    It need not exist; its nearest existing ancestor must be a directory we may write into.
+    """
+    text = str(value)
+    if text.strip() == "":
+        raise field_error(field, text, "must be a directory path, not empty")
+    p = Path(text).expanduser()
+    if p.exists() or p.is_symlink():
+        if not p.is_dir():
+            kind = "a file" if p.is_file() else "not a directory (a device, socket or broken link)"
+            raise field_error(field, text, f"must be a directory (or not exist yet), but it is {kind}")
+        if not _can_write_into(p):
+            raise field_error(field, text, "must be a writable directory (permission denied or read-only)")
+        return p
+    parent = p.parent
+    while not parent.exists():
+        parent = parent.parent
+    if not parent.is_dir() or stat.S_ISCHR(parent.stat().st_mode):
+        raise field_error(field, text, f"cannot be created: {parent} is not a directory")
+    if not _can_write_into(parent):
+        raise field_error(field, text, f"cannot be created: {parent} is not writable")
+    return p
+
+
+def _can_write_into(directory: Path) -> bool:
+    """Whether a file can be created in ``directory``: a probe file, removed at once (``os.access`` is
+    wrong for root and for read-only mounts)."""
+    import tempfile
+
+    try:
+        fd, name = tempfile.mkstemp(prefix=".qkov-probe-", dir=directory)
+    except OSError:
+        return False
+    os.close(fd)
+    os.unlink(name)
+    return True
+
+
+class OutDir(_Type):
+    """A results directory (see :func:`check_out_dir`)."""
+
+    name = "directory"
+
+    def convert(self, value, param, ctx):
+        return check_out_dir(value, option_field(param))
+
+
+ETA = Number(ETA_MIN, ETA_MAX)
+RATIO = Number(ETA_MIN, ETA_MAX)
+
+
+def _opt(*decls: str, **kw) -> Callable:
+    kw.setdefault("show_default", True)
+    return click.option(*decls, **kw)
+
+
+def param_option(default: str = "all", help: str | None = None) -> Callable:
+    """``--param``: ``all`` or comma-separated CACO, FACO, CAFO, FAFO."""
+    return _opt("--param", "params", type=ParamList(), default=default,
+                help=help or "Parametrizations: all, or comma-separated from CACO, FACO, CAFO, FAFO.")
+
+
+def size_options(K: int, M: int, hi: int = SIZE_MAX) -> Callable:
+    """``--K`` (classes, >= 2) and ``--M`` (common tokens, >= 1)."""
+    def deco(f):
+        f = _opt("--M", "M", type=Integer(1, hi), default=M, help="Common tokens (>= 1).")(f)
+        return _opt("--K", "K", type=Integer(2, hi), default=K, help="Classes (>= 2).")(f)
+    return deco
+
+
+def ratios_option(default: str) -> Callable:
+    """``--ratios``: comma-separated eta_QK/eta_OV values."""
+    return _opt("--ratios", type=ListOf(RATIO), default=default,
+                help=f"eta_QK/eta_OV values, comma-separated, each in [{ETA_MIN:g}, {ETA_MAX:g}].")
+
+
+def seed_option(default: int = 0) -> Callable:
+    return _opt("--seed", type=Integer(0, 2**32 - 1), default=default, help="Random seed.")
+
+
+def seeds_option(default: str) -> Callable:
+    return _opt("--seeds", type=ListOf(Integer(0, 2**32 - 1)), default=default, help="Seeds, comma-separated.")
+
+
+def out_option(default: str = "qkov-results") -> Callable:
+    """``--out``: the results directory; runs go to ``OUT/runs/<kind>-<key>/``."""
+    return _opt("--out", type=OutDir(), default=default,
+                help="Results directory; each run goes to OUT/runs/<kind>-<key>/.")
+
+
+def json_option() -> Callable:
+    return click.option("--json", "as_json", is_flag=True, help="Print the result as JSON on stdout.")
+
+
+__all__ = ["Number", "Integer", "Choice", "ListOf", "ParamList", "IncreasingTimes", "OutDir", "check_out_dir",
+           "field_error", "param_option", "size_options", "ratios_option", "seed_option", "seeds_option",
+           "out_option", "json_option", "ETA", "RATIO", "ETA_MIN", "ETA_MAX", "T_MAX", "SIZE_MAX"]
