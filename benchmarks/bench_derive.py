@@ -25,7 +25,7 @@ TARGET_S = 30.0
 SNIPPET = """
 import sys
 from theory.derivation_cache import cached_derivation_json
-from qkov.core.config import PARAMETRIZATIONS
+from theory.parametrization import PARAMETRIZATIONS
 workers = None if sys.argv[1] == "default" else int(sys.argv[1])
 payload, hit = cached_derivation_json(PARAMETRIZATIONS, sys.argv[2] == "thorough", sys.argv[3] == "cache", workers)
 assert payload["summary"]["passed"] == payload["summary"]["checks"], payload["summary"]

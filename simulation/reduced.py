@@ -28,6 +28,9 @@ from simulation.numeric import numeric_system
 
 DEFAULT_RTOL = 1e-10
 DEFAULT_ATOL = 1e-12
+MAX_STEPS = 20_000
+"""Step cap of one batch integration: legitimate flows need at most a few thousand steps to t = 1e15 (measured
+in benchmarks/ and qkov.cli.options' bounds); past the cap a trajectory is reported as not reaching its time."""
 OBSERVABLES = ("u", "v", "p", "residual", "loss")
 
 
@@ -135,7 +138,7 @@ def integrate_states(param: str, y0: np.ndarray, K, M, eta_qk, eta_ov, t_eval: n
     def g(tau, y, idx):
         return np.exp(tau) * ns.rhs(y, *(q[idx] for q in params))
 
-    sol = integrate_batch(g, y0, tau_of_t(t_eval), rtol=rtol, atol=atol)
+    sol = integrate_batch(g, y0, tau_of_t(t_eval), rtol=rtol, atol=atol, max_steps=MAX_STEPS)
     return sol.y, sol
 
 

@@ -55,3 +55,28 @@ def cached_derivation_json(params: tuple[str, ...], full_matrix: bool = False, u
         except OSError:  # a read-only home is not an error: the cache is an optimisation
             pass
     return payload, False
+
+
+def cached_derive(param: str, use_cache: bool = True):
+    """:func:`theory.derivation.derive` of ``param``, pickled on disk under the same key scheme.
+
+    sympy expressions pickle exactly, so a cache hit returns the same :class:`~theory.derivation.Derivation`
+    as a fresh derivation; a corrupt entry is ignored and recomputed.
+    """
+    import pickle
+
+    from theory.derivation import derive
+
+    path = cache_dir() / f"derivation-{param}-{source_key((param,), False)}.pickle"
+    if use_cache and path.is_file():
+        try:
+            return pickle.loads(path.read_bytes())
+        except Exception:  # noqa: BLE001 - any unreadable entry is a miss
+            pass
+    d = derive(param)
+    if use_cache:
+        try:
+            atomic_write_bytes(path, pickle.dumps(d, protocol=pickle.HIGHEST_PROTOCOL))
+        except (OSError, pickle.PicklingError, TypeError, AttributeError):
+            pass
+    return d

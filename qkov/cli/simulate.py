@@ -75,8 +75,8 @@ def write_simulation(cfg: SimulateConfig, runs, out: Path, *, plots: bool) -> Pa
 @click.command("simulate", context_settings=CONTEXT_SETTINGS)
 @param_option()
 @size_options(K=10, M=19)
-@click.option("--eta-qk", type=ETA, default=10.0, show_default=True, help="QK learning rate, in [1e-6, 1e6].")
-@click.option("--eta-ov", type=ETA, default=1.0, show_default=True, help="OV learning rate, in [1e-6, 1e6].")
+@click.option("--eta-qk", type=ETA, default=10.0, show_default=True, help="QK learning rate, in [1e-4, 1e4]; eta_QK/eta_OV in [1e-6, 1e6].")
+@click.option("--eta-ov", type=ETA, default=1.0, show_default=True, help="OV learning rate, in [1e-4, 1e4].")
 @click.option("--u0", type=Number(0.0, 100.0), default=0.1, show_default=True,
               help="Initial OV margin u (MODEL.md's symmetric/balanced start); > 0 for factorized OV.")
 @click.option("--v0", type=Number(0.0, 100.0), default=0.1, show_default=True,
@@ -106,6 +106,8 @@ def simulate(params, K, M, eta_qk, eta_ov, u0, v0, t, method, dt, init, scale, s
         runs = run_simulation(cfg)
     except ValueError as exc:  # a start the flow cannot leave, reported by the solver
         raise ConfigError(str(exc)) from None
+    except RuntimeError as exc:  # the integrator's step cap: a stiff corner inside the bounds
+        raise ConfigError(f"t: {cfg.t[-1]:g}: not reached ({exc}); lower eta_QK/eta_OV or the time") from None
     if as_json:
         click.echo(json.dumps({"runs": [r.as_json() for r in runs]}))
     else:

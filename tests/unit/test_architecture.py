@@ -1,0 +1,89 @@
+"""The layering promise, checked on the source: imports go theory -> simulation -> validation -> qkov.
+
+Static (AST) scan of every module, so an import hidden in a function body counts too; and fresh
+processes, so what `import qkov` or a simulation pulls in is measured, not assumed.
+"""
+
+from __future__ import annotations
+
+import ast
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+LAYERS = ("theory", "simulation", "validation", "qkov")
+"""Data-flow order: a package may import itself and the ones before it, never one after it."""
+
+
+def imported_packages(path: Path) -> set[tuple[str, int]]:
+    """Top-level project packages imported anywhere in ``path`` (module-level or inside functions)."""
+    out = set()
+    for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
+        if isinstance(node, ast.Import):
+            out |= {(a.name.split(".")[0], node.lineno) for a in node.names}
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            out.add((node.module.split(".")[0], node.lineno))
+    return {(name, line) for name, line in out if name in LAYERS}
+
+
+def layering_violations(root: Path = ROOT) -> list[str]:
+    bad = []
+    for rank, layer in enumerate(LAYERS):
+        for f in sorted((root / layer).rglob("*.py")):
+            for name, line in imported_packages(f):
+                if LAYERS.index(name) > rank:
+                    bad.append(f"{f.relative_to(root)}:{line} imports {name} (a later layer than {layer})")
+    return bad
+
+
+def test_no_layer_imports_a_later_one():
+    assert layering_violations() == []
+
+
+def test_the_scan_sees_a_violation(tmp_path):
+    """The checker itself can fail: a theory module importing qkov inside a function is reported."""
+    for layer in LAYERS:
+        (tmp_path / layer).mkdir()
+    (tmp_path / "theory" / "bad.py").write_text("def f():\n    from qkov.core import runstore\n")
+    (tmp_path / "simulation" / "bad.py").write_text("import validation.metrics\n")
+    assert layering_violations(tmp_path) == ["theory/bad.py:2 imports qkov (a later layer than theory)",
+                                             "simulation/bad.py:1 imports validation (a later layer than simulation)"]
+
+
+def test_no_module_name_string_imports_of_project_modules():
+    for layer in LAYERS:
+        for f in (ROOT / layer).rglob("*.py"):
+            text = f.read_text()
+            assert "import_module(" not in text, f"{f.relative_to(ROOT)} imports by module-name string"
+
+
+def _modules_after(code: str) -> set[str]:
+    out = subprocess.run([sys.executable, "-c", code + "\nimport sys; print(' '.join(sorted(sys.modules)))"],
+                         capture_output=True, text=True, cwd=ROOT, check=True)
+    return set(out.stdout.split())
+
+
+SYMBOLIC = {"sympy", "theory.symbols", "theory.reduced", "theory.derivation", "theory.asymptotics", "theory.codegen"}
+"""What a process that only computes numbers must not load: sympy and theory's symbolic modules."""
+
+
+@pytest.mark.parametrize("code,absent", [
+    ("import qkov", {"torch", "distributed", "dask", "pydantic"} | SYMBOLIC),
+    ("from qkov.cli.main import cli", {"torch", "distributed", "dask", "scipy"} | SYMBOLIC),
+    ("from simulation import solve; solve('FAFO', K=4, M=3, eta_qk=2, eta_ov=1, u0=.1, v0=.1, t=[1, 10])",
+     {"torch"} | SYMBOLIC),
+    ("from simulation.closed_forms import law_functions, first_integral_values", {"torch"} | SYMBOLIC),
+])
+def test_fresh_process_imports_only_what_it_needs(code, absent):
+    assert _modules_after(code) & absent == set()
+
+
+def test_training_loads_no_symbolic_theory():
+    """Training needs the generated numerics only. (torch's own optimizers import sympy through
+    torch._dynamo, so sympy itself is not checked here; theory's symbolic modules are.)"""
+    loaded = _modules_after("from validation.synthetic.experiment import SyntheticConfig, run_grid\n"
+                            "run_grid(SyntheticConfig(params=('FAFO',), ratios=(3.0,), steps=20, log_every=10))")
+    assert loaded & (SYMBOLIC - {"sympy"}) == set()
