@@ -266,10 +266,10 @@ def plan_qk_ov(model: nn.Module, *, qk_bias: bool = True, embeddings: bool = Fal
         done.add(name)
 
     mhas = [(n, m) for n, m in model.named_modules() if isinstance(m, nn.MultiheadAttention)]
+    shapes = {n: tuple(p.shape) for n, p in model.named_parameters()}
     for n, m in mhas:
         for pname, r, c in _mha_rows(model, n, m, qk_bias):
-            shape = tuple(model.get_parameter(pname).shape) if pname in dict(model.named_parameters()) else ()
-            add(pname, r, shape, c, n, "nn.MultiheadAttention")
+            add(pname, r, shapes.get(pname, ()), c, n, "nn.MultiheadAttention")
     sites = find_attention_sites(model, strict=strict)
     if not sites and not mhas:
         found = sorted({type(m).__name__ for m in model.modules()})
@@ -278,11 +278,6 @@ def plan_qk_ov(model: nn.Module, *, qk_bias: bool = True, embeddings: bool = Fal
             f"{', ...' if len(found) > 20 else ''}); known layouts: q_proj/k_proj/v_proj, query/key/value, "
             "q_lin/k_lin/v_lin, q/k/v/o, c_attn, query_key_value (GPT-NeoX), qkv_proj, Wqkv, nn.MultiheadAttention")
     for s in sites:
-        for wt in s.whole:
-            p = getattr(wt.module, wt.attr)
-            c = "other" if wt.attr == "bias" and wt.circuit == "qk" and not qk_bias else wt.circuit
-            if names.get(id(p)) is not None and names[id(p)] not in done:
-                add(names[id(p)], f"all ({wt.role})", tuple(p.shape), c, s.name, s.layout)
         for ft in s.fused:
             m = ft.module
             if parametrize.is_parametrized(m, ft.attr):
@@ -298,6 +293,11 @@ def plan_qk_ov(model: nn.Module, *, qk_bias: bool = True, embeddings: bool = Fal
                     c = "other" if ft.attr == "bias" and r in "qk" and not qk_bias else ("qk" if r in "qk" else "ov")
                     rows.append(PlanRow(names[id(p)], _fmt_segments(ft, r), tuple(p.shape), c, s.name, s.layout))
                 done.add(names[id(p)])
+        for wt in s.whole:
+            p = getattr(wt.module, wt.attr)
+            c = "other" if wt.attr == "bias" and wt.circuit == "qk" and not qk_bias else wt.circuit
+            if names.get(id(p)) is not None and names[id(p)] not in done:
+                add(names[id(p)], f"all ({wt.role})", tuple(p.shape), c, s.name, s.layout)
     if embeddings:
         for p in _input_embeddings(model):
             if names[id(p)] not in done:

@@ -231,3 +231,33 @@ def test_unknown_layouts_raise_one_error_listing_what_was_found():
     assert find_attention_sites(Falconish(), strict=False) == []
     with pytest.raises(UnknownAttentionLayout, match="no attention module found"):
         qk_ov_param_groups(nn.Sequential(Falconish()), LR, RATIO)
+
+
+class WithEmbedding(nn.Module):
+    def __init__(self, kind):
+        super().__init__()
+        self.emb = nn.Embedding(11, E, dtype=torch.float64)
+        self.attn = kind()
+
+    def forward(self, ids):
+        return self.attn(self.emb(ids))
+
+
+@pytest.mark.parametrize("kind", KINDS + [Separate])
+@pytest.mark.parametrize("qk_bias", [True, False])
+@pytest.mark.parametrize("embeddings", [True, False])
+def test_dry_run_plan_matches_the_groups_built(kind, qk_bias, embeddings):
+    model = WithEmbedding(kind)
+    before = plan_qk_ov(model, qk_bias=qk_bias, embeddings=embeddings)
+    groups = qk_ov_param_groups(model, LR, RATIO, qk_bias=qk_bias, embeddings=embeddings)
+    circuit_of = {id(p): g["circuit"] for g in groups for p in g["params"]}
+    params = dict(model.named_parameters())
+    after = plan_qk_ov(model, qk_bias=qk_bias, embeddings=embeddings)
+    assert {r.name for r in after} == set(params)
+    for r in after:  # the dry run on the split model names exactly the groups' circuits
+        assert circuit_of[id(params[r.name])] == r.circuit, r
+    # before the split, the same roles: one row per q/k/v part of a fused tensor
+    assert sorted(r.circuit for r in before if r.site) == sorted(r.circuit for r in after if r.site)
+    q_bias_circuit = {r.circuit for r in after if "bias" in r.name and r.rows.startswith(("q", "all (q)"))}
+    assert q_bias_circuit == ({"qk"} if qk_bias else {"other"})
+    assert circuit_of[id(model.emb.weight)] == ("qk" if embeddings else "other")
