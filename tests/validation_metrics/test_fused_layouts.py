@@ -1,11 +1,9 @@
 """Fused q/k/v projections: the split keeps the function, and AdamW on the split fused model
 equals AdamW on an unfused copy (separate q, k, v Parameters), to float64 precision."""
 
-import copy
 
 import pytest
 import torch
-import torch.nn.functional as F
 from torch import nn
 
 from validation.attention_layouts import UnknownAttentionLayout, find_attention_sites, neox_labels
