@@ -1,7 +1,6 @@
 """Fused q/k/v projections: the split keeps the function, and AdamW on the split fused model
 equals AdamW on an unfused copy (separate q, k, v Parameters), to float64 precision."""
 
-
 import pytest
 import torch
 from torch import nn
