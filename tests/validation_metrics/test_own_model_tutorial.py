@@ -20,7 +20,7 @@ def test_tutorial_code_runs(capsys):
     out = capsys.readouterr().out
     # GPT-2: 2 layers x (q, k parts of c_attn weight and bias) at 30 x 5e-5; OV = v parts + c_proj
     assert "('qk', 8, 0.0015" in out and "('ov', 8, 5e-05)" in out
-    assert "q columns [0:32] (32, 96)" in out
+    assert "q columns [0:32] (32, 96)" in out and "v columns [64:96] (32, 96)" in out
     # Llama with the embedding in the QK group: 2 x (q_proj, k_proj) + embed_tokens
     assert re.search(r"\('qk', 5, 0\.00(3|29999)", out) and "('ov', 4, 0.0003)" in out
     assert "(2, 4, 4, 12, 12)" in out and "(1, 4, 1, 12, 12)" in out and "(2, 2, 4, 7, 7)" in out
