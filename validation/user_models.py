@@ -4,16 +4,19 @@ qkov's intervention is :math:`\eta_{QK} = \text{ratio}\cdot\eta_{OV}`: query and
 projections learn ``ratio`` times faster than value and output projections. For a model
 built from
 
-(a) HF-style attention modules with ``q_proj``, ``k_proj``, ``v_proj`` and ``o_proj`` (or
-    ``out_proj``) submodules: QK = ``q_proj``, ``k_proj`` parameters (weights and biases),
-    OV = ``v_proj``, ``o_proj`` parameters;
+(a) attention modules with separate or fused projections in any layout listed in
+    :mod:`validation.attention_layouts` (HF ``q_proj/k_proj/v_proj/o_proj``, BERT
+    ``query/key/value``, DistilBERT ``q_lin/...``, T5 ``q/k/v/o``; fused GPT-2 ``c_attn``,
+    GPT-NeoX ``query_key_value``, ``qkv_proj``, ``Wqkv``): QK = W_Q, W_K (and biases),
+    OV = W_V, W_O (and biases); a fused tensor is split by :class:`FusedSlices`;
 (b) :class:`torch.nn.MultiheadAttention` (also inside :class:`~torch.nn.TransformerEncoderLayer`,
     :class:`~torch.nn.TransformerEncoder`, decoder layers, ...): QK = the q and k slices of
     ``in_proj_weight``/``in_proj_bias`` (and ``bias_k``), OV = the v slice (and ``bias_v``)
     and ``out_proj``;
 
-:func:`qkov_param_groups` returns optimizer parameter groups; everything else is at
-``lr_other``.
+:func:`qk_ov_param_groups` returns optimizer parameter groups; everything else is at
+``lr_other``. :func:`describe_param_groups` prints, without changing the model, which tensor
+(or which rows of a fused tensor) gets which rate.
 
 Why the split: ``nn.MultiheadAttention`` stores :math:`W_Q, W_K, W_V` stacked in one
 ``in_proj_weight`` Parameter :math:`(3E, E)`, and an optimizer's learning rate is per
@@ -33,12 +36,14 @@ Parameters, giving the standard state dict of the unmodified module.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any, Iterator
 
 import torch
 from torch import nn
 from torch.nn.utils import parametrize
 
+from validation.attention_layouts import FusedTensor, UnknownAttentionLayout, find_attention_sites
 from validation.param_groups import circuit_param_groups
 
 
@@ -94,14 +99,6 @@ def merge_mha_in_proj(mha: nn.MultiheadAttention) -> nn.MultiheadAttention:
     return mha
 
 
-def merge_all(model: nn.Module) -> nn.Module:
-    """:func:`merge_mha_in_proj` on every ``nn.MultiheadAttention`` in ``model``."""
-    for m in model.modules():
-        if isinstance(m, nn.MultiheadAttention):
-            merge_mha_in_proj(m)
-    return model
-
-
 def _slices(mha: nn.MultiheadAttention, name: str) -> list[nn.Parameter]:
     if getattr(mha, name, None) is None:
         return []
@@ -132,18 +129,272 @@ def _mha_circuits(mha: nn.MultiheadAttention) -> tuple[list[nn.Parameter], list[
     return qk, ov
 
 
-def _hf_out(module: nn.Module) -> nn.Module | None:
-    for name in ("o_proj", "out_proj"):
-        sub = getattr(module, name, None)
-        if isinstance(sub, nn.Module):
-            return sub
-    return None
+class FusedSlices(nn.Module):
+    r"""Parametrization of a fused q/k/v tensor by its q, k and v parts (any row order).
+
+    ``labels[i]`` is the role (``"q"``, ``"k"``, ``"v"``) of index ``i`` along ``dim`` of
+    the fused tensor :math:`W`. The parts are ``W`` restricted to each role's indices, in
+    their order along ``dim``; :math:`W = \mathrm{cat}(\text{parts}).\mathrm{index\_select}(dim, \pi)`
+    with :math:`\pi` the position of fused index ``i`` in the concatenation. This covers
+    contiguous blocks (GPT-2 ``c_attn`` along dim 1, ``qkv_proj``, ``Wqkv``) and GPT-NeoX's
+    per-head interleaving alike. Forward and ``right_inverse`` only copy entries, so the
+    module computes bit for bit the same function.
+    """
+
+    def __init__(self, dim: int, labels: tuple[str, ...]):
+        super().__init__()
+        self.dim = dim
+        self.roles = tuple(r for r in ("q", "k", "v") if r in labels)
+        order = [i for r in self.roles for i, lab in enumerate(labels) if lab == r]
+        self.sizes = [sum(1 for lab in labels if lab == r) for r in self.roles]
+        self.register_buffer("order", torch.tensor(order, dtype=torch.long), persistent=False)
+        self.register_buffer("position", torch.argsort(self.order), persistent=False)
+
+    def forward(self, *parts: torch.Tensor) -> torch.Tensor:
+        return torch.cat(parts, dim=self.dim).index_select(self.dim, self.position)
+
+    def right_inverse(self, fused: torch.Tensor) -> tuple[torch.Tensor, ...]:
+        if fused.shape[self.dim] != len(self.order):
+            raise ValueError(f"fused tensor {tuple(fused.shape)} has not {len(self.order)} entries along dim {self.dim}")
+        cat = fused.index_select(self.dim, self.order.to(fused.device))
+        return tuple(p.clone() for p in cat.split(self.sizes, dim=self.dim))
 
 
-def _is_hf_attention(module: nn.Module) -> bool:
-    return (not isinstance(module, nn.MultiheadAttention)
-            and all(isinstance(getattr(module, n, None), nn.Module) for n in ("q_proj", "k_proj", "v_proj"))
-            and _hf_out(module) is not None)
+def split_fused(ft: FusedTensor) -> dict[str, nn.Parameter]:
+    """Register :class:`FusedSlices` on ``ft`` (idempotent); return ``{role: Parameter}``."""
+    m, attr = ft.module, ft.attr
+    if parametrize.is_parametrized(m, attr):
+        if not isinstance(m.parametrizations[attr][0], FusedSlices):
+            raise ValueError(f"{type(m).__name__}.{attr} already carries another parametrization; cannot split it")
+    else:
+        parametrize.register_parametrization(m, attr, FusedSlices(ft.dim, ft.labels), unsafe=True)
+    pl = m.parametrizations[attr]
+    return {r: getattr(pl, f"original{i}") for i, r in enumerate(pl[0].roles)}
+
+
+def merge_all(model: nn.Module) -> nn.Module:
+    """Undo every split qkov made in ``model`` (MHA and fused projections): plain Parameters again.
+
+    Gives the state dict of the unmodified model (e.g. for ``save_pretrained``).
+    """
+    for m in model.modules():
+        if isinstance(m, nn.MultiheadAttention):
+            merge_mha_in_proj(m)
+        for attr in list(getattr(m, "parametrizations", {}) or {}):
+            if isinstance(m.parametrizations[attr][0], FusedSlices):
+                parametrize.remove_parametrizations(m, attr, leave_parametrized=True)
+    return model
+
+
+@dataclass(frozen=True)
+class PlanRow:
+    """One line of the plan: tensor ``name`` (``rows`` of it) goes to ``circuit``."""
+
+    name: str
+    rows: str
+    shape: tuple[int, ...]
+    circuit: str
+    site: str
+    layout: str
+
+
+def _param_names(model: nn.Module) -> dict[int, str]:
+    return {id(p): n for n, p in model.named_parameters(remove_duplicate=False)}
+
+
+def _fmt_segments(ft: FusedTensor, role: str) -> str:
+    segs = [(a, b) for r, a, b in ft.segments() if r == role]
+    head = ", ".join(f"{a}:{b}" for a, b in segs[:3]) + (f", ... ({len(segs)} blocks)" if len(segs) > 3 else "")
+    return f"{role} {'rows' if ft.dim == 0 else 'columns'} [{head}]"
+
+
+def _input_embeddings(model: nn.Module) -> list[nn.Parameter]:
+    get = getattr(model, "get_input_embeddings", None)
+    if callable(get):
+        try:
+            emb = get()
+        except (NotImplementedError, AttributeError):
+            emb = None
+        if isinstance(emb, nn.Module):
+            return list(emb.parameters())
+    return [p for m in model.modules() if isinstance(m, nn.Embedding) for p in m.parameters()]
+
+
+def _mha_rows(model: nn.Module, name: str, mha: nn.MultiheadAttention, qk_bias: bool) -> list[tuple[str, str, str]]:
+    """``(parameter name, rows, circuit)`` for an MHA, before or after its split."""
+    pre = f"{name}." if name else ""
+    e = mha.embed_dim
+    rows = []
+    split = is_split(mha)
+    for attr in ("in_proj_weight", "in_proj_bias"):
+        if getattr(mha, attr, None) is None:
+            continue
+        bias = attr.endswith("bias")
+        for i, (role, circ) in enumerate((("q", "qk"), ("k", "qk"), ("v", "ov"))):
+            c = "other" if bias and circ == "qk" and not qk_bias else circ
+            if split:
+                rows.append((f"{pre}parametrizations.{attr}.original{i}", f"{role} (split)", c))
+            else:
+                rows.append((f"{pre}{attr}", f"{role} rows [{i * e}:{(i + 1) * e}]", c))
+    if not mha._qkv_same_embed_dim:
+        rows += [(f"{pre}q_proj_weight", "all", "qk"), (f"{pre}k_proj_weight", "all", "qk"),
+                 (f"{pre}v_proj_weight", "all", "ov")]
+    if mha.bias_k is not None:
+        rows.append((f"{pre}bias_k", "all", "qk" if qk_bias else "other"))
+    if mha.bias_v is not None:
+        rows.append((f"{pre}bias_v", "all", "ov"))
+    rows += [(f"{pre}out_proj.{n}", "all", "ov") for n, _ in mha.out_proj.named_parameters()]
+    return rows
+
+
+def plan_qk_ov(model: nn.Module, *, qk_bias: bool = True, embeddings: bool = False,
+               strict: bool = True) -> list[PlanRow]:
+    """Which tensor (or which rows of a fused tensor) goes to which circuit; changes nothing.
+
+    Rows for every parameter of ``model``: recognised W_Q/W_K (and, with ``qk_bias``, their
+    biases) -> ``"qk"``; W_V, W_O and their biases -> ``"ov"``; with ``embeddings`` the input
+    embedding -> ``"qk"`` (as the paper's HateXplain/SVA code does); everything else ``"other"``.
+    Raises :class:`~validation.attention_layouts.UnknownAttentionLayout` when no attention is
+    found, or (``strict``) when an attention-like module is in no known layout.
+    """
+    names = _param_names(model)
+    rows: list[PlanRow] = []
+    done: set[str] = set()
+
+    def add(name: str, rows_: str, shape: tuple[int, ...], circ: str, site: str, layout: str) -> None:
+        rows.append(PlanRow(name, rows_, shape, circ, site, layout))
+        done.add(name)
+
+    mhas = [(n, m) for n, m in model.named_modules() if isinstance(m, nn.MultiheadAttention)]
+    shapes = {n: tuple(p.shape) for n, p in model.named_parameters()}
+    for n, m in mhas:
+        for pname, r, c in _mha_rows(model, n, m, qk_bias):
+            add(pname, r, shapes.get(pname, ()), c, n, "nn.MultiheadAttention")
+    sites = find_attention_sites(model, strict=strict)
+    if not sites and not mhas:
+        found = sorted({type(m).__name__ for m in model.modules()})
+        raise UnknownAttentionLayout(
+            f"{type(model).__name__}: no attention module found (module types present: {', '.join(found[:20])}"
+            f"{', ...' if len(found) > 20 else ''}); known layouts: q_proj/k_proj/v_proj, query/key/value, "
+            "q_lin/k_lin/v_lin, q/k/v/o, c_attn, query_key_value (GPT-NeoX), qkv_proj, Wqkv, nn.MultiheadAttention")
+    for s in sites:
+        for ft in s.fused:
+            m = ft.module
+            if parametrize.is_parametrized(m, ft.attr):
+                pl = m.parametrizations[ft.attr]
+                base = names[id(pl.original0)].rsplit(".", 1)[0]
+                for i, r in enumerate(pl[0].roles):
+                    p = getattr(pl, f"original{i}")
+                    c = "other" if ft.attr == "bias" and r in "qk" and not qk_bias else ("qk" if r in "qk" else "ov")
+                    add(f"{base}.original{i}", f"{r} (split)", tuple(p.shape), c, s.name, s.layout)
+            else:
+                p = getattr(m, ft.attr)
+                for r in dict.fromkeys(ft.labels):
+                    c = "other" if ft.attr == "bias" and r in "qk" and not qk_bias else ("qk" if r in "qk" else "ov")
+                    rows.append(PlanRow(names[id(p)], _fmt_segments(ft, r), tuple(p.shape), c, s.name, s.layout))
+                done.add(names[id(p)])
+        for wt in s.whole:
+            p = getattr(wt.module, wt.attr)
+            c = "other" if wt.attr == "bias" and wt.circuit == "qk" and not qk_bias else wt.circuit
+            if names.get(id(p)) is not None and names[id(p)] not in done:
+                add(names[id(p)], f"all ({wt.role})", tuple(p.shape), c, s.name, s.layout)
+    if embeddings:
+        for p in _input_embeddings(model):
+            if names[id(p)] not in done:
+                add(names[id(p)], "all (input embedding)", tuple(p.shape), "qk", "", "embedding")
+    for n, p in model.named_parameters():
+        if n not in done:
+            add(n, "all", tuple(p.shape), "other", "", "")
+    return rows
+
+
+def describe_param_groups(model: nn.Module, lr: float, ratio: float, lr_other: float | None = None, *,
+                          qk_bias: bool = True, embeddings: bool = False, strict: bool = True) -> str:
+    """Dry run of :func:`qk_ov_param_groups`: one line per tensor (or fused rows) with its rate.
+
+    Changes nothing in ``model``. Columns: learning rate, circuit, parameter name, rows, shape,
+    attention site and layout.
+    """
+    lrs = {"qk": ratio * lr, "ov": lr, "other": lr if lr_other is None else lr_other}
+    plan = plan_qk_ov(model, qk_bias=qk_bias, embeddings=embeddings, strict=strict)
+    w = max(len(r.name) for r in plan)
+    lines = [f"{'lr':>10}  {'circuit':7}  {'parameter':{w}}  rows / shape / site"]
+    for r in plan:
+        where = f"  [{r.site or '<root>'}: {r.layout}]" if r.layout else ""
+        lines.append(f"{lrs[r.circuit]:10.3g}  {r.circuit:7}  {r.name:{w}}  {r.rows} {r.shape}{where}")
+    counts = {c: sum(1 for r in plan if r.circuit == c) for c in ("qk", "ov", "other")}
+    lines.append(f"{counts['qk']} qk, {counts['ov']} ov, {counts['other']} other tensor entries")
+    return "\n".join(lines)
+
+
+def qk_ov_parameters(model: nn.Module, *, qk_bias: bool = True, embeddings: bool = False,
+                     strict: bool = True) -> tuple[list[nn.Parameter], list[nn.Parameter]]:
+    """The QK and OV Parameters of every recognised attention (splitting fused tensors in place).
+
+    Fused q/k/v tensors (``nn.MultiheadAttention.in_proj_*``, ``c_attn``, ``query_key_value``,
+    ``qkv_proj``, ``Wqkv``) are re-parametrized (:func:`split_mha_in_proj`, :class:`FusedSlices`)
+    so that their q, k and v parts are separate Parameters. Build the optimizer afterwards.
+    """
+    qk: list[nn.Parameter] = []
+    ov: list[nn.Parameter] = []
+    sites = find_attention_sites(model, strict=strict)
+    mhas = [m for m in model.modules() if isinstance(m, nn.MultiheadAttention)]
+    plan_qk_ov(model, qk_bias=qk_bias, embeddings=embeddings, strict=strict)  # raises on unknown layouts
+    for m in mhas:
+        a, b = _mha_circuits(m)
+        if not qk_bias:
+            a = [p for p in a if p.dim() == 2]  # W_Q, W_K only (biases and bias_k -> other)
+        qk += a
+        ov += b
+    for s in sites:
+        for wt in s.whole:
+            if wt.circuit == "qk" and wt.attr == "bias" and not qk_bias:
+                continue
+            (qk if wt.circuit == "qk" else ov).append(getattr(wt.module, wt.attr))
+        for ft in s.fused:
+            for r, p in split_fused(ft).items():
+                if r in "qk" and ft.attr == "bias" and not qk_bias:
+                    continue
+                (qk if r in "qk" else ov).append(p)
+    if embeddings:
+        qk += _input_embeddings(model)
+    return _unique(qk), _unique(ov)
+
+
+def qk_ov_param_groups(model: nn.Module, lr: float, ratio: float, lr_other: float | None = None, *,
+                       qk_bias: bool = True, embeddings: bool = False, strict: bool = True,
+                       **group_options: Any) -> list[dict[str, Any]]:
+    r"""Optimizer parameter groups with :math:`\eta_{QK} = \text{ratio}\cdot\eta_{OV}` for any known layout.
+
+    ``"qk"`` (W_Q, W_K; their biases unless ``qk_bias=False``; the input embedding if
+    ``embeddings=True``) at ``ratio * lr``, ``"ov"`` (W_V, W_O and biases) at ``lr``,
+    ``"other"`` at ``lr_other`` (default ``lr``). Fused projections are split in place by a
+    re-parametrization, so the rates hold for every optimizer (AdamW included: its update is
+    elementwise, hence identical to the same model with separate q, k, v Parameters). Extra
+    keyword arguments (e.g. ``weight_decay``) go into every group. See
+    :func:`describe_param_groups` for a dry run and :mod:`validation.attention_layouts` for
+    the layouts. ::
+
+        opt = torch.optim.AdamW(qk_ov_param_groups(model, lr=5e-5, ratio=30))
+    """
+    qk, ov = qk_ov_parameters(model, qk_bias=qk_bias, embeddings=embeddings, strict=strict)
+    ids = {id(p) for p in qk + ov}
+    other = [p for p in model.parameters() if id(p) not in ids]
+    return circuit_param_groups(qk, ov, other, lr_ov=lr, ratio=ratio, lr_other=lr_other, **group_options)
+
+
+def qkov_param_groups(model: nn.Module, lr_ov: float, ratio: float, lr_other: float | None = None,
+                      **group_options: Any) -> list[dict[str, Any]]:
+    """Former name of :func:`qk_ov_param_groups` (``lr_ov`` = ``lr``); kept for existing code."""
+    return qk_ov_param_groups(model, lr_ov, ratio, lr_other, **group_options)
+
+
+def iter_attention(model: nn.Module) -> Iterator[tuple[str, nn.Module]]:
+    """``(name, module)`` of every attention module :func:`qk_ov_param_groups` recognises."""
+    sites = {s.name: s.module for s in find_attention_sites(model, strict=False)}
+    for name, m in model.named_modules():
+        if isinstance(m, nn.MultiheadAttention) or name in sites:
+            yield name, m
 
 
 def _unique(params: list[nn.Parameter]) -> list[nn.Parameter]:
@@ -154,49 +405,3 @@ def _unique(params: list[nn.Parameter]) -> list[nn.Parameter]:
             seen.add(id(p))
             out.append(p)
     return out
-
-
-def iter_attention(model: nn.Module) -> Iterator[tuple[str, nn.Module]]:
-    """``(name, module)`` of every attention module :func:`qkov_param_groups` recognises."""
-    for name, m in model.named_modules():
-        if isinstance(m, nn.MultiheadAttention) or _is_hf_attention(m):
-            yield name, m
-
-
-def qk_ov_parameters(model: nn.Module) -> tuple[list[nn.Parameter], list[nn.Parameter]]:
-    """The QK and OV parameters of every recognised attention module (splitting MHAs in place)."""
-    qk: list[nn.Parameter] = []
-    ov: list[nn.Parameter] = []
-    found = False
-    for _, m in iter_attention(model):
-        found = True
-        if isinstance(m, nn.MultiheadAttention):
-            a, b = _mha_circuits(m)
-        else:
-            a = list(m.q_proj.parameters()) + list(m.k_proj.parameters())
-            b = list(m.v_proj.parameters()) + list(_hf_out(m).parameters())  # type: ignore[union-attr]
-        qk += a
-        ov += b
-    qk, ov = _unique(qk), _unique(ov)
-    if not found:
-        raise ValueError(f"{type(model).__name__}: no attention module found (nn.MultiheadAttention or a "
-                         "module with q_proj, k_proj, v_proj and o_proj/out_proj)")
-    return qk, ov
-
-
-def qkov_param_groups(model: nn.Module, lr_ov: float, ratio: float, lr_other: float | None = None,
-                      **group_options: Any) -> list[dict[str, Any]]:
-    r"""Optimizer parameter groups with :math:`\eta_{QK} = \text{ratio}\cdot\eta_{OV}` for any supported model.
-
-    Splits every ``nn.MultiheadAttention`` in ``model`` in place (:func:`split_mha_in_proj`),
-    then builds the groups with :func:`validation.param_groups.circuit_param_groups`:
-    ``"qk"`` at ``ratio * lr_ov``, ``"ov"`` at ``lr_ov``, ``"other"`` (embeddings, feed-forward,
-    norms, heads) at ``lr_other`` (default ``lr_ov``). Extra keyword arguments (e.g.
-    ``weight_decay``) go into every group. Create the optimizer from the returned groups::
-
-        opt = torch.optim.AdamW(qkov_param_groups(model, lr_ov=5e-5, ratio=30))
-    """
-    qk, ov = qk_ov_parameters(model)
-    ids = {id(p) for p in qk + ov}
-    other = [p for p in model.parameters() if id(p) not in ids]
-    return circuit_param_groups(qk, ov, other, lr_ov=lr_ov, ratio=ratio, lr_other=lr_other, **group_options)

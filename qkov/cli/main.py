@@ -53,6 +53,8 @@ COMMANDS: dict[str, tuple[str, Callable[[], click.Command]]] = {
     "validate": ("Train torch models and hold them against the theory (synthetic or real data).", _validate),
     "reproduce": ("Run every stage of the study, resumably, and build the report.", _reproduce),
     "report": ("Build OUT/report.html (self-contained, offline) and OUT/report.md from OUT/runs/.", _report),
+    "data": ("Get the real-data sets from their official sources (fetch) and verify a data directory (check).",
+             _data),
 }
 """name -> (one-line help, loader), in the order ``qkov --help`` lists them."""
 

@@ -80,7 +80,8 @@ def execute(kind: str, config: dict, run_dir: Path) -> None:
 
 def execute_run(cfg: RealRunConfig, run_dir: Path, *, kind: str = KIND, progress: bool = True) -> dict:
     """Perform one run and write it with :class:`RunWriter` (``metrics.json``, ``instances.npz``,
-    ``eraser_results.jsonl`` for classification, ``predictions.json`` for SQuAD)."""
+    ``eraser_results.jsonl``, ``eraser_annotations.jsonl``, ``eraser_docs.jsonl`` for classification,
+    ``predictions.json`` for SQuAD)."""
     out = train_and_evaluate(cfg, progress=progress)
     with RunWriter(run_dir, kind=kind, config=cfg.to_json_dict(), seed=cfg.seed) as run:
         run.write_json("metrics.json", out["metrics"])
@@ -89,4 +90,6 @@ def execute_run(cfg: RealRunConfig, run_dir: Path, *, kind: str = KIND, progress
             run.write_json(name, obj)
         if out["eraser"] is not None:
             run.write_text("eraser_results.jsonl", "".join(json.dumps(r) + "\n" for r in out["eraser"]))
+        for name, text in out.get("extras_text", {}).items():  # ERASER data side: see export_eraser_data_dir
+            run.write_text(name, text)
     return out["metrics"]

@@ -1,19 +1,27 @@
-"""The tutorial's code blocks run as written."""
+"""The tutorial's code blocks run as written, in order, and print what the page says."""
 
 import re
 from pathlib import Path
 
+import pytest
 import torch
 
 TUTORIAL = Path(__file__).resolve().parents[2] / "docs" / "tutorials" / "own-model.md"
 
 
 def test_tutorial_code_runs(capsys):
+    pytest.importorskip("transformers", reason="transformers not installed (pip install qkov[hf])")
     torch.set_num_threads(1)
     blocks = re.findall(r"```python\n(.*?)```", TUTORIAL.read_text(), flags=re.S)
-    assert len(blocks) == 2
+    assert len(blocks) == 6
     namespace: dict = {}
     for block in blocks:
         exec(compile(block, str(TUTORIAL), "exec"), namespace)
     out = capsys.readouterr().out
+    # GPT-2: 2 layers x (q, k parts of c_attn weight and bias) at 30 x 5e-5; OV = v parts + c_proj
     assert "('qk', 8, 0.0015" in out and "('ov', 8, 5e-05)" in out
+    assert "q columns [0:32] (32, 96)" in out and "v columns [64:96] (32, 96)" in out
+    # Llama with the embedding in the QK group: 2 x (q_proj, k_proj) + embed_tokens
+    assert re.search(r"\('qk', 5, 0\.00(3|29999)", out) and "('ov', 4, 0.0003)" in out
+    assert "(2, 4, 4, 12, 12)" in out and "(1, 4, 1, 12, 12)" in out and "(2, 2, 4, 7, 7)" in out
+    assert re.search(r"rollout mass 0\.\d{3}, AC \d\.\d\d", out)

@@ -28,6 +28,9 @@ LOWER_IS_BETTER: dict[str, bool] = {
     "token_f1": False,
     "iou_f1": False,
     "auprc": False,
+    "auprc_trapezoid": False,
+    "comprehensiveness_hard": False,
+    "sufficiency_hard": True,
     # SQuAD
     "exact_match": False,
     "f1": False,

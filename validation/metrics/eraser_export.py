@@ -123,3 +123,92 @@ def eraser_aopc_from_records(records: Sequence[Mapping[str, Any]]) -> dict[str, 
             comp.append(base - t["comprehensiveness_classification_scores"][c])
             suff.append(base - t["sufficiency_classification_scores"][c])
     return {"comprehensiveness_aopc": float(np.mean(comp)), "sufficiency_aopc": float(np.mean(suff))}
+
+
+# --- the data side: ERASER's docs/ and <split>.jsonl, so that its scorer runs on qkov's output ---
+
+def eraser_token(tok: str) -> str:
+    """A token as ERASER's document loader will read it back.
+
+    ERASER reads ``docs/<docid>`` as lines of space-separated tokens and drops empty ones, so a
+    token that is empty or holds whitespace would shift every later position; such characters
+    become ``_`` (an empty token becomes ``_``). Positions are what the scorer compares.
+    """
+    out = "".join("_" if ch.isspace() else ch for ch in tok)
+    return out or "_"
+
+
+def eraser_docid(annotation_id: str) -> str:
+    """A file-name-safe document id (``/`` and leading dots replaced)."""
+    d = str(annotation_id).replace("/", "_").replace("\\", "_")
+    return "_" + d if d.startswith(".") or not d else d
+
+
+def to_eraser_annotations(annotation_ids: Sequence[str], classifications: Sequence[str], tokens: Sequence[Sequence[str]],
+                          gold_masks: Sequence[Any], *, docids: Sequence[str] | None = None,
+                          query: str = "What is the class of this text?") -> tuple[dict[str, list[str]], list[dict]]:
+    """ERASER documents and annotation records for ``N`` instances.
+
+    Each instance ``i`` is one document ``docids[i]`` (default: :func:`eraser_docid` of its
+    annotation id) holding ``tokens[i]`` (cleaned by :func:`eraser_token`), and one annotation
+    ``{"annotation_id", "query", "evidences", "classification", "query_type", "docids"}`` whose
+    evidences are the maximal spans of ``gold_masks[i]`` (one group per span; ``start_token``
+    inclusive, ``end_token`` exclusive, sentences ``-1``). Returns ``(documents, annotations)``.
+    """
+    n = len(annotation_ids)
+    for name, seq in (("classifications", classifications), ("tokens", tokens), ("gold_masks", gold_masks)):
+        if len(seq) != n:
+            raise ValueError(f"{name}: {len(seq)} entries for {n} instances")
+    docids = [eraser_docid(a) for a in annotation_ids] if docids is None else [str(d) for d in docids]
+    if len(set(docids)) != n:
+        raise ValueError("docids: must be unique")
+    documents: dict[str, list[str]] = {}
+    annotations = []
+    for i in range(n):
+        toks = [eraser_token(t) for t in tokens[i]]
+        mask = np.asarray(gold_masks[i], dtype=bool).reshape(-1)
+        if mask.size != len(toks):
+            raise ValueError(f"gold_masks: instance {i} has {mask.size} values for {len(toks)} tokens")
+        documents[docids[i]] = toks
+        evidences = [[{"text": " ".join(toks[s:e]), "docid": docids[i], "start_token": s, "end_token": e,
+                       "start_sentence": -1, "end_sentence": -1}] for s, e in mask_to_spans(mask)]
+        annotations.append({"annotation_id": str(annotation_ids[i]), "query": query, "evidences": evidences,
+                            "classification": str(classifications[i]), "query_type": None,
+                            "docids": [docids[i]]})
+    return documents, annotations
+
+
+def write_eraser_data(out_dir: str | os.PathLike[str], documents: Mapping[str, Sequence[str]],
+                      annotations: Sequence[Mapping[str, Any]], *, split: str = "test",
+                      results: Sequence[Mapping[str, Any]] | None = None) -> str:
+    """Write ERASER's data layout: ``out_dir/docs/<docid>`` (one line of tokens) and
+    ``out_dir/<split>.jsonl`` (annotations); with ``results``, also ``out_dir/results.jsonl``.
+    Every file is written atomically. Returns ``out_dir``. Score with
+    ``python rationale_benchmark/metrics.py --data_dir OUT --split test --results OUT/results.jsonl``.
+    """
+    out = os.fspath(out_dir)
+    for docid, toks in documents.items():
+        atomic_write_bytes(os.path.join(out, "docs", docid), (" ".join(toks) + "\n").encode("utf-8"))
+    atomic_write_bytes(os.path.join(out, f"{split}.jsonl"),
+                       "".join(json.dumps(a) + "\n" for a in annotations).encode("utf-8"))
+    if results is not None:
+        atomic_write_bytes(os.path.join(out, "results.jsonl"),
+                           "".join(json.dumps(r) + "\n" for r in results).encode("utf-8"))
+    return out
+
+
+def export_eraser_data_dir(run_dir: str | os.PathLike[str], out_dir: str | os.PathLike[str]) -> str:
+    """Turn a classification run directory into a directory ERASER's scorer reads as is.
+
+    Reads the run's ``eraser_docs.jsonl`` (``{"docid", "tokens"}`` per line),
+    ``eraser_annotations.jsonl`` and ``eraser_results.jsonl`` and writes them with
+    :func:`write_eraser_data` (split ``test``). Returns ``out_dir``.
+    """
+    run = os.fspath(run_dir)
+
+    def lines(name: str) -> list[dict]:
+        with open(os.path.join(run, name), encoding="utf-8") as f:
+            return [json.loads(line) for line in f if line.strip()]
+
+    docs = {d["docid"]: d["tokens"] for d in lines("eraser_docs.jsonl")}
+    return write_eraser_data(out_dir, docs, lines("eraser_annotations.jsonl"), results=lines("eraser_results.jsonl"))

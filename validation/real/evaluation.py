@@ -63,7 +63,8 @@ def _classify(model, data: ClassTensors, keep: torch.Tensor | None = None) -> tu
 
 
 def evaluate_classifier(model, data: ClassTensors, dataset: str) -> tuple[dict[str, Any], dict[str, np.ndarray], Any]:
-    """Metrics, per-instance arrays and the ERASER :class:`FaithfulnessResult` (annotated instances)."""
+    """Metrics, per-instance arrays and the ERASER inputs of the annotated instances:
+    ``(FaithfulnessResult, hard masks, attention, word masks, row indices, (p without hard, p hard only))``."""
     model.eval()
     probs, attn = _classify(model, data)
     labels = data.labels.numpy()
@@ -77,13 +78,23 @@ def evaluate_classifier(model, data: ClassTensors, dataset: str) -> tuple[dict[s
         "n_test": int(len(labels)),
         "accuracy": float(accuracy_score(labels, pred)),
         "macro_f1": float(f1_score(labels, pred, average="macro")),
+        # the annotated instances are the ones ERASER scores (HateXplain: toxic posts only),
+        # so its accuracy is this one, not the accuracy over all test instances
+        "n_annotated": int(ann.sum()),
+        "accuracy_annotated": float(accuracy_score(labels[ann], pred[ann])) if ann.any() else float("nan"),
+        "macro_f1_annotated": (float(f1_score(labels[ann], pred[ann], average="macro")) if ann.any()
+                               else float("nan")),
         **_concentration(mass, p_true[ann], dataset),
     }
-    # plausibility against the annotation
+    # plausibility against the annotation. ``auprc`` is average precision (ERASER's
+    # "average_precision": instances whose tokens are all gold are skipped); ``auprc_trapezoid``
+    # is ERASER's "auprc" (trapezoid area under the PR curve, every instance with a gold token).
     k = mean_rationale_length(rel[ann])
     hard = hard_rationale(attn[ann], words[ann], k)
     metrics.update(token_f1=token_f1(hard, rel[ann]), iou_f1=iou_f1(hard, rel[ann]),
-                   auprc=auprc(attn[ann], rel[ann], words[ann]), hard_rationale_tokens=k)
+                   auprc=auprc(attn[ann], rel[ann], words[ann]),
+                   auprc_trapezoid=auprc(attn[ann], rel[ann], words[ann], method="trapezoid"),
+                   hard_rationale_tokens=k)
     # ERASER faithfulness: removal = the word is masked out of the query's attention
     sub = data.take(torch.from_numpy(np.flatnonzero(ann)))
 
@@ -96,13 +107,22 @@ def evaluate_classifier(model, data: ClassTensors, dataset: str) -> tuple[dict[s
     faith = eraser_scores(predict_proba, sub.ids, torch.from_numpy(attn[ann][:, :sub.ids.shape[1]]), sub.words,
                           always_keep=cls_pos)
     comp, suff = faith.comprehensiveness_points.mean(0), faith.sufficiency_points.mean(0)
+    # ERASER's top-level comprehensiveness/sufficiency: the hard rationale (top-k words, k the
+    # mean annotation length) removed / kept alone, for the predicted class j.
+    hard_t = torch.from_numpy(hard[:, :sub.ids.shape[1]])
+    probs_without = predict_proba(sub.ids, (sub.words & ~hard_t) | cls_pos).numpy()
+    probs_only = predict_proba(sub.ids, hard_t | cls_pos).numpy()
+    rows_ = np.arange(len(faith.predicted))
+    p_j = faith.probs[rows_, faith.predicted]
     metrics.update(
         eraser_fractions=faith.fractions.tolist(),
         comprehensiveness=comp.tolist(), sufficiency=suff.tolist(),
         comprehensiveness_aopc=float(faith.comprehensiveness_aopc().mean()),
-        sufficiency_aopc=float(faith.sufficiency_aopc().mean()))
+        sufficiency_aopc=float(faith.sufficiency_aopc().mean()),
+        comprehensiveness_hard=float(np.mean(p_j - probs_without[rows_, faith.predicted])),
+        sufficiency_hard=float(np.mean(p_j - probs_only[rows_, faith.predicted])))
     arrays = {"mass": mass, "p_true": p_true[ann], "annotated": ann, "pred": pred, "labels": labels}
-    return metrics, arrays, (faith, hard, attn[ann], words[ann], np.flatnonzero(ann))
+    return metrics, arrays, (faith, hard, attn[ann], words[ann], np.flatnonzero(ann), (probs_without, probs_only))
 
 
 def best_spans(start: torch.Tensor, end: torch.Tensor, max_words: int = MAX_ANSWER_WORDS) -> tuple[np.ndarray, np.ndarray]:

@@ -10,7 +10,7 @@ from typing import Any
 
 import torch
 
-from validation.metrics.eraser_export import to_eraser_results
+from validation.metrics.eraser_export import eraser_docid, to_eraser_annotations, to_eraser_results
 
 from .batching import encode_classification, encode_squad
 from .config import RealRunConfig
@@ -59,6 +59,7 @@ def train_and_evaluate(cfg: RealRunConfig, *, progress: bool = True) -> dict[str
         hist = train(model, tr, cfg, span_loss, progress=progress, desc=f"squad r={cfg.ratio:g} s={cfg.seed}")
         metrics, arrays, preds = evaluate_span(model, te, test_ex)
         extras = {"predictions.json": preds}
+        extras_text = {}
         eraser = None
     else:
         vocab = Vocab.train([ex.tokens for ex in train_ex])
@@ -68,15 +69,27 @@ def train_and_evaluate(cfg: RealRunConfig, *, progress: bool = True) -> dict[str
                                     layers=cfg.layers, init_std=cfg.init_std)
         hist = train(model, tr, cfg, classification_loss, progress=progress,
                      desc=f"{cfg.dataset} r={cfg.ratio:g} s={cfg.seed}")
-        metrics, arrays, (faith, hard, attn, words, rows) = evaluate_classifier(model, te, cfg.dataset)
+        metrics, arrays, (faith, hard, attn, words, rows, (p_without, p_only)) = evaluate_classifier(
+            model, te, cfg.dataset)
+        ids = [test_ex[i].uid for i in rows]
+        docids = [eraser_docid(a) for a in ids]
         eraser = to_eraser_results(
-            [test_ex[i].uid for i in rows], splits.classes, faith.probs,
+            ids, splits.classes, faith.probs, docids=docids,
             soft_scores=[attn[j][words[j]] for j in range(len(rows))],
-            hard_masks=[hard[j][words[j]] for j in range(len(rows))], thresholded=faith)
+            hard_masks=[hard[j][words[j]] for j in range(len(rows))], thresholded=faith,
+            comprehensiveness_probs=p_without, sufficiency_probs=p_only)
+        n_words = [int(words[j].sum()) for j in range(len(rows))]
+        docs, annotations = to_eraser_annotations(
+            ids, [splits.classes[test_ex[i].label] for i in rows],
+            [test_ex[i].tokens[:n] for i, n in zip(rows, n_words)],
+            [test_ex[i].relevant[:n] for i, n in zip(rows, n_words)], docids=docids)
         extras = {}
+        extras_text = {"eraser_annotations.jsonl": "".join(json.dumps(a) + "\n" for a in annotations),
+                       "eraser_docs.jsonl": "".join(json.dumps({"docid": d, "tokens": t}) + "\n"
+                                                    for d, t in docs.items())}
     metrics.update(dataset=cfg.dataset, ratio=cfg.ratio, seed=cfg.seed, optimizer=cfg.optimizer,
                    n_train=len(tr), vocab_size=len(vocab), split=splits.description,
                    train_loss=hist.epoch_loss, train_seconds=hist.seconds,
                    train_examples_per_second=hist.examples_per_second,
                    parameters=sum(p.numel() for p in model.parameters()))
-    return {"metrics": metrics, "arrays": arrays, "extras": extras, "eraser": eraser}
+    return {"metrics": metrics, "arrays": arrays, "extras": extras, "eraser": eraser, "extras_text": extras_text}
