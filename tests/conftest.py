@@ -1,10 +1,31 @@
-"""Shared pytest set-up: hypothesis profiles sized for a 2-core CI machine."""
+"""Shared pytest set-up: hypothesis profiles sized for a 2-core CI machine, and the test tiers.
+
+Each test gets the marker of its tier from its folder: ``tests/unit`` -> ``unit``, ``tests/property`` ->
+``property``, ``tests/integration`` -> ``integration``, ``tests/e2e`` -> ``e2e`` (select with ``-m``).
+Hypothesis profiles: ``ci`` (default) and ``thorough`` (300 examples), chosen by ``$QKOV_HYPOTHESIS_PROFILE``.
+"""
 
 import os
+from pathlib import Path
 
+import pytest
 from hypothesis import HealthCheck, settings
 
 settings.register_profile("ci", max_examples=25, deadline=None,
                           suppress_health_check=[HealthCheck.too_slow])
-settings.register_profile("thorough", max_examples=300, deadline=None)
+settings.register_profile("thorough", max_examples=300, deadline=None,
+                          suppress_health_check=[HealthCheck.too_slow])
 settings.load_profile(os.environ.get("QKOV_HYPOTHESIS_PROFILE", "ci"))
+
+TIERS = ("unit", "property", "integration", "e2e")
+_TESTS = Path(__file__).resolve().parent
+
+
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        try:
+            tier = Path(str(item.fspath)).resolve().relative_to(_TESTS).parts[0]
+        except ValueError:
+            continue
+        if tier in TIERS:
+            item.add_marker(getattr(pytest.mark, tier))

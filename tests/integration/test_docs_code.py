@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
+from tests.paths import ROOT
 PAGES = [ROOT / "docs" / "api.md", *sorted((ROOT / "docs" / "tutorials").glob("*.md"))]
 
 

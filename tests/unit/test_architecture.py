@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
+from tests.paths import ROOT
 LAYERS = ("theory", "simulation", "validation", "qkov")
 """Data-flow order: a package may import itself and the ones before it, never one after it."""
 

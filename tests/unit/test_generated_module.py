@@ -11,7 +11,7 @@ import pytest
 
 from simulation import generated
 
-ROOT = Path(__file__).resolve().parents[2]
+from tests.paths import ROOT
 
 
 def test_regenerating_gives_the_checked_in_file_byte_for_byte(tmp_path):

@@ -37,7 +37,6 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
-from sklearn.metrics import auc, average_precision_score, precision_recall_curve
 
 from ._arrays import as_2d, same_shape
 
@@ -145,6 +144,8 @@ def auprc(scores: Any, gold_mask: Any, valid: Any = None, *, method: str = "aver
     if no instance is scored), or per-instance values ``(N,)`` (NaN where skipped) when
     ``per_instance``. Higher is better.
     """
+    from sklearn.metrics import auc, average_precision_score, precision_recall_curve  # heavy: load on use
+
     s = as_2d(scores, name="scores", dtype=np.float64)
     g = as_2d(gold_mask, name="gold_mask", dtype=bool)
     same_shape(("scores", s), ("gold_mask", g))

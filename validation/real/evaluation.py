@@ -16,7 +16,6 @@ from typing import Any
 
 import numpy as np
 import torch
-from sklearn.metrics import accuracy_score, f1_score
 
 from validation.metrics.attention_mass import relevant_mass
 from validation.metrics.dtap import DEFAULT_KAPPA, DEFAULT_TAU, SQUAD_MASS_EDGES, SYNTH_EDGES, acmc, \
@@ -65,6 +64,8 @@ def _classify(model, data: ClassTensors, keep: torch.Tensor | None = None) -> tu
 def evaluate_classifier(model, data: ClassTensors, dataset: str) -> tuple[dict[str, Any], dict[str, np.ndarray], Any]:
     """Metrics, per-instance arrays and the ERASER inputs of the annotated instances:
     ``(FaithfulnessResult, hard masks, attention, word masks, row indices, (p without hard, p hard only))``."""
+    from sklearn.metrics import accuracy_score, f1_score  # heavy: load on use
+
     model.eval()
     probs, attn = _classify(model, data)
     labels = data.labels.numpy()

@@ -9,7 +9,7 @@ from scipy.integrate import solve_ivp
 from simulation.numeric import numeric_system
 from theory.reduced import reduced_system
 from theory.rescaling import conserved_quantities
-from tests.theory.test_symbolic_vs_autograd import population_loss
+from tests.unit.theory.test_symbolic_vs_autograd import population_loss
 
 
 

@@ -14,7 +14,7 @@ import pytest
 from qkov.core.runstore import config_key, is_complete
 from qkov.study import engine
 
-ROOT = Path(__file__).resolve().parent.parent.parent
+from tests.paths import ROOT
 
 
 def test_existing_stages_plan_valid_resumable_runs(tmp_path):

@@ -77,7 +77,9 @@ def test_only_qk_rate_changes_with_ratio(optimizer):
 def test_benchmark_qkov_at_least_as_fast_as_mha():
     import importlib.util
     from pathlib import Path
-    path = Path(__file__).resolve().parents[2] / "benchmarks" / "bench_real_throughput.py"
+    from tests.paths import ROOT
+
+    path = ROOT / "benchmarks" / "bench_real_throughput.py"
     spec = importlib.util.spec_from_file_location("bench_real_throughput", path)
     bench = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(bench)

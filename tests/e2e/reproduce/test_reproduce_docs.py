@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parent.parent.parent
+from tests.paths import ROOT
 DOCS = ["docs/reproduce.md", "docs/cluster.md", "docs/tutorials/derivation-report.md",
         "docs/tutorials/property-tests.md"]
 

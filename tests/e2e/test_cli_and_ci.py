@@ -7,7 +7,7 @@ from pathlib import Path
 
 from qkov.cli.main import cli, run_cli
 
-ROOT = Path(__file__).resolve().parent.parent
+from tests.paths import ROOT
 
 
 def _fenced_after(marker: str) -> str:

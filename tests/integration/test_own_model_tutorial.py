@@ -6,7 +6,9 @@ from pathlib import Path
 import pytest
 import torch
 
-TUTORIAL = Path(__file__).resolve().parents[2] / "docs" / "tutorials" / "own-model.md"
+from tests.paths import DOCS
+
+TUTORIAL = DOCS / "tutorials" / "own-model.md"
 
 
 def test_tutorial_code_runs(capsys):

@@ -20,7 +20,7 @@ from fakestudy import FAKE_STAGES, HERE
 from fakestudy.common import executions
 from tests.cli_errors import assert_one_line_error
 
-ROOT = HERE.parent.parent
+from tests.paths import ROOT  # noqa: E402
 
 
 def test_killed_worker_task_reruns_and_results_complete(tmp_path, fake_stages, dask_client, monkeypatch):
