@@ -11,6 +11,7 @@ import click
 from qkov.cli.support import CONTEXT_SETTINGS
 
 from qkov.core.config import PARAMETRIZATIONS, StrictConfig, as_choice_list, parse_config
+from qkov.core.lock import results_lock
 from qkov.core.runstore import RunWriter
 
 FORMATS = ("md", "html", "tex")
@@ -64,7 +65,8 @@ def derive(param: str, out: Path | None, formats: str, as_json: bool, thorough: 
         click.echo(json.dumps(payload, indent=1))
         return
     run_dir = out or Path("qkov-results") / "derive"
-    payload = write_derivation(run_dir, cfg, use_cache=not no_cache)
+    with results_lock(run_dir, "qkov derive"):  # one writer per results directory
+        payload = write_derivation(run_dir, cfg, use_cache=not no_cache)
     if as_json:
         click.echo(json.dumps(payload, indent=1))
         return

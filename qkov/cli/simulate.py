@@ -113,7 +113,10 @@ def simulate(param, K, M, eta_qk, eta_ov, u0, v0, t, full, dt, method, init, sca
         click.echo(_table(runs))
         click.echo(f"({time.perf_counter() - start:.2f} s)", err=True)
     if plot_dir is not None:
-        write_plots(cfg, runs, plot_dir)
+        from qkov.core.lock import results_lock
+
+        with results_lock(plot_dir, "qkov simulate"):  # one writer per results directory
+            write_plots(cfg, runs, plot_dir)
         if not as_json:
             click.echo(f"figures written to {plot_dir}")
 

@@ -11,6 +11,7 @@ from qkov.cli.support import CONTEXT_SETTINGS
 import torch
 from tqdm.auto import tqdm
 
+from qkov.core.lock import results_lock
 from qkov.core.config import ConfigError, as_choice_list, parse_float_list, resolve_data_dir
 from qkov.core.runstore import config_key, is_complete, to_json_text
 
@@ -60,18 +61,19 @@ def real(dataset: str, ratios: str, seeds: str, optimizer: str, param: str, laye
     for ds in datasets:  # validate every file before training anything
         load_dataset(ds, str(data))
     run_dirs = []
-    for cfg in tqdm(configs, desc="real-data runs", unit="run", disable=as_json):
-        cd = cfg.to_json_dict()
-        run_dir = out / "runs" / f"{KIND}-{config_key(KIND, cd)}"
-        if not is_complete(run_dir):
-            execute_run(cfg, run_dir, kind=KIND, progress=not as_json)
-        run_dirs.append(run_dir)
     name = ("validate-real-summary-" + "-".join(datasets) + "".join(f"-{v}" for v in extra.values())
             + ("-quick" if quick else ""))
-    summary_cfg = {"datasets": list(datasets), "ratios": list(ratio_list), "seeds": list(seed_list),
-                   "optimizers": list(optimizers), "quick": quick, **extra, "data_dir": str(data),
-                   "runs": [d.name for d in run_dirs]}
-    result = summarise(run_dirs, out / name, config=summary_cfg)
+    with results_lock(out, "qkov validate real"):  # one writer per results directory
+        for cfg in tqdm(configs, desc="real-data runs", unit="run", disable=as_json):
+            cd = cfg.to_json_dict()
+            run_dir = out / "runs" / f"{KIND}-{config_key(KIND, cd)}"
+            if not is_complete(run_dir):
+                execute_run(cfg, run_dir, kind=KIND, progress=not as_json)
+            run_dirs.append(run_dir)
+        summary_cfg = {"datasets": list(datasets), "ratios": list(ratio_list), "seeds": list(seed_list),
+                       "optimizers": list(optimizers), "quick": quick, **extra, "data_dir": str(data),
+                       "runs": [d.name for d in run_dirs]}
+        result = summarise(run_dirs, out / name, config=summary_cfg)
     if as_json:
         click.echo(to_json_text({"summary_dir": str((out / name).resolve()), "runs": [str(d) for d in run_dirs],
                                  "claims": result["claims"], "groups": result["groups"]}), nl=False)

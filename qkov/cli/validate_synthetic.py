@@ -10,6 +10,7 @@ import click
 from qkov.cli.support import CONTEXT_SETTINGS
 
 from qkov.core.config import ConfigError, PARAMETRIZATIONS, as_choice_list, parse_config, parse_float_list
+from qkov.core.lock import results_lock
 from qkov.core.runstore import RunWriter, config_key
 from validation.synthetic.experiment import SyntheticConfig, run_grid
 from validation.synthetic.report import write_run
@@ -60,9 +61,10 @@ def synthetic(param: str, ratios: str, data: str, optimizer: str, steps: int | N
     cfg = build_config(param, ratios, data, optimizer, steps, dt, init, seed, K, M)
     config = cfg.to_json_dict()
     run_dir = out / f"synthetic-{config_key('synthetic', config)}"
-    runs = run_grid(cfg, progress=progress)
-    with RunWriter(run_dir, kind="synthetic", config=config, seed=cfg.seed) as run:
-        res = write_run(cfg, runs, run)
+    with results_lock(out, "qkov validate synthetic"):  # one writer per results directory
+        runs = run_grid(cfg, progress=progress)
+        with RunWriter(run_dir, kind="synthetic", config=config, seed=cfg.seed) as run:
+            res = write_run(cfg, runs, run)
     if as_json:
         m = res["metrics"]
         brief = {"run_dir": str(run_dir), "ode_all_within_tolerance": m["ode_all_within_tolerance"],
