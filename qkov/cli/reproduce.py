@@ -139,8 +139,9 @@ def _reproduce(cfg: ReproduceConfig, plan: "engine.StudyPlan", data: Path | None
         html_path, _ = build_report(cfg.out)
     except OSError as exc:  # disk full, read-only or vanished --out: the runs on disk stay as they are
         click.echo(f"report: not written: {report_failure(exc)}", err=True)
-        raise click.ClickException(f"{len(result.failed)} runs failed and the report could not be written; "
-                                   "fix the cause and rerun the same command, complete runs are kept") from None
+        failed = f"{len(result.failed)} runs failed and " if result.failed else ""
+        raise click.ClickException(f"{failed}the report could not be written; fix the cause and rerun the same "
+                                   "command, complete runs are kept") from None
     click.echo(f"results: {cfg.out.resolve()}")
     click.echo(f"report: {html_path.resolve()}")
     if not result.ok:

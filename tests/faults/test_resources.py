@@ -9,6 +9,7 @@ The filesystem cases mount a small tmpfs as --out (root only; skipped with the r
 from __future__ import annotations
 
 import contextlib
+import os
 import shutil
 import subprocess
 import threading
@@ -106,32 +107,50 @@ def _report_built_or_one_line(out_text: str, err: str, out: Path) -> bool:
 
 
 def _rerun_completes(out: Path, capsys, scratch: Path, finished: dict[str, int], n: int = 6) -> None:
+    """The rerun after the fix exits 0 with the report, all runs complete, finished ones not run again."""
+    before = {k: executions(scratch, k) for k in finished}
     rc, text, err = _study(out, capsys)
     assert rc == 0, err
     assert any(x.startswith("report: ") for x in text.splitlines())
     after = complete_runs(out)
     assert len(after) == n and all(after[k] == m for k, m in finished.items())
-    assert all(executions(scratch, k) == 1 for k in finished)
+    assert all(executions(scratch, k) == before[k] for k in finished)
+
+
+def fill(fs: Path) -> Path:
+    """Fill the filesystem ``fs`` to the last byte with one file; return it (delete it to free the space)."""
+    filler = fs / "filler"
+    fd = os.open(filler, os.O_WRONLY | os.O_CREAT, 0o644)
+    try:
+        for block in (1 << 16, 512):
+            with contextlib.suppress(OSError):
+                while True:
+                    os.write(fd, b"\0" * block)
+    finally:
+        os.close(fd)
+    return filler
 
 
 def test_disk_full_mid_study(tmp_path, scratch, shared_cluster, capsys):
-    """Promise: with --out on a full filesystem (1 MiB tmpfs, runs of 300 kB each), the runs that do not
-    fit fail with one line (`No space left on device`), none reads complete that is not, the report is
-    built from the complete runs or one line says why not -- before the fix this crashed with a 43-line
-    double traceback and no `report:` line -- and after the space is grown the rerun completes."""
-    with tmpfs(tmp_path / "fs", "1m") as fs:
+    """Promise: when --out's filesystem fills up mid-study (a 4 MiB tmpfs filled once 2 runs are done),
+    the runs that cannot be written fail with one line each (`No space left on device`), none reads
+    complete that is not, the report is built from the complete runs or one line says why not (so does
+    the summary) -- before the fix this crashed with a double traceback and no `report:` line -- and once space is freed
+    the rerun completes without redoing finished runs."""
+    with tmpfs(tmp_path / "fs", "4m") as fs:
         out = fs / "out"
-        set_behaviour(scratch, payload=300_000)
-        rc, text, err = _study(out, capsys)
+        set_behaviour(scratch, sleep=0.5, payload=100_000)
+        with when_complete(out, 2, lambda: fill(fs)):
+            rc, text, err = _study(out, capsys)
         assert rc == 1
         _check_failed_run_lines(err, "No space left on device")
-        _report_built_or_one_line(text, err, out)
-        assert_complete_runs_are_whole(out, payload=300_000)
+        _report_built_or_one_line(text, err, out)  # the few kB the failed runs free may or may not hold it
+        assert_complete_runs_are_whole(out, payload=100_000)
         finished = complete_runs(out)
-        assert 1 <= len(finished) < 6
-        remount(fs, "size=16m")
+        assert 2 <= len(finished) < 6
+        (fs / "filler").unlink()
         _rerun_completes(out, capsys, scratch, finished)
-        assert_complete_runs_are_whole(out, payload=300_000)
+        assert_complete_runs_are_whole(out, payload=100_000)
 
 
 def test_read_only_out_mid_study(tmp_path, scratch, shared_cluster, capsys):

@@ -70,9 +70,10 @@ def test_wrong_scheduler_is_one_line_exit_2_in_seconds_and_writes_nothing(tmp_pa
     line `qkov: error: scheduler: ADDR: ...`, exit 2, nothing written (before: 38 s and a 66-line
     traceback, 36 s and 82 lines, or a hang past 150 s). The silent case runs with the step timeout
     lowered from 10 s to 2 s to keep the suite quick; the other cases never reach a timeout."""
-    from qkov.study import connect
+    if case == "silent":
+        from qkov.study import connect
 
-    monkeypatch.setattr(connect, "SCHEDULER_TIMEOUT_S", 2.0) if case == "silent" else None
+        monkeypatch.setattr(connect, "SCHEDULER_TIMEOUT_S", 2.0)
     out = tmp_path / "out"
     ctx = (_listener(b"HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\n\r\n") if case == "http"
            else _listener(None) if case == "silent" else contextlib.nullcontext(
