@@ -204,19 +204,30 @@ def scenario_disk_full(base, a):
     s = Study(base, "disk-full", a.runs, a.workers)
     fs = s.dir / "fs"
     fs.mkdir()
-    why = _mount(fs, "-t", "tmpfs", "-o", "size=1m")
+    why = _mount(fs, "-t", "tmpfs", "-o", "size=8m", "qkov-bench")
     if why:
         return {"skipped": f"cannot mount a tmpfs ({why})"}
     try:
         s.out = fs / "out"
-        set_behaviour(s.scratch, sleep=a.sleep / 4, payload=300_000)
-        rc, _, err, t1 = s.run()
+        set_behaviour(s.scratch, sleep=a.sleep, payload=100_000)
+        p = s.start()
+        s.wait_complete(p, a.runs // 3)
+        filler = fs / "filler"
+        fd = os.open(filler, os.O_WRONLY | os.O_CREAT, 0o644)
+        for block in (1 << 16, 512):
+            with contextlib.suppress(OSError):
+                while True:
+                    os.write(fd, b"\0" * block)
+        os.close(fd)
+        _, err = p.communicate(timeout=300)
         lost = s.started() - s.complete()
-        report = "report built" if "report: not written" not in err else "report: one line why not"
-        _mount(fs, "-o", "remount,size=64m")
+        report = "report: one line why not" if "report: not written" in err else "report built"
+        failed = len([x for x in err.splitlines() if x.startswith("failed ")])
+        filler.unlink()
         rc2, _, err2, t = s.run()
         assert rc2 == 0, err2
-        return s.figures(lost, t, f"faulty study exit {rc}, {report}")
+        return s.figures(lost, t, f"filled once {a.runs // 3} runs were done: exit {p.returncode}, "
+                                  f"{failed} failed line(s), {report}")
     finally:
         subprocess.run(["umount", "-l", str(fs)], capture_output=True)
 
@@ -276,7 +287,7 @@ SCENARIOS = {
     "SIGINT mid-study": scenario_sigint,
     "worker killed mid-task once": scenario_worker_killed,
     "worker killed every time (OOM killer), then fixed": scenario_oom,
-    "disk full (1 MiB tmpfs), then grown": scenario_disk_full,
+    "disk full mid-study (8 MiB tmpfs filled), then freed": scenario_disk_full,
     "`--out` read-only mid-study, then writable": scenario_read_only,
     "second writer on the same `--out`": scenario_concurrent,
 }

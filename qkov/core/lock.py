@@ -244,13 +244,20 @@ def results_lock(out: str | os.PathLike[str], command: str | None = None, *, mod
         if d.exists():
             break
         created.append(d)
-    directory.mkdir(parents=True, exist_ok=True)
+    try:
+        directory.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise InputError(f"out: {directory}: cannot be made ({exc.strerror or exc})") from None
     key = os.path.realpath(directory)
     lock = _held.get(key)
     if lock is None:
         lock = _Lock(directory, command or "qkov", mode, announce)
         try:
             lock.acquire()
+        except OSError as exc:  # read-only, full, no permission: one line, not a traceback
+            _remove_empty(created)
+            raise InputError(f"out: {directory}: cannot write its lock file {LOCK_NAME} "
+                             f"({exc.strerror or exc})") from None
         except BaseException:
             _remove_empty(created)
             raise

@@ -346,8 +346,12 @@ def run_study(plan: StudyPlan, client: Any | None, retries: int = 2, progress: b
     return result
 
 
-LOCAL_CLUSTER_CONFIG = {"distributed.scheduler.http.routes": [], "distributed.worker.http.routes": []}
-"""Dask settings of the local cluster: no HTTP routes (no dashboard, no Prometheus, no JSON API)."""
+LOCAL_CLUSTER_CONFIG = {"distributed.scheduler.http.routes": [], "distributed.worker.http.routes": [],
+                        "distributed.scheduler.worker-saturation": 1.0}
+"""Dask settings of the local cluster: no HTTP routes (no dashboard, no Prometheus, no JSON API); a worker
+holds only the task it runs (saturation 1.0, not 1.1 = two tasks per one-thread worker), so a worker that
+dies -- killed, out of memory -- takes no queued neighbour run down with it (each death counts against
+every task the worker held, and a task counted too often fails with ``KilledWorker``)."""
 
 
 class StudyCluster:

@@ -31,7 +31,7 @@ def test_second_writer_exits_2_at_once_naming_the_holder(tmp_path, scratch, shar
     `qkov report --out OUT`; the first study then
     completes with every run executed exactly once (before the lock, the second one deleted the first
     one's in-progress runs and ran them again)."""
-    set_behaviour(scratch, sleep=1.0)
+    set_behaviour(scratch, sleep=0.6)
     out = tmp_path / "out"
     first = reproduce_process(out)
     first.wait_complete(1)
@@ -61,7 +61,7 @@ def test_sigkill_mid_study_then_rerun_takes_over_the_stale_lock(tmp_path, scratc
     """Promise: SIGKILL of a study (driver, scheduler and workers) mid-study leaves no run that reads
     complete and is not; the rerun takes over the dead holder's lock with one message, redoes only the
     unfinished runs and completes."""
-    set_behaviour(scratch, sleep=1.0, payload=4096)
+    set_behaviour(scratch, sleep=0.6, payload=4096)
     out = tmp_path / "out"
     first = reproduce_process(out)
     first.wait_complete(2)
@@ -89,7 +89,7 @@ def test_sigint_mid_study_stops_releases_the_lock_and_rerun_finishes(tmp_path, s
                                                                      reproduce_process, capsys):
     """Promise: SIGINT mid-study stops with a message and no traceback, releases OUT's lock at once (a
     rerun needs no takeover), leaves no false complete run, and the rerun redoes only what was not done."""
-    set_behaviour(scratch, sleep=1.0)
+    set_behaviour(scratch, sleep=0.6)
     out = tmp_path / "out"
     first = reproduce_process(out)
     first.wait_complete(2)

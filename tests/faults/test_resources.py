@@ -48,7 +48,12 @@ def make_read_only(path: Path) -> None:
     (A plain ``remount,ro`` is refused while files are open for writing, as the lock file is.)
     """
     subprocess.run(["mount", "--bind", str(path), str(path)], check=True, capture_output=True)
-    subprocess.run(["mount", "-o", "remount,bind,ro", str(path)], check=True, capture_output=True)
+    for attempt in range(20):  # libmount reads the mount table, which other processes may be changing
+        r = subprocess.run(["mount", "-o", "remount,bind,ro", str(path)], capture_output=True, text=True)
+        if r.returncode == 0:
+            return
+        time.sleep(0.05)
+    raise RuntimeError(f"mount -o remount,bind,ro {path}: {r.stderr.strip()}")
 
 
 def can_mount(tmp: Path) -> str | None:
@@ -219,3 +224,26 @@ def test_worker_out_of_memory(tmp_path, scratch, shared_cluster, capsys, fault, 
     assert len(failed) >= 1 and len(finished) == 6 - len(failed), (text, err)
     set_behaviour(scratch)  # the fault is fixed (more memory)
     _rerun_completes(out, capsys, scratch, finished)
+
+
+def test_read_only_out_from_the_start_is_one_line(tmp_path, scratch, shared_cluster, capsys):
+    """Promise: on a --out that is read-only before the command starts, `qkov reproduce` and `qkov report`
+    each print one line saying they cannot write there (exit 2, no traceback) and change nothing."""
+    why = can_mount(tmp_path)
+    if why:
+        pytest.skip(f"cannot bind-mount --out read-only ({why}); this case needs root (see docs/reliability.md)")
+    out = tmp_path / "out"
+    set_behaviour(scratch)
+    assert _study(out, capsys)[0] == 0
+    before = complete_runs(out)
+    make_read_only(out)
+    try:
+        for args in (["reproduce", "--out", str(out), "--no-progress"], ["report", "--out", str(out)]):
+            rc = run_cli(cli, args)
+            err = capsys.readouterr().err
+            lines = [x for x in err.splitlines() if x.strip()]
+            assert rc == 2 and len(lines) == 1 and "Read-only file system" in lines[0], (args, err)
+            assert lines[0].startswith(f"qkov: error: out: {out}: cannot write")
+    finally:
+        subprocess.run(["umount", str(out)], capture_output=True)
+    assert complete_runs(out) == before
