@@ -77,6 +77,8 @@ PROMISES = [
      "test_resources.py::test_disk_full_mid_study"),
     ("`--out` read-only mid-study: the same, and the summary and report each say in one line they were not "
      "written.", "test_resources.py::test_read_only_out_mid_study"),
+    ("`--out` read-only before the start: `reproduce` and `report` each say so in one line (exit 2).",
+     "test_resources.py::test_read_only_out_from_the_start_is_one_line"),
     ("`--out` removed mid-study: the workers do not recreate it; runs fail in one line; the rerun completes.",
      "test_resources.py::test_out_vanishes_mid_study"),
     ("A worker out of memory (MemoryError, or killed each time as by the OOM killer): that run fails in one "

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import errno
 import datetime as _dt
 import json
 import os
@@ -183,7 +184,8 @@ def execute_run(execute: Callable[[str, dict, Path], None], kind: str, config: d
     A run already complete is not run again (a retry after its worker died having finished it). A
     directory left by an earlier attempt that died halfway is cleared first; the run must end complete
     (``COMPLETE`` written last by ``RunWriter``), else this raises. The results directory must exist: it
-    is never made again here, so a removed ``--out`` fails the run instead of half-recreating it.
+    is never made again here, so a removed ``--out`` fails the run instead of half-recreating it. A full or
+    read-only results filesystem is returned as a :class:`ResourceFault` (not raised: no retries).
     Returns the run directory's name.
     """
     path = Path(run_dir)
@@ -199,16 +201,27 @@ def execute_run(execute: Callable[[str, dict, Path], None], kind: str, config: d
         shutil.rmtree(path)
     try:
         execute(kind, config, path)
-    except Exception:
+    except Exception as exc:
         # A run that failed (disk full, read-only, out of memory, a bug) leaves no partial files behind:
         # they would hold disk space the report needs, and it is redone from scratch anyway.
         if not is_complete(path):
             shutil.rmtree(path, ignore_errors=True)
+        if isinstance(exc, OSError) and exc.errno in RESOURCE_ERRNOS:
+            # Not worth a retry: the filesystem stays full / read-only until someone fixes it.
+            return ResourceFault(f"{type(exc).__name__}: {exc}".splitlines()[0])
         raise
     if not is_complete(path):
         raise RuntimeError(f"run {path.name}: {execute.__module__}.{execute.__qualname__} returned "
                            "but the run is not complete")
     return path.name
+
+
+RESOURCE_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EROFS})
+"""Errors of the results filesystem (full, over quota, read-only) that a retry cannot cure."""
+
+
+class ResourceFault(str):
+    """What :func:`execute_run` returns (instead of raising, so Dask does not retry) for a resource fault."""
 
 
 def failure_reason(exc: BaseException) -> str:
@@ -321,8 +334,11 @@ def run_study(plan: StudyPlan, client: Any | None, retries: int = 2, progress: b
         for fut in (as_completed(list(futures)) if futures else ()):
             run = futures[fut]
             try:
-                fut.result()
-                executed.append(run.name)
+                outcome = fut.result()
+                if isinstance(outcome, ResourceFault):
+                    failed[run.name] = str(outcome)
+                else:
+                    executed.append(run.name)
             except Exception as exc:  # noqa: BLE001 - a failed run is reported, the study goes on
                 failed[run.name] = failure_reason(exc)
             if bar is not None:

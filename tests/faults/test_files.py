@@ -8,12 +8,11 @@ import socket
 import stat
 import subprocess
 import sys
-import warnings
 from pathlib import Path
 
 import pytest
 
-from conftest import DRIVER, ROOT, _PATHS, assert_complete_runs_are_whole, complete_runs
+from faultkit import DRIVER, PATHS, ROOT, assert_complete_runs_are_whole, complete_runs
 from faultstudy import executions, set_behaviour
 from qkov.cli.main import cli, run_cli
 
@@ -98,7 +97,7 @@ def test_modes_follow_the_umask_and_the_local_cluster_serves_no_dashboard(tmp_pa
         pass  # already taken by someone else: the same situation
     out = tmp_path / "out"
     script = tmp_path / "perms_driver.py"
-    script.write_text(_PERMS_DRIVER.format(paths=_PATHS, out=str(out)))
+    script.write_text(_PERMS_DRIVER.format(paths=PATHS, out=str(out)))
     try:
         r = subprocess.run([sys.executable, str(script), oct(umask)], cwd=ROOT, env=dict(os.environ),
                            capture_output=True, text=True, timeout=120)

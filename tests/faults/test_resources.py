@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import assert_complete_runs_are_whole, complete_runs
+from faultkit import assert_complete_runs_are_whole, complete_runs
 from faultstudy import executions, set_behaviour
 from qkov.cli.main import cli, run_cli
 
