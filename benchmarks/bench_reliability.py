@@ -306,7 +306,8 @@ def render(figures: dict, sched: dict, a) -> str:
     lines += [f"| {p} | `{t}` |" for p, t in PROMISES]
     lines += ["", "## Measured figures", "",
               f"A study of {a.runs} runs of {a.sleep:g} s each on {a.workers} local worker processes "
-              f"({os.cpu_count()} CPUs, {time.strftime('%Y-%m-%d')}). *Lost*: runs started but not complete when "
+              f"({os.cpu_count()} CPUs, load average {a.load:.1f} at the start, {time.strftime('%Y-%m-%d')}); the "
+              "times are dominated by starting Python, Dask and the local cluster. *Lost*: runs started but not complete when "
               "the fault hit. *Redone*: executions beyond one per run, fault and rerun together. *Recover*: wall "
               "time of the rerun after the fault was removed (process start and local cluster included).", "",
               "| fault | lost | redone | complete after rerun | recover (s) | note |", "|---|---|---|---|---|---|"]
@@ -350,6 +351,7 @@ def main() -> None:
     ap.add_argument("--out-md", default=str(ROOT / "docs" / "reliability.md"))
     ap.add_argument("--only", default=None, help="comma-separated scenario numbers (1-based) to run")
     a = ap.parse_args()
+    a.load = os.getloadavg()[0]
     base = Path(tempfile.mkdtemp(prefix="qkov-bench-reliability-"))
     figures = {}
     try:

@@ -340,7 +340,12 @@ def run_study(plan: StudyPlan, client: Any | None, retries: int = 2, progress: b
                 else:
                     executed.append(run.name)
             except Exception as exc:  # noqa: BLE001 - a failed run is reported, the study goes on
-                failed[run.name] = failure_reason(exc)
+                if is_complete(run.run_dir):
+                    # Finished on disk before its worker died (Dask then blames every task that worker
+                    # held: KilledWorker); the run directory is the result, and it is whole.
+                    executed.append(run.name)
+                else:
+                    failed[run.name] = failure_reason(exc)
             if bar is not None:
                 bar.update(1)
                 bar.set_postfix(failed=len(failed), refresh=False)
