@@ -11,14 +11,18 @@ import tempfile
 from pathlib import Path
 
 
-def atomic_write_bytes(path: str | os.PathLike[str], data: bytes, *, mode: int | None = None) -> Path:
+def atomic_write_bytes(path: str | os.PathLike[str], data: bytes, *, mode: int | None = None,
+                       parents: bool = True) -> Path:
     """Write ``data`` to ``path`` atomically (temporary file in the same directory, fsync, ``os.replace``).
 
     ``mode``: permission bits for the new file before the umask (default ``0o666``, i.e. 0644 under the
     usual umask 022, like any file ``open`` creates; :func:`tempfile.mkstemp` alone would give 0600).
+    ``parents=False``: the directory must exist already (``FileNotFoundError`` if it vanished), it is not
+    created again.
     """
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
+    if parents:
+        path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
         umask = os.umask(0)

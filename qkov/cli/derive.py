@@ -12,6 +12,7 @@ from qkov.cli.options import Choice, ListOf, json_option, out_option, param_opti
 from qkov.cli.support import CONTEXT_SETTINGS
 
 from qkov.core.config import PARAMETRIZATIONS, StrictConfig, parse_config
+from qkov.core.lock import results_lock
 from qkov.core.runstore import RunWriter, run_dir_for
 
 FORMATS = ("md", "html", "tex")
@@ -67,7 +68,8 @@ def derive(params, out: Path, formats, as_json: bool, thorough: bool, no_cache: 
         click.echo(json.dumps(payload, indent=1))
         return
     run_dir = run_dir_for(out, "derive", cfg.to_json_dict())
-    payload = write_derivation(run_dir, cfg, use_cache=not no_cache)
+    with results_lock(out, "qkov derive"):  # one writer per results directory
+        payload = write_derivation(run_dir, cfg, use_cache=not no_cache)
     s = payload["summary"]
     click.echo(f"checks: {s['passed']}/{s['checks']} passed")
     for fmt in cfg.formats:

@@ -189,31 +189,33 @@ def check_out_dir(value: str | os.PathLike[str], field: str = "out") -> Path:
         if not p.is_dir():
             kind = "a file" if p.is_file() else "not a directory (a device, socket or broken link)"
             raise field_error(field, text, f"must be a directory (or not exist yet), but it is {kind}")
-        if not _can_write_into(p):
-            raise field_error(field, text, "must be a writable directory (permission denied or read-only)")
+        why = _cannot_write_into(p)
+        if why:
+            raise field_error(field, text, f"cannot write there ({why}): must be a writable directory")
         return p
     parent = p.parent
     while not parent.exists():
         parent = parent.parent
     if not parent.is_dir() or stat.S_ISCHR(parent.stat().st_mode):
         raise field_error(field, text, f"cannot be created: {parent} is not a directory")
-    if not _can_write_into(parent):
-        raise field_error(field, text, f"cannot be created: {parent} is not writable")
+    why = _cannot_write_into(parent)
+    if why:
+        raise field_error(field, text, f"cannot write there: {parent} is not writable ({why})")
     return p
 
 
-def _can_write_into(directory: Path) -> bool:
-    """Whether a file can be created in ``directory``: a probe file, removed at once (``os.access`` is
-    wrong for root and for read-only mounts)."""
+def _cannot_write_into(directory: Path) -> str | None:
+    """Why no file can be created in ``directory`` (``None`` if one can): a probe file, removed at once
+    (``os.access`` is wrong for root and for read-only mounts)."""
     import tempfile
 
     try:
         fd, name = tempfile.mkstemp(prefix=".qkov-probe-", dir=directory)
-    except OSError:
-        return False
+    except OSError as exc:
+        return exc.strerror or type(exc).__name__
     os.close(fd)
     os.unlink(name)
-    return True
+    return None
 
 
 class OutDir(_Type):

@@ -16,11 +16,20 @@ from qkov.core.config import field_error
               help="Results directory written by `qkov reproduce`.")
 def report(out: str) -> None:
     """Build <out>/report.html (self-contained, offline) and <out>/report.md from <out>/runs/."""
+    from qkov.core.lock import results_lock
     from qkov.report import build_report
 
+    if not Path(out, "runs").is_dir():  # before taking the lock, which would create --out
+        raise field_error("out", out, f"must hold a study's runs: {Path(out) / 'runs'} does not exist "
+                          f"(run `qkov reproduce --out {out}` first)")
     try:
-        html_path, md_path = build_report(Path(out))
+        with results_lock(Path(out), "qkov report"):
+            html_path, md_path = build_report(Path(out))
     except FileNotFoundError as exc:
         raise field_error("out", out, f"must hold a study's runs ({exc})") from None
+    except OSError as exc:  # disk full, read-only --out: one line, the runs are untouched
+        from qkov.cli.reproduce import report_failure
+
+        raise click.ClickException(f"report: not written: {report_failure(exc)}") from None
     click.echo(f"markdown: {md_path.resolve()}")
     click.echo(f"report: {html_path.resolve()}")

@@ -2,9 +2,13 @@
 as independent runs on Dask, resumable, ending in one report.
 
 Everything is validated before anything is written: a bad option is a
-:class:`qkov.core.config.ConfigError` (one line, exit status 2, no files). Runs already
-complete under ``--out`` are reused, half-written ones are redone (see
-:mod:`qkov.study.engine`). The last line printed is ``report: <path of report.html>``.
+:class:`qkov.core.config.ConfigError` (one line, exit status 2, no files), and so is a ``--scheduler``
+that does not answer as a Dask scheduler within 10 s (:mod:`qkov.study.connect`). ``--out`` has one owner
+at a time (:func:`qkov.core.lock.results_lock`): a second writer exits 2 at once naming the holder. Runs
+already complete under ``--out`` are reused, half-written ones are redone (see :mod:`qkov.study.engine`).
+A run that fails (disk full, read-only or vanished ``--out``, a worker out of memory) is listed with a
+one-line reason; the report is still built from the complete runs, or one line says why it could not be
+written. The last line printed is ``report: <path of report.html>``.
 """
 
 from __future__ import annotations
@@ -21,7 +25,14 @@ from pydantic import AfterValidator, Field
 from typing import Annotated
 
 from qkov.core.config import ConfigError, StrictConfig, as_choice_list, parse_config, resolve_data_dir
+from qkov.core.lock import results_lock
 from qkov.study import engine
+
+
+def report_failure(exc: OSError) -> str:
+    """One line for an ``OSError`` met while writing the report: the file and the system's reason."""
+    where = exc.filename or ""
+    return f"{where}: {exc.strerror}" if where and exc.strerror else (str(exc).splitlines() or [type(exc).__name__])[0]
 
 
 def _scheduler_address(text: str | None) -> str | None:
@@ -75,6 +86,17 @@ def reproduce(quick: bool, out: Path, data_dir: str | None, scheduler: str | Non
     cfg = parse_config(ReproduceConfig, **values)
     data = resolve_data_dir(data_dir)
     plan = engine.plan_study(cfg.out, cfg.quick, data, only=cfg.stages)  # writes nothing; may raise ConfigError
+    engine.check_run_dirs(plan)          # symbolic links as run directories: refused, one line
+    if cfg.scheduler:
+        from qkov.study.connect import check_scheduler
+
+        check_scheduler(cfg.scheduler)   # unreachable / not Dask / unresolvable: one line within seconds
+    with results_lock(cfg.out, "qkov reproduce"):
+        _reproduce(cfg, plan, data, progress)
+
+
+def _reproduce(cfg: ReproduceConfig, plan: "engine.StudyPlan", data: Path | None, progress: bool) -> None:
+    """The study itself, run while holding ``--out``'s lock."""
 
     for stage in plan.stages:
         if stage.state == "not selected":
@@ -109,10 +131,18 @@ def reproduce(quick: bool, out: Path, data_dir: str | None, scheduler: str | Non
                f"{len(result.redone)} incomplete redone, {len(result.failed)} failed")
     for name, err in result.failed.items():
         click.echo(f"failed {name}: {err}", err=True)
+    if result.summary_error:
+        click.echo(f"summary not written: {result.summary_error}", err=True)
 
     from qkov.report import build_report
 
-    html_path, _ = build_report(cfg.out)
+    try:
+        html_path, _ = build_report(cfg.out)
+    except OSError as exc:  # disk full, read-only or vanished --out: the runs on disk stay as they are
+        click.echo(f"report: not written: {report_failure(exc)}", err=True)
+        failed = f"{len(result.failed)} runs failed and " if result.failed else ""
+        raise click.ClickException(f"{failed}the report could not be written; fix the cause and rerun the same "
+                                   "command, complete runs are kept") from None
     click.echo(f"results: {cfg.out.resolve()}")
     click.echo(f"report: {html_path.resolve()}")
     if not result.ok:

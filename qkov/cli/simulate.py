@@ -114,7 +114,10 @@ def simulate(params, K, M, eta_qk, eta_ov, u0, v0, t, method, dt, init, scale, s
         click.echo(_table(cfg, runs))
         click.echo(f"({time.perf_counter() - start:.2f} s)", err=True)
     if save or plot:
-        run_dir = write_simulation(cfg, runs, out, plots=plot)
+        from qkov.core.lock import results_lock
+
+        with results_lock(out, "qkov simulate"):  # one writer per results directory
+            run_dir = write_simulation(cfg, runs, out, plots=plot)
         if not as_json:
             click.echo(f"results: {run_dir.resolve()}")
 

@@ -15,6 +15,7 @@ from tqdm.auto import tqdm
 
 from qkov.core.config import ConfigError, resolve_data_dir
 from qkov.core.runstore import is_complete, run_dir_for, to_json_text
+from qkov.core.lock import results_lock
 
 from validation.real.config import DATASETS, OPTIMIZERS
 from validation.real.run import load_dataset
@@ -55,17 +56,18 @@ def real(datasets, ratios, seeds, optimizers, param: str, layers: int, quick: bo
     for ds in datasets:  # validate every file before training anything
         load_dataset(ds, str(data))
     run_dirs = []
-    for cfg in tqdm(configs, desc="real-data runs", unit="run", disable=as_json):
-        cd = cfg.to_json_dict()
-        run_dir = run_dir_for(out, KIND, cd)
-        if not is_complete(run_dir):
-            execute_run(cfg, run_dir, kind=KIND, progress=not as_json)
-        run_dirs.append(run_dir)
-    summary_cfg = {"datasets": list(datasets), "ratios": list(ratio_list), "seeds": list(seed_list),
-                   "optimizers": list(optimizers), "quick": quick, **extra, "data_dir": str(data),
-                   "runs": [d.name for d in run_dirs]}
-    summary_dir = run_dir_for(out, SWEEP_SUMMARY_KIND, summary_cfg)
-    result = summarise(run_dirs, summary_dir, kind=SWEEP_SUMMARY_KIND, config=summary_cfg)
+    with results_lock(out, "qkov validate real"):  # one writer per results directory
+        for cfg in tqdm(configs, desc="real-data runs", unit="run", disable=as_json):
+            cd = cfg.to_json_dict()
+            run_dir = run_dir_for(out, KIND, cd)
+            if not is_complete(run_dir):
+                execute_run(cfg, run_dir, kind=KIND, progress=not as_json)
+            run_dirs.append(run_dir)
+        summary_cfg = {"datasets": list(datasets), "ratios": list(ratio_list), "seeds": list(seed_list),
+                       "optimizers": list(optimizers), "quick": quick, **extra, "data_dir": str(data),
+                       "runs": [d.name for d in run_dirs]}
+        summary_dir = run_dir_for(out, SWEEP_SUMMARY_KIND, summary_cfg)
+        result = summarise(run_dirs, summary_dir, kind=SWEEP_SUMMARY_KIND, config=summary_cfg)
     if as_json:
         click.echo(to_json_text({"summary_dir": str(summary_dir.resolve()), "runs": [str(d) for d in run_dirs],
                                  "claims": result["claims"], "groups": result["groups"]}), nl=False)

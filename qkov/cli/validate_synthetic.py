@@ -13,6 +13,7 @@ from qkov.cli.support import CONTEXT_SETTINGS
 
 from qkov.core.config import parse_config
 from qkov.core.runstore import RunWriter, run_dir_for
+from qkov.core.lock import results_lock
 from validation.synthetic.experiment import SyntheticConfig, run_grid
 from validation.synthetic.report import write_run
 
@@ -66,9 +67,10 @@ def synthetic(params, ratios, data: str, optimizer: str, steps: int | None, dt: 
     cfg = build_config(params, ratios, data, optimizer, steps, dt, init, seed, K, M)
     config = cfg.to_json_dict()
     run_dir = run_dir_for(out, "synthetic", config)
-    runs = run_grid(cfg, progress=progress)
-    with RunWriter(run_dir, kind="synthetic", config=config, seed=cfg.seed) as run:
-        res = write_run(cfg, runs, run)
+    with results_lock(out, "qkov validate synthetic"):  # one writer per results directory
+        runs = run_grid(cfg, progress=progress)
+        with RunWriter(run_dir, kind="synthetic", config=config, seed=cfg.seed) as run:
+            res = write_run(cfg, runs, run)
     if as_json:
         m = res["metrics"]
         brief = {"run_dir": str(run_dir), "ode_all_within_tolerance": m["ode_all_within_tolerance"],

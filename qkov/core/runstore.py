@@ -160,7 +160,8 @@ class RunWriter:
         if exc_type is None:
             self.write_json("manifest.json", build_manifest(self.kind, self.seed, self.started, _now()))
             listing = {name: _sha256(self.path / name) for name in sorted(set(self._files))}
-            atomic_write_json(self.path / COMPLETE_MARKER, {"files": listing, "completed": _now()})
+            atomic_write_bytes(self.path / COMPLETE_MARKER,
+                               to_json_text({"files": listing, "completed": _now()}).encode(), parents=False)
         return False
 
     def _record(self, name: str) -> Path:
@@ -170,8 +171,12 @@ class RunWriter:
         return self.path / name
 
     def write_bytes(self, name: str, data: bytes) -> Path:
-        """Atomically write raw bytes as ``name`` inside the run."""
-        return atomic_write_bytes(self._record(name), data)
+        """Atomically write raw bytes as ``name`` inside the run.
+
+        The run directory is made once, on entering; if it vanished since (``--out`` removed mid-run),
+        this raises ``FileNotFoundError`` instead of silently making it again.
+        """
+        return atomic_write_bytes(self._record(name), data, parents=False)
 
     def write_text(self, name: str, text: str) -> Path:
         """Atomically write text as ``name`` inside the run."""
@@ -214,6 +219,9 @@ def is_complete(path: str | os.PathLike[str]) -> bool:
 def discard_incomplete(path: str | os.PathLike[str]) -> bool:
     """Remove a run directory that is not complete; return True if one was removed."""
     path = Path(path)
+    if path.is_symlink() and not is_complete(path):
+        path.unlink()  # never delete through a link: only the link goes
+        return True
     if path.exists() and not is_complete(path):
         shutil.rmtree(path)
         return True

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 from qkov.core.runstore import atomic_write_bytes
@@ -54,8 +53,7 @@ def build_report(out: str | Path) -> tuple[Path, Path]:
     summarise_real_runs(out)
     results = collect_runs(out)
     rows = build_ledger(results)
-    html_path = atomic_write_bytes(out / HTML_NAME, render_html(results, rows).encode("utf-8"))
-    md_path = atomic_write_bytes(out / MD_NAME, render_markdown(results, rows).encode("utf-8"))
-    for p in (html_path, md_path):
-        os.chmod(p, 0o644)  # a document to share, not a private temporary file
+    # atomic_write_bytes gives 0666 & ~umask (0644 under umask 022): a document to share, as the runs are.
+    html_path = atomic_write_bytes(out / HTML_NAME, render_html(results, rows).encode("utf-8"), parents=False)
+    md_path = atomic_write_bytes(out / MD_NAME, render_markdown(results, rows).encode("utf-8"), parents=False)
     return html_path, md_path

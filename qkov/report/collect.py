@@ -89,10 +89,19 @@ def _stage_map(out: Path) -> dict[str, str]:
         return {}
 
 
+def _listed(path: Path) -> set[str]:
+    """The files ``COMPLETE`` lists (hash-checked by ``is_complete``); anything else in the run is ignored."""
+    try:
+        return set(json.loads((path / COMPLETE_MARKER).read_text())["files"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return set()
+
+
 def _figures(path: Path) -> list[Figure]:
-    stems = sorted({p.stem for p in path.iterdir() if p.suffix in (".png", ".svg") and not p.name.startswith(".")})
-    return [Figure(s, path / f"{s}.png" if (path / f"{s}.png").is_file() else None,
-                   path / f"{s}.svg" if (path / f"{s}.svg").is_file() else None) for s in stems]
+    listed = _listed(path)
+    stems = sorted({p.stem for p in path.iterdir() if p.suffix in (".png", ".svg") and p.name in listed})
+    return [Figure(s, path / f"{s}.png" if f"{s}.png" in listed else None,
+                   path / f"{s}.svg" if f"{s}.svg" in listed else None) for s in stems]
 
 
 def read_run(path: Path, stage: str | None = None) -> RunRecord:
@@ -101,8 +110,9 @@ def read_run(path: Path, stage: str | None = None) -> RunRecord:
     manifest = _load_json(path / "manifest.json") if (path / "manifest.json").is_file() else {}
     kind = str(manifest.get("kind") or path.name.rsplit("-", 1)[0])
     metrics: dict[str, Any] = {}
+    listed = _listed(path)
     for f in sorted(path.glob("*.json")):
-        if f.name not in _RESERVED:
+        if f.name not in _RESERVED and f.name in listed:  # an extra file dropped in later is not a result
             metrics[f.stem] = _load_json(f)
     claims = _load_json(path / "claims.json") if (path / "claims.json").is_file() else {}
     derivation = _load_json(path / "derivation.json") if (path / "derivation.json").is_file() else None

@@ -20,9 +20,12 @@ on disk, complete, and skipped by the next call.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
+import errno
 import datetime as _dt
 import json
+import os
 import shutil
 import sys
 import time
@@ -32,6 +35,7 @@ from typing import Any, Callable, Sequence
 
 from qkov.core.config import ConfigError
 from qkov.core.runstore import atomic_write_json, config_key, is_complete
+from theory.errors import InputError
 
 @dataclasses.dataclass(frozen=True)
 class Stage:
@@ -121,6 +125,8 @@ class StudyResult:
     failed: dict[str, str]
     started: str
     ended: str
+    summary_error: str | None = None
+    """Why ``reproduce.json`` could not be written (disk full, read-only or vanished ``--out``), or None."""
 
     @property
     def ok(self) -> bool:
@@ -175,18 +181,72 @@ def plan_study(out: Path, quick: bool, data_dir: Path | None,
 def execute_run(execute: Callable[[str, dict, Path], None], kind: str, config: dict[str, Any], run_dir: str) -> str:
     """Worker side of one run: call the stage's ``execute``.
 
-    A directory left by an earlier attempt that died halfway is cleared first; the
-    run must end complete (``COMPLETE`` written last by ``RunWriter``), else this raises.
+    A run already complete is not run again (a retry after its worker died having finished it). A
+    directory left by an earlier attempt that died halfway is cleared first; the run must end complete
+    (``COMPLETE`` written last by ``RunWriter``), else this raises. The results directory must exist: it
+    is never made again here, so a removed ``--out`` fails the run instead of half-recreating it. A full or
+    read-only results filesystem is returned as a :class:`ResourceFault` (not raised: no retries).
     Returns the run directory's name.
     """
     path = Path(run_dir)
-    if path.exists() and not is_complete(path):
+    if not path.parent.is_dir():  # never recreate a results directory that was removed mid-study
+        raise FileNotFoundError(f"results directory {path.parent} vanished (or is not mounted on this worker)")
+    if path.is_symlink():
+        raise FileExistsError(f"{path} is a symbolic link; run directories must be real directories")
+    if is_complete(path):
+        # Done by an earlier attempt whose worker died before its result reached the client: Dask
+        # recomputes such a lost result; the run on disk is the result, so it is not run again.
+        return path.name
+    if path.exists():
         shutil.rmtree(path)
-    execute(kind, config, path)
+    try:
+        execute(kind, config, path)
+    except Exception as exc:
+        # A run that failed (disk full, read-only, out of memory, a bug) leaves no partial files behind:
+        # they would hold disk space the report needs, and it is redone from scratch anyway.
+        if not is_complete(path):
+            shutil.rmtree(path, ignore_errors=True)
+        if isinstance(exc, OSError) and exc.errno in RESOURCE_ERRNOS:
+            # Not worth a retry: the filesystem stays full / read-only until someone fixes it.
+            return ResourceFault(f"{type(exc).__name__}: {exc}".splitlines()[0])
+        raise
     if not is_complete(path):
         raise RuntimeError(f"run {path.name}: {execute.__module__}.{execute.__qualname__} returned "
                            "but the run is not complete")
     return path.name
+
+
+RESOURCE_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EROFS})
+"""Errors of the results filesystem (full, over quota, read-only) that a retry cannot cure."""
+
+
+class ResourceFault(str):
+    """What :func:`execute_run` returns (instead of raising, so Dask does not retry) for a resource fault."""
+
+
+def failure_reason(exc: BaseException) -> str:
+    """One line saying why a run failed (a killed worker, out of memory, disk full, read-only, ...)."""
+    name = type(exc).__name__
+    if name == "KilledWorker":
+        return ("KilledWorker: the worker process running it died every time it was tried "
+                "(killed, e.g. out of memory: see the worker logs)")
+    if isinstance(exc, MemoryError):
+        return f"MemoryError: out of memory in the worker{': ' + str(exc) if str(exc) else ''}".splitlines()[0]
+    text = str(exc).strip()
+    return f"{name}: {text.splitlines()[0]}" if text else name
+
+
+def check_run_dirs(plan: "StudyPlan") -> None:
+    """Refuse (one line, before any work) a planned run directory that is a symbolic link.
+
+    A link could point anywhere: removing an incomplete run through it would delete files outside
+    ``--out``, and a complete one would make the report read results from elsewhere.
+    """
+    for run in plan.runs:
+        if run.run_dir.is_symlink():
+            raise InputError(f"out: {run.run_dir}: a symbolic link (to {os.readlink(run.run_dir)}); run "
+                             "directories must be real directories inside --out: remove the link, or replace "
+                             "it by a copy of its target")
 
 
 def _now() -> str:
@@ -240,16 +300,25 @@ def run_study(plan: StudyPlan, client: Any | None, retries: int = 2, progress: b
     from distributed import as_completed
 
     started = _now()
+    check_run_dirs(plan)
+    try:
+        (plan.out / RUNS_DIR).mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise InputError(f"out: {plan.out}: cannot write there ({exc.strerror or exc})") from None
     reused, redone, todo = [], [], []
+    failed: dict[str, str] = {}
     for run in plan.runs:
         if is_complete(run.run_dir):
             reused.append(run.name)
             continue
         if run.run_dir.exists():
-            shutil.rmtree(run.run_dir)
+            try:
+                shutil.rmtree(run.run_dir)
+            except OSError as exc:  # read-only --out: the run is reported, the others go on
+                failed[run.name] = f"cannot remove its incomplete directory: {failure_reason(exc)}"
+                continue
             redone.append(run.name)
         todo.append(run)
-    (plan.out / RUNS_DIR).mkdir(parents=True, exist_ok=True)
 
     if todo and client is None:
         raise ValueError("run_study: runs to execute but no Dask client")
@@ -260,17 +329,23 @@ def run_study(plan: StudyPlan, client: Any | None, retries: int = 2, progress: b
                             key=f"qkov-{run.name}-{uuid.uuid4().hex[:8]}", pure=False, retries=retries)
         futures[fut] = run
     executed: list[str] = []
-    failed: dict[str, str] = {}
     bar = _progress(len(todo), f"runs ({len(reused)} reused)") if progress else None
     try:
         for fut in (as_completed(list(futures)) if futures else ()):
             run = futures[fut]
             try:
-                fut.result()
-                executed.append(run.name)
+                outcome = fut.result()
+                if isinstance(outcome, ResourceFault):
+                    failed[run.name] = str(outcome)
+                else:
+                    executed.append(run.name)
             except Exception as exc:  # noqa: BLE001 - a failed run is reported, the study goes on
-                msg = f"{type(exc).__name__}: {exc}".splitlines()[0] if str(exc) else type(exc).__name__
-                failed[run.name] = msg
+                if is_complete(run.run_dir):
+                    # Finished on disk before its worker died (Dask then blames every task that worker
+                    # held: KilledWorker); the run directory is the result, and it is whole.
+                    executed.append(run.name)
+                else:
+                    failed[run.name] = failure_reason(exc)
             if bar is not None:
                 bar.update(1)
                 bar.set_postfix(failed=len(failed), refresh=False)
@@ -282,14 +357,31 @@ def run_study(plan: StudyPlan, client: Any | None, retries: int = 2, progress: b
         if bar is not None:
             bar.close()
     result = StudyResult(plan, executed, reused, redone, failed, started, _now())
-    atomic_write_json(plan.out / SUMMARY_FILE, _summary(result, _address(client)))
+    if not (plan.out / RUNS_DIR).is_dir():
+        result.summary_error = f"{plan.out / RUNS_DIR} vanished during the study"
+    else:
+        try:
+            atomic_write_json(plan.out / SUMMARY_FILE, _summary(result, _address(client)))
+        except OSError as exc:  # disk full, read-only: the runs' own state on disk is what counts
+            result.summary_error = f"{plan.out / SUMMARY_FILE}: {exc.strerror or exc}"
     return result
+
+
+LOCAL_CLUSTER_CONFIG = {"distributed.scheduler.http.routes": [], "distributed.worker.http.routes": [],
+                        "distributed.scheduler.worker-saturation": 1.0}
+"""Dask settings of the local cluster: no HTTP routes (no dashboard, no Prometheus, no JSON API); a worker
+holds only the task it runs (saturation 1.0, not 1.1 = two tasks per one-thread worker), so a worker that
+dies -- killed, out of memory -- takes no queued neighbour run down with it (each death counts against
+every task the worker held, and a task counted too often fails with ``KilledWorker``)."""
 
 
 class StudyCluster:
     """A Dask client: a new ``LocalCluster`` of ``workers`` single-threaded processes, or ``scheduler``.
 
-    Use as a context manager; a cluster it started is closed on exit.
+    Use as a context manager; a cluster it started is closed on exit. ``scheduler`` is checked first
+    (:func:`qkov.study.connect.connect_client`: 10 s per step, one-line :class:`~qkov.study.connect.SchedulerError`).
+    The local cluster listens on 127.0.0.1 only and serves no dashboard: Dask always opens an HTTP port,
+    here an ephemeral loopback one with no routes, so nothing warns "Port 8787 is already in use".
     """
 
     def __init__(self, scheduler: str | None = None, workers: int = 1):
@@ -297,22 +389,37 @@ class StudyCluster:
         self.workers = workers
         self.cluster = None
         self.client = None
+        self._stack = contextlib.ExitStack()
 
     def __enter__(self):
         from distributed import Client, LocalCluster
 
         if self.scheduler:
-            self.client = Client(self.scheduler, timeout="30s")
+            from qkov.study.connect import connect_client
+
+            self.client = connect_client(self.scheduler)
         else:
-            self.cluster = LocalCluster(n_workers=self.workers, threads_per_worker=1, processes=True,
-                                        dashboard_address=None, silence_logs=50)
-            self.client = Client(self.cluster)
+            import dask
+
+            self._stack.enter_context(dask.config.set(LOCAL_CLUSTER_CONFIG))
+            try:
+                self.cluster = LocalCluster(n_workers=self.workers, threads_per_worker=1, processes=True,
+                                            host="127.0.0.1", dashboard_address=None, silence_logs=50,
+                                            scheduler_kwargs={"dashboard": False,
+                                                              "dashboard_address": "127.0.0.1:0"})
+                self.client = Client(self.cluster)
+            except BaseException:
+                self._stack.close()
+                raise
         return self.client
 
     def __exit__(self, *exc_info) -> bool:
         t0 = time.monotonic()
-        if self.client is not None:
-            self.client.close()
-        if self.cluster is not None:
-            self.cluster.close(timeout=max(5.0, 20.0 - (time.monotonic() - t0)))
+        try:
+            if self.client is not None:
+                self.client.close()
+            if self.cluster is not None:
+                self.cluster.close(timeout=max(5.0, 20.0 - (time.monotonic() - t0)))
+        finally:
+            self._stack.close()
         return False

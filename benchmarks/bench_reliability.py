@@ -1,0 +1,376 @@
+"""Benchmark: what each fault costs a study -- runs lost, runs redone, time to recover -- written to docs/reliability.md.
+
+Each scenario runs `qkov reproduce` on the fault-injection stage of the test suite (``tests/faults/faultstudy.py``:
+``--runs`` runs of ``--sleep`` seconds each, no science), injects one fault, then reruns the same command and
+measures:
+
+- *runs lost*: runs that had started (executed at least once) but were not complete when the fault hit;
+- *runs redone*: executions beyond one per run, over the faulty study and the rerun together;
+- *time to recover*: wall time of the rerun after the fault was removed (0 where the study recovers by
+  itself), next to the time of a fault-free study of the same runs;
+- *time to error*: for faults that must be refused, how long until the one-line error.
+
+Faults that need root (disk full on a tmpfs, read-only bind mount) are skipped with the reason elsewhere.
+
+    sudo python benchmarks/bench_reliability.py [--runs 8] [--sleep 1.0] [--out-md docs/reliability.md]
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+FAULTS = ROOT / "tests" / "faults"
+PATHS = [str(FAULTS), str(ROOT)]
+sys.path[:0] = PATHS
+os.environ["PYTHONPATH"] = os.pathsep.join(PATHS + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p])
+
+import faultstudy  # noqa: E402
+from faultstudy import executions, set_behaviour  # noqa: E402
+
+DRIVER = """
+import sys
+sys.path[:0] = {paths!r}
+from qkov.study import engine
+import faultstudy
+engine.STAGES = (engine.Stage.from_module("synthetic", faultstudy),)
+from qkov.cli.main import main
+if __name__ == "__main__":
+    main(["reproduce", "--out", sys.argv[1], "--workers", sys.argv[2], "--no-progress", *sys.argv[3:]])
+"""
+
+PROMISES = [
+    ("One owner per results directory: a second `reproduce` (or `report`) on the same `--out` exits 2 at once "
+     "with one line naming the holder (PID, host, start); nothing of the first study is touched.",
+     "test_lock.py::test_second_writer_exits_2_at_once_naming_the_holder"),
+    ("A stale lock (its holder SIGKILLed) is taken over with one message; SIGKILL mid-study leaves no run that "
+     "reads complete and is not; the rerun redoes only the unfinished runs.",
+     "test_lock.py::test_sigkill_mid_study_then_rerun_takes_over_the_stale_lock"),
+    ("SIGINT mid-study stops with a message, no traceback, the lock released; the rerun redoes only the "
+     "unfinished runs.", "test_lock.py::test_sigint_mid_study_stops_releases_the_lock_and_rerun_finishes"),
+    ("Both lock modes (flock; lease file for filesystems without flock) refuse a live holder and take over a "
+     "dead one; a lease from another host is never taken over automatically.",
+     "test_lock.py::test_lock_modes_refuse_a_live_holder_and_take_over_a_dead_one, "
+     "test_lock.py::test_lease_held_from_another_host_is_not_taken_over"),
+    ("A wrong `--scheduler` (refused, unresolvable, an HTTP port, a silent port) is one line "
+     "`qkov: error: scheduler: ADDR: ...`, exit 2, within seconds (10 s per step at most), nothing written.",
+     "test_scheduler.py::test_wrong_scheduler_is_one_line_exit_2_in_seconds_and_writes_nothing"),
+    ("A Dask worker's address given as `--scheduler` is told apart from a scheduler.",
+     "test_scheduler.py::test_a_dask_worker_address_is_not_a_scheduler"),
+    ("A worker killed mid-task under a real `dask scheduler` + `dask worker` is restarted, its run redone; "
+     "the study completes; complete runs whose result was lost with the worker are not executed again.",
+     "test_dask_worker.py::test_worker_killed_mid_task_under_a_real_scheduler"),
+    ("Disk full mid-study: failing runs reported in one line each, none reads complete that is not, the report "
+     "built from the complete runs or one line why not, the rerun after the fix completes.",
+     "test_resources.py::test_disk_full_mid_study"),
+    ("`--out` read-only mid-study: the same, and the summary and report each say in one line they were not "
+     "written.", "test_resources.py::test_read_only_out_mid_study"),
+    ("`--out` read-only before the start: `reproduce` and `report` each say so in one line (exit 2).",
+     "test_resources.py::test_read_only_out_from_the_start_is_one_line"),
+    ("`--out` removed mid-study: the workers do not recreate it; runs fail in one line; the rerun completes.",
+     "test_resources.py::test_out_vanishes_mid_study"),
+    ("A worker out of memory (MemoryError, or killed each time as by the OOM killer): that run fails in one "
+     "line, the others complete, the report is built, the rerun runs that run alone.",
+     "test_resources.py::test_worker_out_of_memory"),
+    ("Tampered results are redone alone; unlisted extra files change nothing and never reach the report.",
+     "test_files.py::test_tampered_and_extra_files"),
+    ("A symbolic link as a run directory is refused before any work with one line; nothing behind it is deleted.",
+     "test_files.py::test_symlinked_run_directory_is_refused_with_one_line"),
+    ("Files 0666 & ~umask, directories 0777 & ~umask (0644/0755 under umask 022); the local cluster starts no "
+     "dashboard (no 'Port 8787 is already in use').",
+     "test_files.py::test_modes_follow_the_umask_and_the_local_cluster_serves_no_dashboard"),
+]
+
+
+class Study:
+    """One results directory on the fault stage, driven by subprocesses of `qkov reproduce`."""
+
+    def __init__(self, base: Path, name: str, runs: int, workers: int):
+        self.dir = base / name
+        self.scratch = self.dir / "scratch"
+        self.scratch.mkdir(parents=True)
+        self.out = self.dir / "out"
+        self.runs, self.workers = runs, workers
+        self.script = self.dir / "driver.py"
+        self.script.write_text(DRIVER.format(paths=PATHS))
+        self.env = dict(os.environ, QKOV_FAULT_DIR=str(self.scratch), QKOV_FAULT_RUNS=str(runs))
+
+    def start(self, *extra: str) -> subprocess.Popen:
+        return subprocess.Popen([sys.executable, str(self.script), str(self.out), str(self.workers), *extra],
+                                cwd=ROOT, env=self.env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                start_new_session=True)
+
+    def run(self, *extra: str) -> tuple[int, str, str, float]:
+        t0 = time.perf_counter()
+        p = self.start(*extra)
+        out, err = p.communicate(timeout=600)
+        return p.returncode, out, err, time.perf_counter() - t0
+
+    def complete(self) -> set[str]:
+        from qkov.core.runstore import is_complete
+
+        runs = self.out / "runs"
+        return {p.name for p in runs.iterdir() if is_complete(p)} if runs.is_dir() else set()
+
+    def started(self) -> set[str]:
+        counts = self.scratch / "counts"
+        return {p.name for p in counts.iterdir()} if counts.is_dir() else set()
+
+    def executions(self) -> int:
+        return sum(executions(self.scratch, n) for n in self.started())
+
+    def wait_complete(self, proc: subprocess.Popen, n: int) -> None:
+        deadline = time.monotonic() + 300
+        while time.monotonic() < deadline and proc.poll() is None and len(self.complete()) < n:
+            time.sleep(0.05)
+
+    def figures(self, lost: set[str], recover_s: float, note: str = "") -> dict:
+        return {"runs": self.runs, "lost": len(lost), "redone": self.executions() - self.runs,
+                "complete_after": len(self.complete()), "recover_s": round(recover_s, 1), "note": note}
+
+
+def killpg(p: subprocess.Popen, sig: int) -> None:
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(p.pid, sig)
+
+
+def scenario_baseline(base, a):
+    s = Study(base, "baseline", a.runs, a.workers)
+    set_behaviour(s.scratch, sleep=a.sleep)
+    rc, _, err, t = s.run()
+    assert rc == 0, err
+    return s.figures(set(), 0.0, f"fault-free study: {t:.1f} s")
+
+
+def _interrupt(base, a, name, sig):
+    s = Study(base, name, a.runs, a.workers)
+    set_behaviour(s.scratch, sleep=a.sleep)
+    p = s.start()
+    s.wait_complete(p, a.runs // 3)
+    killpg(p, sig) if sig == signal.SIGKILL else p.send_signal(sig)
+    with contextlib.suppress(subprocess.TimeoutExpired):
+        p.communicate(timeout=60)
+    killpg(p, signal.SIGKILL)
+    lost = s.started() - s.complete()
+    rc, _, err, t = s.run()
+    assert rc == 0, err
+    took_over = "took over the stale lock" if "taking over the lock" in err else "lock was free"
+    return s.figures(lost, t, f"rerun: {took_over}")
+
+
+def scenario_sigkill(base, a):
+    return _interrupt(base, a, "sigkill", signal.SIGKILL)
+
+
+def scenario_sigint(base, a):
+    return _interrupt(base, a, "sigint", signal.SIGINT)
+
+
+def scenario_worker_killed(base, a):
+    s = Study(base, "worker-killed", a.runs, a.workers)
+    set_behaviour(s.scratch, sleep=a.sleep, die_once=[1])
+    rc, _, err, t = s.run()
+    assert rc == 0, err
+    return s.figures({"1"}, 0.0, f"recovers by itself (nanny restart, retry): study {t:.1f} s")
+
+
+def scenario_oom(base, a):
+    s = Study(base, "oom-killed", a.runs, a.workers)
+    set_behaviour(s.scratch, sleep=a.sleep, die=[1])
+    rc, _, err, t1 = s.run()
+    failed = [x for x in err.splitlines() if x.startswith("failed ")]
+    set_behaviour(s.scratch, sleep=a.sleep)
+    rc2, _, err2, t = s.run()
+    assert rc2 == 0, err2
+    return s.figures({"1"}, t, f"faulty study {t1:.1f} s, exit {rc}, {len(failed)} failed line(s)")
+
+
+def _mount(path: Path, *args: str) -> str | None:
+    r = subprocess.run(["mount", *args, str(path)], capture_output=True, text=True)
+    return None if r.returncode == 0 else (r.stderr.strip() or f"exit {r.returncode}")
+
+
+def scenario_disk_full(base, a):
+    s = Study(base, "disk-full", a.runs, a.workers)
+    fs = s.dir / "fs"
+    fs.mkdir()
+    why = _mount(fs, "-t", "tmpfs", "-o", "size=8m", "qkov-bench")
+    if why:
+        return {"skipped": f"cannot mount a tmpfs ({why})"}
+    try:
+        s.out = fs / "out"
+        set_behaviour(s.scratch, sleep=a.sleep, payload=100_000)
+        p = s.start()
+        s.wait_complete(p, a.runs // 3)
+        filler = fs / "filler"
+        fd = os.open(filler, os.O_WRONLY | os.O_CREAT, 0o644)
+        for block in (1 << 16, 512):
+            with contextlib.suppress(OSError):
+                while True:
+                    os.write(fd, b"\0" * block)
+        os.close(fd)
+        _, err = p.communicate(timeout=300)
+        lost = s.started() - s.complete()
+        report = "report: one line why not" if "report: not written" in err else "report built"
+        failed = len([x for x in err.splitlines() if x.startswith("failed ")])
+        filler.unlink()
+        rc2, _, err2, t = s.run()
+        assert rc2 == 0, err2
+        return s.figures(lost, t, f"filled once {a.runs // 3} runs were done: exit {p.returncode}, "
+                                  f"{failed} failed line(s), {report}")
+    finally:
+        subprocess.run(["umount", "-l", str(fs)], capture_output=True)
+
+
+def scenario_read_only(base, a):
+    s = Study(base, "read-only", a.runs, a.workers)
+    set_behaviour(s.scratch, sleep=a.sleep)
+    p = s.start()
+    s.wait_complete(p, a.runs // 3)
+    s.out.mkdir(exist_ok=True)
+    why = _mount(s.out, "--bind", str(s.out)) or _mount(s.out, "-o", "remount,bind,ro")
+    if why:
+        killpg(p, signal.SIGKILL)
+        return {"skipped": f"cannot bind-mount --out read-only ({why})"}
+    p.communicate(timeout=300)
+    lost = s.started() - s.complete()
+    subprocess.run(["umount", str(s.out)], capture_output=True)
+    rc, _, err, t = s.run()
+    assert rc == 0, err
+    return s.figures(lost, t, f"faulty study exit {p.returncode}")
+
+
+def scenario_concurrent(base, a):
+    s = Study(base, "concurrent", a.runs, a.workers)
+    set_behaviour(s.scratch, sleep=a.sleep)
+    p = s.start()
+    s.wait_complete(p, 1)
+    rc, _, err, t = s.run()
+    p.communicate(timeout=300)
+    assert rc == 2 and p.returncode == 0, err
+    return s.figures(set(), 0.0, f"second writer refused (exit 2) in {t:.1f} s (process start included)")
+
+
+def scenario_scheduler(base, a):
+    s = Study(base, "scheduler", 1, 1)
+    res = {}
+    free = socket.socket()
+    free.bind(("127.0.0.1", 0))
+    refused = free.getsockname()[1]
+    free.close()
+    silent = socket.socket()
+    silent.bind(("127.0.0.1", 0))
+    silent.listen(4)
+    conns = []
+    threading.Thread(target=lambda: conns.append(silent.accept()), daemon=True).start()
+    for name, addr in (("refused", f"tcp://127.0.0.1:{refused}"), ("unresolvable", "tcp://qkov-no-such-host.invalid:8786"),
+                       ("silent port", f"tcp://127.0.0.1:{silent.getsockname()[1]}")):
+        rc, _, err, t = s.run("--scheduler", addr)
+        res[name] = {"exit": rc, "seconds": round(t, 1), "lines": len([x for x in err.splitlines() if x.strip()])}
+    silent.close()
+    return res
+
+
+SCENARIOS = {
+    "fault-free study": scenario_baseline,
+    "SIGKILL of the study (driver + workers) mid-study": scenario_sigkill,
+    "SIGINT mid-study": scenario_sigint,
+    "worker killed mid-task once": scenario_worker_killed,
+    "worker killed every time (OOM killer), then fixed": scenario_oom,
+    "disk full mid-study (8 MiB tmpfs filled), then freed": scenario_disk_full,
+    "`--out` read-only mid-study, then writable": scenario_read_only,
+    "second writer on the same `--out`": scenario_concurrent,
+}
+
+
+def render(figures: dict, sched: dict, a) -> str:
+    lines = ["# Reliability: the promises under faults, their tests, measured figures", "",
+             "Generated by `python benchmarks/bench_reliability.py` (run as root for the filesystem faults); "
+             "do not edit by hand.", "",
+             "The fault-injection suite is `tests/faults` (marker `faults`): `pytest -m faults` runs it alone; it "
+             "also runs in the default suite. Cases that need root (a tmpfs, a read-only bind mount) are skipped "
+             "elsewhere with the reason printed; run them with `sudo -E pytest -m faults -rs`.", "",
+             "## Promises and the tests that check them", "", "| promise | test (tests/faults/) |", "|---|---|"]
+    lines += [f"| {p} | `{t}` |" for p, t in PROMISES]
+    lines += ["", "## Measured figures", "",
+              f"A study of {a.runs} runs of {a.sleep:g} s each on {a.workers} local worker processes "
+              f"({os.cpu_count()} CPUs, load average {a.load:.1f} at the start, {time.strftime('%Y-%m-%d')}); the "
+              "times are dominated by starting Python, Dask and the local cluster. *Lost*: runs started but not complete when "
+              "the fault hit. *Redone*: executions beyond one per run, fault and rerun together. *Recover*: wall "
+              "time of the rerun after the fault was removed (process start and local cluster included).", "",
+              "| fault | lost | redone | complete after rerun | recover (s) | note |", "|---|---|---|---|---|---|"]
+    for name, f in figures.items():
+        if "skipped" in f:
+            lines.append(f"| {name} | | | | | skipped: {f['skipped']} |")
+        else:
+            lines.append(f"| {name} | {f['lost']} | {f['redone']} | {f['complete_after']}/{f['runs']} | "
+                         f"{f['recover_s']} | {f['note']} |")
+    lines += ["", "Time to a one-line error for a wrong `--scheduler` (a fresh `qkov reproduce` process, imports "
+              "included; the silent port waits out the 10 s handshake timeout):", "",
+              "| scheduler | exit | seconds | stderr lines |", "|---|---|---|---|"]
+    lines += [f"| {k} | {v['exit']} | {v['seconds']} | {v['lines']} |" for k, v in sched.items()]
+    lines += ["", "## What is assumed", "",
+              "- **Lock**: `<out>/.qkov.lock`, held with `flock` by the process running `qkov reproduce`, `report`, "
+              "`derive`, `simulate --plot` or `validate` (workers write under it). The kernel drops it when the "
+              "holder dies, so a stale lock is one whose file names a holder but whose flock is free; it is taken "
+              "over with a message. On a shared filesystem flock must be coherent across hosts (local disk, "
+              "NFSv4 or NFSv3 with lockd, Lustre `-o flock`, GPFS, CephFS). On NFS mounted `nolock` or "
+              "`local_lock=flock`, set `QKOV_LOCK=lease`: an `O_EXCL` lease file with host, PID and start time, "
+              "taken over only when its holder is on this host and gone; a lease from another host is removed "
+              "by hand once that host's qkov is known to be gone. Filesystems without flock fall back to the "
+              "lease by themselves (ENOLCK/EOPNOTSUPP).",
+              "- **Workers** write the run directories and must see `--out` at the same path; a worker that does "
+              "not (not mounted, removed) fails its run in one line instead of creating a private copy.",
+              "- **After SIGINT or SIGKILL of the client on a shared `--scheduler`** the scheduler's workers may "
+              "still finish the runs they had started; those runs end complete or are redone. Rerun after the "
+              "old client is gone (the lock enforces this for the client, not for its in-flight tasks).",
+              "- **Permissions**: files are created 0666 & ~umask and directories 0777 & ~umask; use umask 022 "
+              "(or 002 for a group) on shared results.",
+              "- **Local cluster**: binds to 127.0.0.1; Dask always opens an HTTP port, here an ephemeral "
+              "loopback one with no routes (no dashboard, no metrics), so nothing contends for port 8787.", ""]
+    return "\n".join(lines)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--runs", type=int, default=8)
+    ap.add_argument("--sleep", type=float, default=1.0, help="seconds per run")
+    ap.add_argument("--workers", type=int, default=2)
+    ap.add_argument("--out-md", default=str(ROOT / "docs" / "reliability.md"))
+    ap.add_argument("--only", default=None, help="comma-separated scenario numbers (1-based) to run")
+    a = ap.parse_args()
+    a.load = os.getloadavg()[0]
+    base = Path(tempfile.mkdtemp(prefix="qkov-bench-reliability-"))
+    figures = {}
+    try:
+        for i, (name, fn) in enumerate(SCENARIOS.items(), 1):
+            if a.only and str(i) not in a.only.split(","):
+                continue
+            t0 = time.perf_counter()
+            try:
+                figures[name] = fn(base, a)
+            except Exception as exc:  # noqa: BLE001 - a benchmark reports what it could not measure
+                figures[name] = {"skipped": f"{type(exc).__name__}: {str(exc)[:120]}"}
+            print(f"{name}: {json.dumps(figures[name])} ({time.perf_counter() - t0:.1f} s)", flush=True)
+        sched = scenario_scheduler(base, a)
+        print(f"scheduler: {json.dumps(sched)}", flush=True)
+    finally:
+        shutil.rmtree(base, ignore_errors=True)
+    Path(a.out_md).write_text(render(figures, sched, a))
+    print(f"written: {a.out_md}")
+
+
+if __name__ == "__main__":
+    main()

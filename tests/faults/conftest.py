@@ -1,0 +1,94 @@
+"""Fixtures of the fault-injection suite: the fault stage, one shared Dask cluster, subprocess drivers.
+
+Every test here is marked ``faults`` (``pytest -m faults`` runs the suite alone). Worker processes import
+the fault stage module by name, so ``tests/faults`` goes on ``PYTHONPATH`` for them too. Helpers the tests
+import are in ``faultkit.py``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import sys
+from pathlib import Path
+
+import pytest
+
+HERE = Path(__file__).resolve().parent
+_PATHS = [str(HERE), str(HERE.parent.parent)]
+for _p in reversed(_PATHS):
+    if _p not in sys.path:
+        sys.path.insert(0, _p)
+os.environ["PYTHONPATH"] = os.pathsep.join(
+    _PATHS + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p and p not in _PATHS])
+
+from faultkit import Reproduce, fault_stages  # noqa: E402  (needs the path above)
+
+
+def pytest_collection_modifyitems(items):
+    for item in items:
+        if Path(str(item.fspath)).parent == HERE:
+            item.add_marker(pytest.mark.faults)
+
+
+@pytest.fixture
+def scratch(tmp_path, monkeypatch):
+    """Point the engine at the fault stage; return the scratch directory (fault.json, execution counts)."""
+    from qkov.study import engine
+
+    d = tmp_path / "scratch"
+    d.mkdir()
+    monkeypatch.setattr(engine, "STAGES", fault_stages())
+    monkeypatch.setenv("QKOV_FAULT_DIR", str(d))
+    monkeypatch.delenv("QKOV_LOCK", raising=False)
+    monkeypatch.delenv("QKOV_DATA_DIR", raising=False)
+    return d
+
+
+@pytest.fixture(scope="session")
+def dask_client():
+    """One LocalCluster (2 single-threaded worker processes) for the in-process tests of the suite.
+
+    ``allowed-failures: 1``: a task whose worker dies twice is given up (KilledWorker) after two tries,
+    not four, so the out-of-memory-killer case stays quick.
+    """
+    import dask
+    from distributed import Client, LocalCluster
+
+    with dask.config.set({"distributed.scheduler.allowed-failures": 1}):
+        cluster = LocalCluster(n_workers=2, threads_per_worker=1, processes=True, host="127.0.0.1",
+                               dashboard_address=None, silence_logs=50)
+        client = Client(cluster)
+        yield client
+        client.close()
+        cluster.close()
+
+
+@pytest.fixture
+def shared_cluster(dask_client, monkeypatch):
+    """Make `qkov reproduce` (in this process) use the session's cluster instead of starting its own."""
+    from qkov.study import engine
+
+    @contextlib.contextmanager
+    def use_shared(scheduler=None, workers=1):
+        yield dask_client
+
+    monkeypatch.setattr(engine, "StudyCluster", use_shared)
+    return dask_client
+
+
+@pytest.fixture
+def reproduce_process(tmp_path):
+    """Start subprocess studies; every one still running at the end is killed with its group."""
+    started: list[Reproduce] = []
+
+    def start(out: Path) -> Reproduce:
+        r = Reproduce(tmp_path, out)
+        started.append(r)
+        return r
+
+    yield start
+    for r in started:
+        r.kill_group()
+
+
