@@ -20,12 +20,11 @@ import numpy as np
 import sympy as sp
 from scipy.integrate import quad
 
+from theory.asymptotics import LAW_NAMES, LAW_TARGETS
 from theory.first_integrals import first_integral
 from theory.reduced import reduced_system
 from theory.rescaling import ov_rescaling, qk_rescaling
 from theory.symbols import A_qk, K, M, delta, eta_ov, eta_qk, t, u, v
-
-LAW_NAMES = ("u_of_t", "u_of_t_expanded", "v_of_u", "residual_of_u", "v_of_t_expanded", "residual_of_t_expanded")
 
 
 @dataclass(frozen=True)
@@ -171,11 +170,6 @@ def law_functions(param: str) -> dict[str, Callable[..., np.ndarray]]:
                 return np.real(np.asarray(_fn(t_, u_, K_, M_, eq_, eo_), dtype=complex))
         out[name] = call
     return out
-
-
-LAW_TARGETS = {"u_of_t": "u", "u_of_t_expanded": "u", "v_of_u": "v", "residual_of_u": "residual",
-               "v_of_t_expanded": "v", "residual_of_t_expanded": "residual"}
-"""Which observable of the solution each law predicts."""
 
 
 def asymptotic_errors(param: str, times: np.ndarray, solution: dict[str, np.ndarray], K_, M_, eta_qk_,

@@ -27,6 +27,12 @@ from theory.first_integrals import first_integral
 from theory.rescaling import rescaling_factor
 from theory.symbols import A_qk, K, M, delta, eta_ov, eta_qk, r, t, u, v
 
+LAW_NAMES = ("u_of_t", "u_of_t_expanded", "v_of_u", "residual_of_u", "v_of_t_expanded", "residual_of_t_expanded")
+"""Fields of :class:`AsymptoticLaws` that are numeric laws ``f(t, u, K, M, eta_QK, eta_OV)`` (simulation evaluates each)."""
+LAW_TARGETS = {"u_of_t": "u", "u_of_t_expanded": "u", "v_of_u": "v", "residual_of_u": "residual",
+               "v_of_t_expanded": "v", "residual_of_t_expanded": "residual"}
+"""Which observable of the solution each law in :data:`LAW_NAMES` predicts."""
+
 _x = sp.Symbol("x", positive=True)
 _up = sp.Symbol("u", positive=True)
 _vp = sp.Symbol("v", positive=True)
@@ -162,4 +168,4 @@ def growth_summary(param: str) -> dict[str, str]:
     }
 
 
-__all__ = ["AsymptoticLaws", "asymptotic_laws", "asymptotic_checks", "growth_summary", "leading_term", "A_qk"]
+__all__ = ["LAW_NAMES", "LAW_TARGETS", "AsymptoticLaws", "asymptotic_laws", "asymptotic_checks", "growth_summary", "leading_term", "A_qk"]
