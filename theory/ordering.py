@@ -90,7 +90,7 @@ def slow_start_check(threshold: sp.Expr) -> Check:
 
 
 def ratio_check(param: str, effect: sp.Expr) -> Check:
-    """``ratio-sharpens-param``: the limit of :math:`r\,\partial_r\log(1-p)` at matched ``u`` is negative."""
+    r"""``ratio-sharpens-param``: the limit of :math:`r\,\partial_r\log(1-p)` at matched ``u`` is negative."""
     return Check(f"ratio-sharpens-{param}",
                  rf"\lim_{{u\to\infty}} \partial\log(1-p)/\partial\log r = {sp.latex(effect)} < 0",
                  SYMBOLIC, bool(effect.is_negative), "sympy.limit(u -> oo) of r d/dr log(1-p) at matched u")
