@@ -23,6 +23,7 @@ from simulation import generated
 from theory.parametrization import Parametrization
 
 LAW_NAMES = generated.LAW_NAMES
+LAW_TARGETS = generated.LAW_TARGETS
 
 
 @dataclass(frozen=True)
@@ -126,11 +127,6 @@ def law_functions(param: str) -> dict[str, Callable[..., np.ndarray]]:
     return out
 
 
-LAW_TARGETS = {"u_of_t": "u", "u_of_t_expanded": "u", "v_of_u": "v", "residual_of_u": "residual",
-               "v_of_t_expanded": "v", "residual_of_t_expanded": "residual"}
-"""Which observable of the solution each law predicts."""
-
-
 def asymptotic_errors(param: str, times: np.ndarray, solution: dict[str, np.ndarray], K_, M_, eta_qk_,
                       eta_ov_) -> dict[str, np.ndarray]:
     r"""Relative error :math:`|\text{law}/\text{solution} - 1|` of each law at ``times``.
@@ -148,5 +144,15 @@ def asymptotic_errors(param: str, times: np.ndarray, solution: dict[str, np.ndar
     return out
 
 
-__all__ = ["FirstIntegralEvaluator", "first_integral_evaluator", "first_integral_values", "first_integral_drift",
+def law_table(param: str, K_: int, M_: int, eta_qk_: float, eta_ov_: float, u0: float, v0: float, t, *,
+              rtol: float = 1e-10) -> dict[str, np.ndarray]:
+    """Per time: solution, leading law and next-order law of ``u``, ``v``, ``1 - p`` (see
+    :func:`simulation.next_order.law_table`; keys ``t, u, u_leading, u_next, v, v_leading, v_next,
+    residual, residual_leading, residual_next``, arrays ``(T,)``)."""
+    from simulation.next_order import law_table as _table
+
+    return _table(param, K_, M_, eta_qk_, eta_ov_, u0, v0, t, rtol=rtol)
+
+
+__all__ = ["law_table", "FirstIntegralEvaluator", "first_integral_evaluator", "first_integral_values", "first_integral_drift",
            "law_functions", "asymptotic_errors", "level_curve", "LAW_NAMES", "LAW_TARGETS"]

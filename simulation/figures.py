@@ -26,12 +26,19 @@ def trajectories_figure(run, params: Sequence[str], K: int, M: int, eta_qk: floa
                         v0: float, t_max: float = 1e12, full_runs: Sequence = ()) -> dict:
     """Dense reduced trajectories with law overlays (and full-matrix points as markers); returns the data."""
     t = dense_times(t_max, 200, 1e-2)[1:]
-    trajs, laws = [], {}
+    from simulation.next_order import next_order_law
+
+    trajs, laws, laws_next = [], {}, {}
+    late = t >= 1e2                      # the next-order clock needs u past the start (its O(u e^-u) term)
     for prm in params:
         tr = integrate_many(prm, K, M, eta_qk, eta_ov, u0, v0, t).column(0)
         trajs.append(tr)
         laws[prm] = laws_on(prm, t, tr.u, K, M, eta_qk, eta_ov)
-    fig = plots.plot_trajectories(trajs, laws)
+        nxt = next_order_law(prm, K, M, eta_qk, eta_ov, u0, v0, t[late])
+        laws_next[prm] = {k: np.full(t.shape, np.nan) for k in ("u", "v", "residual")}
+        for k in laws_next[prm]:
+            laws_next[prm][k][late] = nxt[k]
+    fig = plots.plot_trajectories(trajs, laws, laws_next)
     for fr in full_runs:
         axes = fig.axes
         c = plots.COLORS.get(fr.param)
@@ -42,7 +49,7 @@ def trajectories_figure(run, params: Sequence[str], K: int, M: int, eta_qk: floa
     plots.close(fig)
     run.write_arrays("trajectories.npz", t=t, **{f"{tr.param}_{k}": getattr(tr, k) for tr in trajs
                                                   for k in ("u", "v", "p", "residual", "loss")})
-    return {"t": t, "trajectories": trajs, "laws": laws}
+    return {"t": t, "trajectories": trajs, "laws": laws, "laws_next": laws_next}
 
 
 def phase_portrait_figure(run, params: Sequence[str], K: int, M: int, eta_ov: float, u0: float, v0: float,

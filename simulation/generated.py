@@ -111,6 +111,60 @@ def law_CACO_residual_of_t_expanded(t, u, K, M, eta_QK, eta_OV):
     return 2*K*_x0*eta_OV/(eta_QK*(K - 1)*(K + _x0)*numpy.log(eta_OV*t)**2)
 
 
+def next_CACO_residual_of_v(u, v, K, M, eta_QK, eta_OV, A_QK, H_0, G_QK):
+    """CACO: next-order law piece residual_of_v (theory.asymptotics_next)."""
+    _x0 = M + 1
+    return _x0/(_x0 + numpy.exp(v))
+
+
+def next_CACO_u_of_level(u, v, K, M, eta_QK, eta_OV, A_QK, H_0, G_QK):
+    """CACO: next-order law piece u_of_level (theory.asymptotics_next)."""
+    return numpy.sqrt(2)*numpy.sqrt(K)*numpy.sqrt(eta_OV)*numpy.sqrt((G_QK - H_0)/(K - 1))/(numpy.sqrt(eta_QK)*numpy.sqrt(K + M + 1))
+
+
+def next_CACO_log_h(u, v, K, M, eta_QK, eta_OV, A_QK, H_0, G_QK):
+    """CACO: next-order law piece log_h (theory.asymptotics_next)."""
+    _x0 = numpy.exp(v)
+    _x1 = M + 1
+    _x2 = (_x0 + _x1)**(-1.0)
+    return -_x1*_x2*u - numpy.log(_x0*_x2)
+
+
+def next_CACO_dlog_h(u, v, K, M, eta_QK, eta_OV, A_QK, H_0, G_QK):
+    """CACO: next-order law piece dlog_h (theory.asymptotics_next)."""
+    _x0 = M + 1
+    _x1 = numpy.exp(v)
+    _x2 = _x0 + _x1
+    _x3 = _x2**(-1.0)
+    _x4 = _x2**(-2.0)
+    return -_x0*_x3 + _x3*eta_QK*u*(K - 1)*(K + _x0)*(_x0*_x1*_x4*u - _x2*(_x1*_x3 - _x4*numpy.exp(2*v))*numpy.exp(-v))/(K*eta_OV)
+
+
+def next_CACO_log_time_next(u, v, K, M, eta_QK, eta_OV, A_QK, H_0, G_QK):
+    """CACO: next-order law piece log_time_next (theory.asymptotics_next)."""
+    _x0 = numpy.exp(v)
+    _x1 = M + 1
+    _x2 = _x0 + _x1
+    _x3 = _x2**(-1.0)
+    _x4 = _x0*_x3
+    _x5 = _x1*_x3
+    _x6 = _x2**(-2.0)
+    return -_x5*u + u - numpy.log(_x4) + numpy.log(_x5 + 1 - _x3*eta_QK*u*(K - 1)*(K + _x1)*(_x0*_x1*_x6*u - _x2*(_x4 - _x6*numpy.exp(2*v))*numpy.exp(-v))/(K*eta_OV))
+
+
+def frozen_qk_time_CACO(u, u_0, p, K, eta_OV):
+    """CACO: exact t(u) of the flow with eta_QK = 0 (attention frozen at p) from u0."""
+    _x0 = eta_OV**(-1.0)
+    _x1 = _x0/p**2
+    _x2 = _x0*(K - 1)/p
+    return _x1*numpy.exp(p*u) - _x1*numpy.exp(p*u_0) + _x2*u - _x2*u_0
+
+
+def qk_offset_CACO():
+    """CACO: c in G_QK(v) = e^v + (M+1) v - c (collapsed QK)."""
+    return 1
+
+
 def rhs_FACO(u, a, b, c, K, M, eta_QK, eta_OV):
     """FACO: d(u, a, b, c)/dt of the reduced gradient flow."""
     _x0 = b - c
@@ -300,6 +354,57 @@ def law_FACO_residual_of_t_expanded(t, u, K, M, eta_QK, eta_OV):
     return _x0*_x3*eta_OV/(_x1*_x4*_x5*eta_QK*(_x6 + numpy.log(_x6)))
 
 
+def next_FACO_residual_of_v(u, v, K, M, eta_QK, eta_OV, A_QK, H_0, G_QK):
+    """FACO: next-order law piece residual_of_v (theory.asymptotics_next)."""
+    _x0 = M + 1
+    return _x0/(_x0 + numpy.exp(v))
+
+
+def next_FACO_u_of_level(u, v, K, M, eta_QK, eta_OV, A_QK, H_0, G_QK):
+    """FACO: next-order law piece u_of_level (theory.asymptotics_next)."""
+    return numpy.sqrt(2)*numpy.sqrt(K)*numpy.sqrt(eta_OV)*numpy.sqrt((G_QK - H_0)/(K - 1))/(numpy.sqrt(eta_QK)*numpy.sqrt(K + M + 1))
+
+
+def next_FACO_log_h(u, v, K, M, eta_QK, eta_OV, A_QK, H_0, G_QK):
+    """FACO: next-order law piece log_h (theory.asymptotics_next)."""
+    _x0 = numpy.exp(v)
+    _x1 = M + 1
+    _x2 = (_x0 + _x1)**(-1.0)
+    return -_x1*_x2*u - numpy.log(_x0*_x2)
+
+
+def next_FACO_dlog_h(u, v, K, M, eta_QK, eta_OV, A_QK, H_0, G_QK):
+    """FACO: next-order law piece dlog_h (theory.asymptotics_next)."""
+    _x0 = M + 1
+    _x1 = numpy.exp(v)
+    _x2 = _x0 + _x1
+    _x3 = _x2**(-1.0)
+    _x4 = K + _x0
+    _x5 = _x2**(-2.0)
+    return -_x0*_x3 + _x3*_x4*eta_QK*u*numpy.sqrt(A_QK**2 + 4*K*_x0*v**2/_x4)*(K - 1)*(_x0*_x1*_x5*u - _x2*(_x1*_x3 - _x5*numpy.exp(2*v))*numpy.exp(-v))/(K*eta_OV)
+
+
+def next_FACO_log_time_next(u, v, K, M, eta_QK, eta_OV, A_QK, H_0, G_QK):
+    """FACO: next-order law piece log_time_next (theory.asymptotics_next)."""
+    _x0 = numpy.exp(v)
+    _x1 = M + 1
+    _x2 = _x0 + _x1
+    _x3 = _x2**(-1.0)
+    _x4 = _x0*_x3
+    _x5 = _x1*_x3
+    _x6 = K + _x1
+    _x7 = _x2**(-2.0)
+    return -_x5*u + u - numpy.log(_x4) + numpy.log(_x5 + 1 - _x3*_x6*eta_QK*u*numpy.sqrt(A_QK**2 + 4*K*_x1*v**2/_x6)*(K - 1)*(_x0*_x1*_x7*u - _x2*(_x4 - _x7*numpy.exp(2*v))*numpy.exp(-v))/(K*eta_OV))
+
+
+def frozen_qk_time_FACO(u, u_0, p, K, eta_OV):
+    """FACO: exact t(u) of the flow with eta_QK = 0 (attention frozen at p) from u0."""
+    _x0 = eta_OV**(-1.0)
+    _x1 = _x0/p**2
+    _x2 = _x0*(K - 1)/p
+    return _x1*numpy.exp(p*u) - _x1*numpy.exp(p*u_0) + _x2*u - _x2*u_0
+
+
 def rhs_CAFO(s_O, s_V, v, K, M, eta_QK, eta_OV):
     """CAFO: d(s_O, s_V, v)/dt of the reduced gradient flow."""
     _x0 = numpy.exp(v)
@@ -416,6 +521,60 @@ def law_CAFO_residual_of_t_expanded(t, u, K, M, eta_QK, eta_OV):
     _x1 = numpy.log(_x0*t)
     _x2 = M + 1
     return K*_x0*_x2/(eta_QK*(K - 1)*(K + _x2)*(_x1 + numpy.log(_x1)))
+
+
+def next_CAFO_residual_of_v(u, v, K, M, eta_QK, eta_OV, A_QK, H_0, G_QK):
+    """CAFO: next-order law piece residual_of_v (theory.asymptotics_next)."""
+    _x0 = M + 1
+    return _x0/(_x0 + numpy.exp(v))
+
+
+def next_CAFO_u_of_level(u, v, K, M, eta_QK, eta_OV, A_QK, H_0, G_QK):
+    """CAFO: next-order law piece u_of_level (theory.asymptotics_next)."""
+    return 2*K*eta_OV*(G_QK - H_0)/(eta_QK*(K - 1)*(K + M + 1))
+
+
+def next_CAFO_log_h(u, v, K, M, eta_QK, eta_OV, A_QK, H_0, G_QK):
+    """CAFO: next-order law piece log_h (theory.asymptotics_next)."""
+    _x0 = numpy.exp(v)
+    _x1 = M + 1
+    _x2 = (_x0 + _x1)**(-1.0)
+    return -_x1*_x2*u - numpy.log(2*u) - numpy.log(_x0*_x2)
+
+
+def next_CAFO_dlog_h(u, v, K, M, eta_QK, eta_OV, A_QK, H_0, G_QK):
+    """CAFO: next-order law piece dlog_h (theory.asymptotics_next)."""
+    _x0 = M + 1
+    _x1 = numpy.exp(v)
+    _x2 = _x0 + _x1
+    _x3 = _x2**(-1.0)
+    _x4 = _x2**(-2.0)
+    return -_x0*_x3 - 1/u + (1/2)*_x3*eta_QK*(K - 1)*(K + _x0)*(_x0*_x1*_x4*u - _x2*(_x1*_x3 - _x4*numpy.exp(2*v))*numpy.exp(-v))/(K*eta_OV)
+
+
+def next_CAFO_log_time_next(u, v, K, M, eta_QK, eta_OV, A_QK, H_0, G_QK):
+    """CAFO: next-order law piece log_time_next (theory.asymptotics_next)."""
+    _x0 = numpy.exp(v)
+    _x1 = M + 1
+    _x2 = _x0 + _x1
+    _x3 = _x2**(-1.0)
+    _x4 = _x0*_x3
+    _x5 = _x1*_x3
+    _x6 = _x2**(-2.0)
+    return -_x5*u + u - numpy.log(_x4) - numpy.log(2*u) + numpy.log(_x5 + 1 + u**(-1.0) - 1/2*_x3*eta_QK*(K - 1)*(K + _x1)*(_x0*_x1*_x6*u - _x2*(_x4 - _x6*numpy.exp(2*v))*numpy.exp(-v))/(K*eta_OV))
+
+
+def frozen_qk_time_CAFO(u, u_0, p, K, eta_OV):
+    """CAFO: exact t(u) of the flow with eta_QK = 0 (attention frozen at p) from u0."""
+    _x0 = (1/2)/(eta_OV*p)
+    _x1 = _x0*numpy.log(u)
+    _x2 = _x0*numpy.log(u_0)
+    return K*_x1 - K*_x2 + _x0*scipy.special.expi(p*u) - _x0*scipy.special.expi(p*u_0) - _x1 + _x2
+
+
+def qk_offset_CAFO():
+    """CAFO: c in G_QK(v) = e^v + (M+1) v - c (collapsed QK)."""
+    return 1
 
 
 def rhs_FAFO(s_O, s_V, a, b, c, K, M, eta_QK, eta_OV):
@@ -630,6 +789,57 @@ def law_FAFO_residual_of_t_expanded(t, u, K, M, eta_QK, eta_OV):
     return _x0*_x3*eta_OV/(_x1*_x4*_x6*eta_QK*(_x7 + numpy.log(_x7)))
 
 
+def next_FAFO_residual_of_v(u, v, K, M, eta_QK, eta_OV, A_QK, H_0, G_QK):
+    """FAFO: next-order law piece residual_of_v (theory.asymptotics_next)."""
+    _x0 = M + 1
+    return _x0/(_x0 + numpy.exp(v))
+
+
+def next_FAFO_u_of_level(u, v, K, M, eta_QK, eta_OV, A_QK, H_0, G_QK):
+    """FAFO: next-order law piece u_of_level (theory.asymptotics_next)."""
+    return 2*K*eta_OV*(G_QK - H_0)/(eta_QK*(K - 1)*(K + M + 1))
+
+
+def next_FAFO_log_h(u, v, K, M, eta_QK, eta_OV, A_QK, H_0, G_QK):
+    """FAFO: next-order law piece log_h (theory.asymptotics_next)."""
+    _x0 = numpy.exp(v)
+    _x1 = M + 1
+    _x2 = (_x0 + _x1)**(-1.0)
+    return -_x1*_x2*u - numpy.log(2*u) - numpy.log(_x0*_x2)
+
+
+def next_FAFO_dlog_h(u, v, K, M, eta_QK, eta_OV, A_QK, H_0, G_QK):
+    """FAFO: next-order law piece dlog_h (theory.asymptotics_next)."""
+    _x0 = M + 1
+    _x1 = numpy.exp(v)
+    _x2 = _x0 + _x1
+    _x3 = _x2**(-1.0)
+    _x4 = K + _x0
+    _x5 = _x2**(-2.0)
+    return -_x0*_x3 - 1/u + (1/2)*_x3*_x4*eta_QK*numpy.sqrt(A_QK**2 + 4*K*_x0*v**2/_x4)*(K - 1)*(_x0*_x1*_x5*u - _x2*(_x1*_x3 - _x5*numpy.exp(2*v))*numpy.exp(-v))/(K*eta_OV)
+
+
+def next_FAFO_log_time_next(u, v, K, M, eta_QK, eta_OV, A_QK, H_0, G_QK):
+    """FAFO: next-order law piece log_time_next (theory.asymptotics_next)."""
+    _x0 = numpy.exp(v)
+    _x1 = M + 1
+    _x2 = _x0 + _x1
+    _x3 = _x2**(-1.0)
+    _x4 = _x0*_x3
+    _x5 = _x1*_x3
+    _x6 = K + _x1
+    _x7 = _x2**(-2.0)
+    return -_x5*u + u - numpy.log(_x4) - numpy.log(2*u) + numpy.log(_x5 + 1 + u**(-1.0) - 1/2*_x3*_x6*eta_QK*numpy.sqrt(A_QK**2 + 4*K*_x1*v**2/_x6)*(K - 1)*(_x0*_x1*_x7*u - _x2*(_x4 - _x7*numpy.exp(2*v))*numpy.exp(-v))/(K*eta_OV))
+
+
+def frozen_qk_time_FAFO(u, u_0, p, K, eta_OV):
+    """FAFO: exact t(u) of the flow with eta_QK = 0 (attention frozen at p) from u0."""
+    _x0 = (1/2)/(eta_OV*p)
+    _x1 = _x0*numpy.log(u)
+    _x2 = _x0*numpy.log(u_0)
+    return K*_x1 - K*_x2 + _x0*scipy.special.expi(p*u) - _x0*scipy.special.expi(p*u_0) - _x1 + _x2
+
+
 def paper_rhs(mu_OV, mu_QK, m, n, b, M_out, eta_OV, eta_QK):
     """The paper's reduced equations: d(mu_OV, mu_QK)/dt."""
     _x0 = m*numpy.exp(mu_QK)
@@ -730,7 +940,35 @@ FIRST_INTEGRALS = {
 }
 
 
+NEXT_ORDER = {
+    'CACO': {'residual_of_v': next_CACO_residual_of_v, 'u_of_level': next_CACO_u_of_level, 'log_h': next_CACO_log_h, 'dlog_h': next_CACO_dlog_h, 'log_time_next': next_CACO_log_time_next},
+    'FACO': {'residual_of_v': next_FACO_residual_of_v, 'u_of_level': next_FACO_u_of_level, 'log_h': next_FACO_log_h, 'dlog_h': next_FACO_dlog_h, 'log_time_next': next_FACO_log_time_next},
+    'CAFO': {'residual_of_v': next_CAFO_residual_of_v, 'u_of_level': next_CAFO_u_of_level, 'log_h': next_CAFO_log_h, 'dlog_h': next_CAFO_dlog_h, 'log_time_next': next_CAFO_log_time_next},
+    'FAFO': {'residual_of_v': next_FAFO_residual_of_v, 'u_of_level': next_FAFO_u_of_level, 'log_h': next_FAFO_log_h, 'dlog_h': next_FAFO_dlog_h, 'log_time_next': next_FAFO_log_time_next},
+}
+
+
+FROZEN_QK_TIME = {
+    'CACO': frozen_qk_time_CACO,
+    'FACO': frozen_qk_time_FACO,
+    'CAFO': frozen_qk_time_CAFO,
+    'FAFO': frozen_qk_time_FAFO,
+}
+
+
+QK_OFFSET = {
+    'CACO': qk_offset_CACO(),
+    'CAFO': qk_offset_CAFO(),
+}
+
+
 LAW_NAMES = ('u_of_t', 'u_of_t_expanded', 'v_of_u', 'residual_of_u', 'v_of_t_expanded', 'residual_of_t_expanded')
+
+
+LAW_TARGETS = {'u_of_t': 'u', 'u_of_t_expanded': 'u', 'v_of_u': 'v', 'residual_of_u': 'residual', 'v_of_t_expanded': 'v', 'residual_of_t_expanded': 'residual'}
+
+
+NEXT_ORDER_EXPRESSIONS = ('residual_of_v', 'u_of_level', 'log_h', 'dlog_h', 'log_time_next')
 
 
 PAPER_SIMULATION_SETTINGS = {'m': 5, 'n': 50, 'b': 50, 'M_out': 20, 'eta_OV': 1.0, 'ratios': (0.01, 0.1, 1.0, 10.0, 100.0), 'rk4_step': 10.0, 'loss_target': 0.0001, 'horizon_start': 200000.0, 'horizon_max': 50000000.0, 'loss_levels': 50}

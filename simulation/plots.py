@@ -24,8 +24,10 @@ import numpy as np  # noqa: E402
 COLORS = {"CACO": "tab:blue", "FACO": "tab:orange", "CAFO": "tab:green", "FAFO": "tab:red"}
 
 
-def plot_trajectories(trajs: Sequence, laws: dict[str, dict[str, np.ndarray]] | None = None):
-    """``trajs``: objects with ``param, t, u, v, residual`` (``(T,)``); ``laws[param]``: ``u, v, residual`` on ``t``."""
+def plot_trajectories(trajs: Sequence, laws: dict[str, dict[str, np.ndarray]] | None = None,
+                      laws_next: dict[str, dict[str, np.ndarray]] | None = None):
+    """``trajs``: objects with ``param, t, u, v, residual`` (``(T,)``); ``laws[param]`` (leading, dashed) and
+    ``laws_next[param]`` (next order, dotted): ``u, v, residual`` on ``t`` (NaN where a law has no value)."""
     fig, axes = plt.subplots(1, 3, figsize=(14, 4))
     for tr in trajs:
         c = COLORS.get(tr.param, None)
@@ -38,9 +40,14 @@ def plot_trajectories(trajs: Sequence, laws: dict[str, dict[str, np.ndarray]] | 
                 lt = laws[tr.param]
                 ok = m & (t >= 10.0) & np.isfinite(lt[key]) & (lt[key] > 0)
                 ax.plot(t[ok], lt[key][ok], color=c, ls="--", lw=1)
+            if laws_next and tr.param in laws_next:
+                ln = laws_next[tr.param]
+                ok = m & np.isfinite(ln[key]) & (ln[key] > 0)
+                ax.plot(t[ok], ln[key][ok], color=c, ls=":", lw=2)
     for ax, title in zip(axes, ("u(t)", "v(t)", "1 - p(t)")):
         ax.set_xscale("log")
-        ax.set_title(title + "  (dashed: leading-order law)")
+        ax.set_title(title + ("  (dashed: leading law; dotted: next order)" if laws_next else
+                              "  (dashed: leading-order law)"), fontsize=9)
         ax.set_xlabel("t")
     axes[0].set_yscale("log")
     axes[1].set_yscale("log")

@@ -7,17 +7,39 @@ from dataclasses import dataclass
 import sympy as sp
 
 
+SYMBOLIC = "symbolic"
+
+
+def numeric_method(digits: int, points: int) -> str:
+    """The ``method`` label of a check decided by evaluation: ``numeric (N digits, P points)``."""
+    return f"numeric ({digits} digits, {points} points)"
+
+
 @dataclass(frozen=True)
 class Check:
-    """One verified statement: its name, the statement in LaTeX, how it was checked, the outcome."""
+    """One verified statement: its name, the statement in LaTeX, how it was checked, the outcome.
+
+    ``method`` is exactly :data:`SYMBOLIC` or :func:`numeric_method`'s label (what a summary counts);
+    ``how`` names the technique (``simplify(lhs - rhs) == 0``, ``limit(u -> oo)``, ...).
+    """
 
     name: str
     statement: str
     method: str
     passed: bool
+    how: str = ""
+
+    def __post_init__(self):
+        if self.method != SYMBOLIC and not self.method.startswith("numeric ("):
+            raise ValueError(f"check {self.name}: method {self.method!r}: must be 'symbolic' or 'numeric (N digits, P points)'")
+
+    @property
+    def numeric(self) -> bool:
+        return self.method != SYMBOLIC
 
     def as_dict(self) -> dict:
-        return {"name": self.name, "statement": self.statement, "method": self.method, "passed": self.passed}
+        return {"name": self.name, "statement": self.statement, "method": self.method, "how": self.how,
+                "passed": self.passed}
 
 
 def exact_constant(expr: sp.Expr) -> sp.Expr:
@@ -104,9 +126,9 @@ def identity_check(name: str, statement: str, lhs, rhs) -> Check:
     """
     diff = sp.sympify(lhs) - sp.sympify(rhs)
     if is_zero(diff):
-        return Check(name, statement, "sympy: simplify(lhs - rhs) == 0", True)
-    return Check(name, statement, "numeric: |lhs - rhs| < 1e-25 at 5 random points (40 digits)",
-                 numerically_zero(diff))
+        return Check(name, statement, SYMBOLIC, True, "simplify(lhs - rhs) == 0")
+    return Check(name, statement, numeric_method(40, 5), numerically_zero(diff, samples=5, digits=40),
+                 "|lhs - rhs| < 1e-25 at random points (integrals by quadrature)")
 
 
 def limit_check(name: str, statement: str, expr, var, point, expected) -> Check:
@@ -116,4 +138,4 @@ def limit_check(name: str, statement: str, expr, var, point, expected) -> Check:
         ok = bool(sp.simplify(got - expected) == 0)
     except (NotImplementedError, ValueError, TypeError):  # pragma: no cover - sympy gave up
         ok = False
-    return Check(name, statement, f"sympy: limit({var} -> {point}) == {expected}", ok)
+    return Check(name, statement, SYMBOLIC, ok, f"sympy.limit({var} -> {point}) == {expected}")

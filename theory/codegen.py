@@ -20,6 +20,8 @@ What is generated (``P`` is a parametrization, ``CACO`` ... ``FAFO``):
   coefficient and integrand of each unevaluated integral, the trajectory constants from the state);
 * ``law_P_<name>(t, u, K, M, eta_QK, eta_OV)``: each asymptotic law of
   :data:`theory.asymptotics.LAW_NAMES`;
+* ``next_P_<name>(u, v, K, M, eta_QK, eta_OV, A_QK, H_0, G_QK)``: the next-order law pieces of
+  :mod:`theory.asymptotics_next`; ``frozen_qk_time_P``, ``qk_offset_P``: exact test problems (:mod:`theory.problems`);
 * ``paper_rhs``, ``paper_attention``, ``paper_loss``: the paper's reduced equations (:mod:`theory.paper`),
   and its simulation settings ``PAPER_SIMULATION_SETTINGS``;
 * ``margin_loss(u, P, K)``, ``p_of_v(v, M)``, ``rho_qk_balanced(u0, v0, K, M)``, ``rho_ov_balanced(...)``.
@@ -166,6 +168,33 @@ def _law_functions(param: str) -> list[Function]:
             for name in LAW_NAMES]
 
 
+def _next_order_functions(param: str) -> list[Function]:
+    from theory.asymptotics_next import NEXT_ORDER_EXPRESSIONS, G_level, H0, next_order_laws
+    from theory.symbols import A_qk, K, M, eta_ov, eta_qk, u, v
+
+    laws = next_order_laws(param)
+    args = (u, v, K, M, eta_qk, eta_ov, A_qk, H0, G_level)
+    for a in args:  # sanity: the printer needs plain identifiers
+        if not a.name.isidentifier():
+            raise ValueError(a)
+    return [Function(f"next_{param}_{name}", args, (getattr(laws, name),),
+                     f"{param}: next-order law piece {name} (theory.asymptotics_next).", vector=False)
+            for name in NEXT_ORDER_EXPRESSIONS]
+
+
+def _problem_functions(param: str) -> list[Function]:
+    """Exact test problems (theory.problems): t(u) at frozen attention, and G_QK's constant for collapsed QK."""
+    from theory.problems import U0, U_, frozen_qk_time_expr, qk_offset
+    from theory.symbols import K, P, eta_ov
+
+    fns = [Function(f"frozen_qk_time_{param}", (U_, U0, P, K, eta_ov), (frozen_qk_time_expr(param),),
+                    f"{param}: exact t(u) of the flow with eta_QK = 0 (attention frozen at p) from u0.", vector=False)]
+    if Parametrization(param).qk.collapsed:
+        fns.append(Function(f"qk_offset_{param}", (), (qk_offset(param),),
+                            f"{param}: c in G_QK(v) = e^v + (M+1) v - c (collapsed QK).", vector=False))
+    return fns
+
+
 def _paper_functions() -> list[Function]:
     from theory.paper import paper_system
 
@@ -213,19 +242,20 @@ import scipy.special
 
 def render_module(params: Sequence[str] = PARAMETRIZATIONS) -> str:
     """The full text of ``simulation/generated.py``."""
-    from theory.asymptotics import LAW_NAMES
+    from theory.asymptotics import LAW_NAMES, LAW_TARGETS
+    from theory.asymptotics_next import NEXT_ORDER_EXPRESSIONS
     from theory.reduced import reduced_system
 
     blocks: list[str] = [HEADER]
     tables = {"STATE_NAMES": [], "RHS": [], "JAC": [], "OBSERVABLES": [], "INITIAL": [], "LAWS": [],
-              "FIRST_INTEGRALS": []}
+              "FIRST_INTEGRALS": [], "NEXT_ORDER": [], "FROZEN_QK_TIME": [], "QK_OFFSET": []}
     for param in params:
         for fn in _reduced_functions(param):
             blocks.append(_render(fn))
         fi_fns, n_pieces = _first_integral_functions(param)
         for fn in fi_fns:
             blocks.append(_render(fn))
-        for fn in _law_functions(param):
+        for fn in _law_functions(param) + _next_order_functions(param) + _problem_functions(param):
             blocks.append(_render(fn))
         names = tuple(x.name for x in reduced_system(param).state)
         tables["STATE_NAMES"].append(f"    {param!r}: {names!r},")
@@ -233,6 +263,11 @@ def render_module(params: Sequence[str] = PARAMETRIZATIONS) -> str:
             tables[key].append(f"    {param!r}: {prefix}_{param},")
         laws = ", ".join(f"{n!r}: law_{param}_{n}" for n in LAW_NAMES)
         tables["LAWS"].append(f"    {param!r}: {{{laws}}},")
+        nxt = ", ".join(f"{n!r}: next_{param}_{n}" for n in NEXT_ORDER_EXPRESSIONS)
+        tables["NEXT_ORDER"].append(f"    {param!r}: {{{nxt}}},")
+        tables["FROZEN_QK_TIME"].append(f"    {param!r}: frozen_qk_time_{param},")
+        if Parametrization(param).qk.collapsed:
+            tables["QK_OFFSET"].append(f"    {param!r}: qk_offset_{param}(),")
         pieces = ", ".join(f"(fi_g_qk_coef{i}_{param}, fi_g_qk_integrand{i}_{param})" for i in range(n_pieces))
         tables["FIRST_INTEGRALS"].append(
             f"    {param!r}: {{'constants': fi_constants_{param}, 'r_g_ov': fi_r_g_ov_{param}, "
@@ -242,6 +277,8 @@ def render_module(params: Sequence[str] = PARAMETRIZATIONS) -> str:
     for name, rows in tables.items():
         blocks.append(f"{name} = {{\n" + "\n".join(rows) + "\n}")
     blocks.append(f"LAW_NAMES = {tuple(LAW_NAMES)!r}")
+    blocks.append(f"LAW_TARGETS = {dict(LAW_TARGETS)!r}")
+    blocks.append(f"NEXT_ORDER_EXPRESSIONS = {tuple(NEXT_ORDER_EXPRESSIONS)!r}")
     from theory.paper import PAPER_SIMULATION_SETTINGS
 
     blocks.append(f"PAPER_SIMULATION_SETTINGS = {dict(PAPER_SIMULATION_SETTINGS)!r}")

@@ -15,6 +15,7 @@ from typing import Any
 import sympy as sp
 
 from theory.asymptotics import AsymptoticLaws, asymptotic_checks, asymptotic_laws
+from theory.asymptotics_next import REMAINDERS, next_order_checks, next_order_laws
 from theory.checks import Check
 from theory.first_integrals import FirstIntegral, first_integral, first_integral_checks
 from theory.reduced import ReducedSystem, balanced_initial_state, reduced_system
@@ -74,6 +75,13 @@ class Derivation:
                 "v(t) expanded": sp.sstr(laws.v_of_t_expanded),
                 "1-p(t) expanded": sp.sstr(laws.residual_of_t_expanded),
             },
+            "asymptotics_next_order": {
+                "form": "implicit: v solves log(eta_OV t) = log_time_next(u_level(v), v); u = u_level(v); "
+                        "1-p = residual_of_v(v)",
+                **{name: sp.sstr(getattr(next_order_laws(self.param), name))
+                   for name in ("u_of_level", "log_time_next", "residual_of_v")},
+                "remainders": dict(REMAINDERS),
+            },
             "checks": [c.as_dict() for c in self.checks],
         }
 
@@ -89,6 +97,7 @@ def derive(param: str) -> Derivation:
     checks += effective_system_checks(param)
     checks += first_integral_checks(param)
     checks += asymptotic_checks(param)
+    checks += next_order_checks(param)
     return Derivation(
         param=param, system=system, conserved=conserved_quantities(param),
         rho_ov=ov_rescaling().in_effective if Parametrization(param).ov.factorized else sp.Integer(1),

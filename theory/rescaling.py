@@ -27,7 +27,7 @@ from functools import lru_cache
 
 import sympy as sp
 
-from theory.checks import Check, identity_check, is_zero
+from theory.checks import SYMBOLIC, Check, identity_check, is_zero
 from theory.reduced import ReducedSystem, reduced_system
 from theory.symbols import A_qk, C_bal, K, M, N, S_shift, a_, b_, c_, delta, kappa, s_O, s_V, u, v
 from theory.parametrization import Parametrization
@@ -210,5 +210,5 @@ def effective_system_checks(param: str) -> list[Check]:
                   a_: sp.Rational(11, 10), b_: sp.Rational(3, 5), c_: sp.Rational(1, 5)}
         ok = is_zero(ratio - 1) or (is_zero(sp.expand(ratio ** 2) - 1) and bool(sp.N(ratio.subs(sample)) > 0))
         checks.append(Check(f"{param}-effective-{name}", rf"\frac{{d}}{{dt}}{name}(x) = \eta\,\rho\,F_{name}",
-                            "sympy: simplify(pushed/target) == 1, or its square == 1 with a positive sample", ok))
+                            SYMBOLIC, ok, "simplify(pushed/target) == 1, or its square == 1 and a positive sample"))
     return checks
