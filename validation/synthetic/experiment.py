@@ -13,6 +13,7 @@ Data: ``population`` (the exact MODEL.md population: full batch for ``gd``/``ada
 
 from __future__ import annotations
 
+import contextlib
 from dataclasses import dataclass
 from typing import Annotated, Callable, Literal
 
@@ -139,8 +140,29 @@ def _setup(cfg: SyntheticConfig, param: str, ratio: float
     return model, lambda step: pop, pop, observe
 
 
+@contextlib.contextmanager
+def torch_threads(n: int):
+    """Run the body with ``torch.set_num_threads(n)``, then restore the previous count.
+
+    The synthetic models are tiny (``D = K + M + 1`` ~ 10-60): one intra-op thread is fastest, and on a
+    busy 2-core machine extra threads spin against each other (measured: 1000 GD steps at K = 4, M = 8 take
+    ~60 s of CPU with the default threads under load, ~5 s with one).
+    """
+    old = torch.get_num_threads()
+    torch.set_num_threads(n)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(old)
+
+
 def run_pair(cfg: SyntheticConfig, param: str, ratio: float, progress: bool | None = None) -> PairRun:
     """Train one (param, ratio) under ``cfg``; seeded, so reruns are bit-identical on CPU."""
+    with torch_threads(1):
+        return _run_pair(cfg, param, ratio, progress)
+
+
+def _run_pair(cfg: SyntheticConfig, param: str, ratio: float, progress: bool | None) -> PairRun:
     torch.manual_seed(cfg.seed)
     model, next_batch, test, observe = _setup(cfg, param, ratio)
     opt = make_circuit_optimizer(model, cfg.optimizer, eta_ov=cfg.eta_ov, ratio=ratio, dt=cfg.dt,
