@@ -11,7 +11,7 @@ import click
 from qkov.cli.options import (ETA, Choice, IncreasingTimes, Integer, Number, json_option, out_option, param_option,
                               seed_option, size_options)
 from qkov.cli.support import CONTEXT_SETTINGS
-from qkov.core.config import ConfigError
+from qkov.core.config import ConfigError, field_error
 from qkov.core.simulate_config import SimulateConfig, parse_simulate_config
 from theory.parametrization import Parametrization
 
@@ -37,6 +37,27 @@ def _table(cfg: SimulateConfig, runs) -> str:
         lines.append(f"  {'t':>12} {'u':>12} {'v':>12} {'1 - p':>12} {'loss':>12}")
         for i in range(len(r.t)):
             lines.append(f"  {r.t[i]:12.6g} {r.u[i]:12.6g} {r.v[i]:12.6g} {r.residual[i]:12.6g} {r.loss[i]:12.6g}")
+    return "\n".join(lines)
+
+
+LAW_KEYS = ("u", "u_leading", "u_next", "v", "v_leading", "v_next", "residual", "residual_leading", "residual_next")
+"""Per time point with ``--laws``: the solution and theory's leading and next-order law of u, v and 1 - p."""
+
+
+def law_table_for(cfg: SimulateConfig, param: str) -> dict:
+    """:func:`simulation.closed_forms.law_table` of one parametrization of ``cfg``."""
+    from simulation.closed_forms import law_table
+
+    return law_table(param, cfg.K, cfg.M, cfg.eta_qk, cfg.eta_ov, cfg.u0, cfg.v0, cfg.t)
+
+
+def _laws_table(cfg: SimulateConfig, tables) -> str:
+    lines = []
+    for param, tab in zip(cfg.params, tables):
+        lines.append(f"{param}  (reduced flow; leading and next-order laws)")
+        lines.append("  " + " ".join(f"{k:>16}" for k in ("t",) + LAW_KEYS))
+        for i in range(len(tab["t"])):
+            lines.append("  " + " ".join(f"{tab[k][i]:16.8g}" for k in ("t",) + LAW_KEYS))
     return "\n".join(lines)
 
 
@@ -93,25 +114,35 @@ def write_simulation(cfg: SimulateConfig, runs, out: Path, *, plots: bool) -> Pa
 @click.option("--scale", type=Number(0.0, 10.0, lo_open=True), default=0.05, show_default=True,
               help="Std of the random start.")
 @seed_option()
+@click.option("--laws", is_flag=True,
+              help="Also print theory's asymptotic laws at each time: leading and next order for u, v and 1 - p "
+                   "(reduced method only).")
 @json_option()
 @click.option("--save", is_flag=True, help="Write the run to OUT/runs/simulate-<key>/ (runs.json, trajectories.npz).")
 @click.option("--plot", is_flag=True, help="Also write figures (PNG + SVG) into that run directory (implies --save).")
 @out_option()
-def simulate(params, K, M, eta_qk, eta_ov, u0, v0, t, method, dt, init, scale, seed, as_json, save, plot, out):
+def simulate(params, K, M, eta_qk, eta_ov, u0, v0, t, method, dt, init, scale, seed, laws, as_json, save, plot, out):
     """Integrate the derived flows (reduced ODE or full matrices) and print u, v, p, loss."""
     cfg = parse_simulate_config(params=params, K=K, M=M, eta_qk=eta_qk, eta_ov=eta_ov, u0=u0, v0=v0, t=t,
                                 method=method, dt=dt, init=init, scale=scale, seed=seed)
+    if laws and cfg.method != "reduced":
+        raise field_error("laws", cfg.method, "the laws are compared with the reduced flow: use --method reduced")
     start = time.perf_counter()
     try:
         runs = run_simulation(cfg)
+        tables = [law_table_for(cfg, p) for p in cfg.params] if laws else None
     except ValueError as exc:  # a start the flow cannot leave, reported by the solver
         raise ConfigError(str(exc)) from None
     except RuntimeError as exc:  # the integrator's step cap: a stiff corner inside the bounds
         raise ConfigError(f"t: {cfg.t[-1]:g}: not reached ({exc}); lower eta_QK/eta_OV or the time") from None
     if as_json:
-        click.echo(json.dumps({"runs": [r.as_json() for r in runs]}))
+        records = [r.as_json() for r in runs]
+        if tables is not None:
+            for rec, tab in zip(records, tables):
+                rec["laws"] = {k: [float(x) for x in v] for k, v in tab.items() if k != "t"}
+        click.echo(json.dumps({"runs": records}))
     else:
-        click.echo(_table(cfg, runs))
+        click.echo(_table(cfg, runs) if tables is None else _laws_table(cfg, tables))
         click.echo(f"({time.perf_counter() - start:.2f} s)", err=True)
     if save or plot:
         from qkov.core.lock import results_lock

@@ -87,3 +87,24 @@ def test_study_contract(tmp_path):
     assert claims["paper-equations"]["verdict"] in ("supports", "contradicts", "mixed", "n/a")
     with pytest.raises(ValueError):
         study.execute("nope", {}, tmp_path / "x")
+
+
+def test_laws_json_prints_both_orders_and_next_order_is_closer():
+    """`--laws --json`: per time, the solution and the leading and next-order laws of u, v and 1 - p;
+    at t = 1e12 the next-order residual law is closer to the solution than the leading one (docs/theory.md)."""
+    res = _run(["--param", "CACO,FAFO", "--t", "1e4,1e12", "--laws", "--json"])
+    assert res.exit_code == 0, res.output
+    for r in json.loads(res.stdout)["runs"]:
+        laws = r["laws"]
+        assert set(laws) == {"u", "u_leading", "u_next", "v", "v_leading", "v_next", "residual",
+                             "residual_leading", "residual_next"}
+        np.testing.assert_allclose(laws["u"], r["u"], rtol=1e-12)
+        err = lambda k: abs(laws[k][-1] / laws["residual"][-1] - 1)  # noqa: E731
+        assert err("residual_next") < err("residual_leading") / 5, (r["param"], laws)
+
+
+def test_laws_need_the_reduced_method():
+    from qkov.core.config import ConfigError
+
+    res = _run(["--param", "CACO", "--laws", "--method", "full-gd", "--t", "1"])
+    assert isinstance(res.exception, ConfigError) and str(res.exception).startswith("laws: full-gd: ")
