@@ -44,7 +44,7 @@ def data() -> None:
     """Get the real-data sets from their official sources and verify a data directory."""
 
 
-@data.command("fetch")
+@data.command("fetch", context_settings=CONTEXT_SETTINGS)
 @click.option("--dataset", "datasets", multiple=True, metavar="NAME",
               help=f"Data set to fetch (repeatable): {', '.join(SOURCES)}. Default: all.")
 @click.option("--data-dir", default=None, metavar="DIR",
@@ -63,7 +63,7 @@ def fetch_cmd(datasets: tuple[str, ...], data_dir: str | None, required_only: bo
         click.echo(f"{how:10} {path}")
 
 
-@data.command("check")
+@data.command("check", context_settings=CONTEXT_SETTINGS)
 @click.option("--dataset", "datasets", multiple=True, metavar="NAME",
               help=f"Data set to check (repeatable): {', '.join(SOURCES)}. Default: all.")
 @click.option("--data-dir", default=None, metavar="DIR", help="Data directory (default: $QKOV_DATA_DIR).")
