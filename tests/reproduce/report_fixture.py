@@ -10,9 +10,15 @@ from qkov.study import engine
 from fakestudy import FAKE_STAGES
 
 
+def fake_stages() -> tuple[engine.Stage, ...]:
+    """FAKE_STAGES as engine Stage objects (whichever form the package gives them in)."""
+    return tuple(s if isinstance(s, engine.Stage) else engine.Stage.from_module(s[0], importlib.import_module(s[1]))
+                 for s in FAKE_STAGES)
+
+
 def build_fake_results(out: Path, data_dir: Path | None) -> engine.StudyPlan:
     """Plan the fake study into ``out`` and execute every run sequentially."""
-    plan = engine.plan_study(out, True, data_dir, FAKE_STAGES)
+    plan = engine.plan_study(out, True, data_dir, fake_stages())
     for run in plan.runs:
-        importlib.import_module(run.module).execute(run.kind, run.config, run.run_dir)
+        run.execute(run.kind, run.config, run.run_dir)
     return plan
