@@ -207,6 +207,34 @@ def plot_paper_comparison(run, levels: np.ndarray, paper_at: np.ndarray, ours_at
     return fig
 
 
+def plot_reduction(random: dict[str, dict[str, np.ndarray]], errors: dict[str, tuple[float, float]], dt: float):
+    """Left: relative distance from the symmetric set along full-matrix GD from random starts (log axis),
+    ``random[param] = {"t", "asym_ov", "asym_qk"}``; right: relative error of full-matrix GD against the
+    reduced flow from balanced starts at ``dt`` and ``dt/2`` (``errors[param] = (err_dt, err_half)``): O(dt)
+    means the second bar is half the first."""
+    fig, axes = plt.subplots(1, 2, figsize=(12, 4.4))
+    for prm, d in random.items():
+        t = np.asarray(d["t"])
+        axes[0].plot(t, np.maximum(d["asym_ov"], 1e-17), color=COLORS.get(prm), label=f"{prm}: OV circuit")
+        axes[0].plot(t, np.maximum(d["asym_qk"], 1e-17), color=COLORS.get(prm), ls="--", label=f"{prm}: QK circuit")
+    axes[0].set_yscale("log")
+    axes[0].set_xlabel("t")
+    axes[0].set_ylabel("relative distance from the symmetric set")
+    axes[0].set_title("Random starts: full-matrix GD")
+    axes[0].legend(fontsize=7, ncol=2)
+    names = list(errors)
+    x = np.arange(len(names))
+    axes[1].bar(x - 0.2, [errors[p][0] for p in names], 0.4, color=OKABE_ITO[0], label=f"dt = {dt:g}")
+    axes[1].bar(x + 0.2, [errors[p][1] for p in names], 0.4, color=OKABE_ITO[1], label=f"dt = {dt / 2:g}")
+    axes[1].set_xticks(x, names)
+    axes[1].set_yscale("log")
+    axes[1].set_ylabel("max relative error vs reduced flow")
+    axes[1].set_title("Balanced starts: halving dt halves the error (O(dt))")
+    axes[1].legend(fontsize=8)
+    fig.tight_layout()
+    return fig
+
+
 def plot_order_crossover(levels: np.ndarray, residual: dict[str, np.ndarray], label: str,
                          crossover: float | None = None):
     """Attention residual ``1-p`` against loss level (both log) for the four parametrizations.
@@ -243,5 +271,5 @@ def close(fig) -> None:
     plt.close(fig)
 
 
-__all__ = ["plot_order_crossover", "PARAM_NAMES", "OKABE_ITO", "LAW_LABELS", "plot_trajectories", "plot_phase_portraits", "plot_residual_vs_ratio", "plot_phase_diagram",
+__all__ = ["plot_reduction", "plot_order_crossover", "PARAM_NAMES", "OKABE_ITO", "LAW_LABELS", "plot_trajectories", "plot_phase_portraits", "plot_residual_vs_ratio", "plot_phase_diagram",
            "plot_asymptotic_errors", "plot_paper_comparison", "close", "COLORS"]

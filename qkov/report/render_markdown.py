@@ -75,7 +75,7 @@ def _claim_section(r: LedgerRow, out: Path) -> str:
         parts.append(f"Derivation: **{_v(r.status)}**")
     if r.figures:
         parts.append(_figures(list(r.figures), out))
-    lines = [f"- **{_v(e.verdict)}** ({STAGE_TITLES.get(stage, stage)}, run `{_md(run.name)}`): {_md(e.numbers)}"
+    lines = [f"- **{_v(e.verdict)}** ({STAGE_TITLES.get(stage, stage)}, run {_md(run.name)}): {_md(e.numbers)}"
              + (f"\n  <details><summary>details</summary>{_md(e.text)}</details>" if e.text else "")
              for stage, sv in r.stages.items() for run, e in sv.evidence]
     parts.append("\n".join(lines) if lines else "_No evidence yet._")
@@ -90,12 +90,12 @@ def render_markdown(results: StudyResults, rows: list[LedgerRow]) -> str:
                    [[f"[{r.id}](#{r.id})", f"**{_v(r.verdict)}**"]
                     + [(f"{_v(sv.verdict)}: {_md(sv.line)}" if sv.verdict else "—")
                        for sv in (r.stages[s] for s in STAGE_TITLES)] for r in rows])
-    eqs = "\n\n".join(f"**{_md(d.title)}**\n\n$$\n{_md_math(d.latex)}\n$$"
+    eqs = "\n\n".join(f"**{_md(d.title)}**\n\n```math\n{_md_math(d.latex)}\n```"
                       + (f"\n\n_verified by: {_md(d.check)}_" if d.check else "")
                       for d in content.displays(results)) or "_No derivation run yet._"
     parts = [
         "# qkov reproduction report",
-        f"_Built {now} from `{_md(out.resolve())}`._",
+        f"_Built {now} from {_md(out.resolve())}._",
         content.INTRO,
         f"**{content.headline(rows)}**",
         "\n".join(f"- {_md(x)}" for x in content.stage_lines(results)),
@@ -117,6 +117,6 @@ def render_markdown(results: StudyResults, rows: list[LedgerRow]) -> str:
 
 
 def _md_math(latex: str) -> str:
-    """LaTeX inside ``$$``: kept as TeX (renderers treat it as math, not HTML), but ``<``/``>``/``&`` escaped and
-    ``$`` removed so it cannot close the math block."""
-    return html.escape(str(latex).replace("$", ""), quote=False)
+    """LaTeX for a fenced ``math`` block (GitHub renders it as math; elsewhere it is literal code, so nothing in
+    it is Markdown or HTML): one line, backticks removed so it cannot close the fence."""
+    return " ".join(str(latex).replace("`", "").split())

@@ -58,13 +58,13 @@ class Claim:
 
 CLAIMS: dict[str, Claim] = {c.id: c for c in (
     Claim("symmetric-subspace", "From symmetric initialisation the full-matrix flow stays on a low-dimensional set.",
-          "MODEL.md section 1 (the paper's reduction to scalars)", ("derive",)),
+          "MODEL.md section 1 (the paper's reduction to scalars)", ("derive", "simulate"), "reduction"),
     Claim("reduced-odes", "Exact reduced ODEs for each parametrization (each circuit's effective parameter a scalar).",
-          "MODEL.md section 1; paper, reduced dynamics", ("derive",)),
+          "MODEL.md section 1; paper, reduced dynamics", ("derive", "simulate"), "reduction"),
     Claim("rescaling", "Factorizing a circuit implicitly rescales its learning rate, depending on the state.",
-          "paper, claim 1; MODEL.md section 2", ("derive", "synthetic")),
+          "paper, claim 1; MODEL.md section 2", ("derive", "synthetic"), "theory_vs_training"),
     Claim("fixed-lines", "Effective QK and OV parameters move along fixed lines with relative speed set by "
-          "eta_QK/eta_OV.", "paper, claim 2", ("derive", "simulate", "synthetic"), "theory_vs_training"),
+          "eta_QK/eta_OV.", "paper, claim 2", ("derive", "simulate", "synthetic"), "reduction"),
     Claim("first-integrals", "v as a function of u along a trajectory; which parts do not depend on the loss.",
           "MODEL.md section 3", ("derive", "simulate"), "phase_portraits"),
     Claim("growth-rates", "u = O(log t), v = O(log^2 t), with constants set by eta_QK/eta_OV.",

@@ -71,7 +71,7 @@ def _reduction(cfg: dict, run: RunWriter) -> None:
 
     K, M, r, u0, v0, dt = cfg["K"], cfg["M"], cfg["ratio"], cfg["u0"], cfg["v0"], cfg["dt"]
     t = np.asarray(cfg["t"])
-    metrics, worst_asym, ratios = {}, 0.0, []
+    metrics, worst_asym, ratios, random_logs = {}, 0.0, [], {}
     for prm in PARAMS:
         ref = integrate(prm, K, M, r, 1.0, u0, v0, t)
         errs = {}
@@ -88,18 +88,36 @@ def _reduction(cfg: dict, run: RunWriter) -> None:
                         "rk4_rel_err": rk_err, "random_asym_ov_first": float(rnd.asym_ov[0]),
                         "random_asym_ov_last": float(rnd.asym_ov[-1]), "random_asym_qk_first": float(rnd.asym_qk[0]),
                         "random_asym_qk_last": float(rnd.asym_qk[-1]), "random_u_spread_last": float(rnd.u_spread[-1])}
+        random_logs[prm] = {"t": rnd.t, "asym_ov": rnd.asym_ov, "asym_qk": rnd.asym_qk}
         run.write_arrays(f"random_{prm}.npz", t=rnd.t, asym_ov=rnd.asym_ov, asym_qk=rnd.asym_qk, u=rnd.u, v=rnd.v,
                          p=rnd.p, loss=rnd.loss, u_spread=rnd.u_spread, v_spread=rnd.v_spread)
     run.write_json("reduction.json", metrics)
     rk_worst = max(m["rk4_rel_err"] for m in metrics.values())
-    hits = [worst_asym < 1e-10, all(1.7 < x < 2.3 for x in ratios), rk_worst < 1e-5]
-    write_evidence(run, [Evidence(
-        "fixed-lines", STAGE, judge_fraction(sum(hits), len(hits)),
-        f"distance from symmetric set <= {worst_asym:.1e}; error ratio dt/(dt/2) {min(ratios):.2f}-{max(ratios):.2f}; "
-        f"RK4 vs reduced {rk_worst:.1e} (K={K}, M={M}); {sum(hits)}/3 checks pass",
-        "", "Full-matrix GD from balanced starts stays on the symmetric set (tolerance 1e-10) and matches the reduced "
-        "flow to O(dt): halving dt must divide the error by 2 (accepted 1.7-2.3); RK4 on the full matrices must agree "
-        "to 1e-5. Each of the three checks could fail.")])
+    from simulation import plots
+
+    fig = plots.plot_reduction(random_logs, {p: (metrics[p]["gd_rel_err_dt"], metrics[p]["gd_rel_err_half_dt"])
+                                             for p in PARAMS}, dt)
+    run.write_figure("reduction", fig)
+    plots.close(fig)
+    o_dt = all(1.7 < x < 2.3 for x in ratios)
+    write_evidence(run, [
+        Evidence("symmetric-subspace", STAGE, judge_bound(worst_asym, 1e-10),
+                 f"full-matrix GD from balanced starts: relative distance from the symmetric set <= {worst_asym:.1e} "
+                 f"(bound 1e-10; K={K}, M={M})", "reduction",
+                 "The full matrices are integrated without any symmetry imposed; round-off is the only source of "
+                 "asymmetry, so a distance above 1e-10 would show a symmetry-breaking gradient."),
+        Evidence("reduced-odes", STAGE, judge_fraction(int(o_dt) + int(rk_worst < 1e-5), 2),
+                 f"full matrices vs reduced flow: error ratio dt/(dt/2) {min(ratios):.2f}-{max(ratios):.2f} "
+                 f"(O(dt): 1.7-2.3); RK4 {rk_worst:.1e} (bound 1e-5)", "reduction",
+                 "If the reduced ODEs are exact, full-matrix GD differs from them only by the O(dt) discretisation "
+                 "error (halving dt halves it), and RK4 on the full matrices agrees to its own small error."),
+        Evidence("fixed-lines", STAGE, judge_fraction(sum(hits := [worst_asym < 1e-10, o_dt, rk_worst < 1e-5]),
+                                                      len(hits)),
+                 f"symmetric set kept to {worst_asym:.1e}; reduced (u, v) flow reproduced to O(dt) "
+                 f"(ratio {min(ratios):.2f}-{max(ratios):.2f}) and by RK4 to {rk_worst:.1e}; {sum(hits)}/3 checks pass",
+                 "reduction",
+                 "The effective parameters of the full model are the reduced flow's (u, v): along the symmetric set "
+                 "each circuit moves on its line; random starts approach the set (left panel).")])
 
 
 def _asymptotics(cfg: dict, run: RunWriter) -> None:

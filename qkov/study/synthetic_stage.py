@@ -57,7 +57,7 @@ def evidence(cfg: SyntheticConfig, summaries: list[dict[str, Any]], rescale: dic
         err = rescale["max_rel_err"]
         out.append(Evidence("rescaling", STAGE, "insufficient" if not n else judge_bound(err, RESCALING_TOL),
                             f"{where}: max relative error {err if err is None else f'{err:.1e}'} over {n} states "
-                            f"(tolerance {RESCALING_TOL:g})", "",
+                            f"(tolerance {RESCALING_TOL:g})", "theory_vs_training",
                             "Factorized speed / collapsed speed at the same state against theory's rho_OV = 2u and "
                             "rho_QK at the balanced start."))
     if summaries and all("spread" in s for s in summaries):

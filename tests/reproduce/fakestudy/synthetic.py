@@ -26,5 +26,6 @@ def execute(kind: str, config: dict, run_dir: Path) -> None:
               claims=[ev("sharpness-ratio", "synthetic", "supports", f"attention {0.5 + x[1] / 10:.3f}",
                          f"dtap_ratio{config['ratio']:g}"),
                       ev("fixed-lines", "synthetic", "supports" if config["ratio"] > 1 else "insufficient",
-                         "spread 1e-12")],
+                         "spread 1e-12", f"dtap_ratio{config['ratio']:g}"),
+                      ev("rescaling", "synthetic", "supports", "rho_OV = 2u to 1e-6", f"dtap_ratio{config['ratio']:g}")],
               figure=f"dtap_ratio{config['ratio']:g}")
