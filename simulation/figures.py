@@ -79,7 +79,8 @@ def sharpness_figures(run, K: int, M: int, eta_ov: float, ratios: Sequence[float
     plots.close(fig)
     winner = sharpest(res, PARAMS)                                               # (R, S)
     margin = winner_margin(res)
-    fig = plots.plot_phase_diagram(sw.ratios, sw.scales, winner, PARAMS, loss_level, margin)
+    second = np.asarray(PARAMS, dtype=object)[np.argsort(np.where(np.isfinite(res), res, np.inf), axis=0)[1]]
+    fig = plots.plot_phase_diagram(sw.ratios, sw.scales, winner, PARAMS, loss_level, margin, second)
     run.write_figure("phase_diagram", fig)
     plots.close(fig)
     run.write_arrays("sharpness_sweep.npz", ratios=sw.ratios, scales=sw.scales, residual_at_loss=res,
@@ -140,4 +141,24 @@ def order_crossover(K, M, ratio, scale, eta_ov: float = 1.0, t_max: float = 1e40
     return out
 
 
-__all__ = ["winner_margin", "order_crossover", "trajectories_figure", "phase_portrait_figure", "sharpness_figures", "laws_on", "MATCHED_LOSS"]
+def ratio_slopes(K: int, M: int, r_lo: float, r_hi: float, scales, levels, eta_ov: float = 1.0,
+                 t_max: float = 1e30, n_times: int = 400) -> dict[str, np.ndarray]:
+    r"""Finite-loss slope :math:`\Delta\log(1-p)/\Delta\log r` between ratios ``r_lo`` and ``r_hi`` at matched loss.
+
+    ``scales``: ``(S,)`` balanced starts; ``levels``: ``(L,)`` loss levels. Returns ``{param: (S, L)}``
+    (NaN where a level is not reached). Theory's limit (u -> oo) is -1 for every parametrization.
+    """
+    scales = np.asarray(scales, dtype=float)
+    levels = np.asarray(levels, dtype=float)
+    rr = np.repeat([r_lo, r_hi], scales.size)
+    ss = np.tile(scales, 2)
+    t = dense_times(t_max, n_times)
+    out = {}
+    for prm in PARAMS:
+        tr = integrate_many(prm, K, M, rr * eta_ov, eta_ov, ss, ss, t)
+        res = residual_at_loss(tr.loss.T, tr.residual.T, levels).reshape(2, scales.size, levels.size)
+        out[prm] = (np.log(res[1]) - np.log(res[0])) / np.log(r_hi / r_lo)
+    return out
+
+
+__all__ = ["ratio_slopes", "winner_margin", "order_crossover", "trajectories_figure", "phase_portrait_figure", "sharpness_figures", "laws_on", "MATCHED_LOSS"]

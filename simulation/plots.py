@@ -106,12 +106,13 @@ def plot_residual_vs_ratio(ratios: np.ndarray, residual: dict[str, np.ndarray], 
 
 
 def plot_phase_diagram(ratios: np.ndarray, scales: np.ndarray, winner: np.ndarray, params: Sequence[str],
-                       loss_level: float, margin: np.ndarray | None = None):
+                       loss_level: float, margin: np.ndarray | None = None, runner_up: np.ndarray | None = None):
     """Sharpest parametrization over (ratio, scale) and by how much.
 
     ``winner``: ``(R, S)`` names of the parametrization with the smallest residual at loss ``loss_level``;
-    ``margin``: ``(R, S)`` ratio (second-smallest residual) / (smallest residual) >= 1. Left: the winner's
-    colour, each cell labelled with the margin factor; right: log10 of the margin (0 = a tie).
+    ``margin``: ``(R, S)`` ratio (second-smallest residual) / (smallest residual) >= 1; ``runner_up``: ``(R, S)``
+    names of the second. Left: the winner's colour, each cell labelled with the runner-up and the margin factor;
+    right: log10 of the margin (0 = a tie).
     """
     from matplotlib.colors import ListedColormap
     from matplotlib.patches import Patch
@@ -132,9 +133,10 @@ def plot_phase_diagram(ratios: np.ndarray, scales: np.ndarray, winner: np.ndarra
         for i in range(len(ratios)):
             for j in range(len(scales)):
                 if np.isfinite(margin[i, j]):
-                    ax.text(i + 0.5, j + 0.5, f"x{margin[i, j]:.2g}", ha="center", va="center", fontsize=7,
+                    who = f"{runner_up[i, j]}\n" if runner_up is not None else ""
+                    ax.text(i + 0.5, j + 0.5, f"{who}x{margin[i, j]:.2g}", ha="center", va="center", fontsize=7,
                             color="white")
-    ax.set_title(f"Sharpest attention at loss {loss_level:g}\n(label: 2nd-best residual / best residual)")
+    ax.set_title(f"Sharpest attention at loss {loss_level:g}\n(label: runner-up, its residual / the winner's)")
     present = [p for p in params if np.any(winner == p)]
     ax.legend(handles=[Patch(color=COLORS.get(p, "grey"), label=p) for p in present], fontsize=7,
               loc="upper left", bbox_to_anchor=(1.0, 1.0))
