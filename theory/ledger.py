@@ -1,7 +1,8 @@
 """The claims ledger: each claim of the paper and of MODEL.md against what qkov derived.
 
 Statuses: ``derived`` (the claim follows exactly), ``refined`` (true, but the derivation gives a
-sharper or more qualified statement), ``refuted`` (the derivation contradicts it), and
+sharper or more qualified statement; ``"holds": "in part"`` when only part of the claim survives),
+``refuted`` (the derivation contradicts it), and
 ``empirical`` for the real-data claim, which theory cannot settle. The ``derived`` text is
 assembled from the derived objects (dimensions, factors, limits), not typed in.
 """
@@ -89,6 +90,7 @@ def claims_ledger(derivations: dict, glob) -> list[dict[str, Any]]:
         {"id": "fixed-lines", "source": "paper claim 2",
          "claim": "Effective QK and OV parameters move along fixed lines with relative speed set by eta_QK/eta_OV.",
          "status": status(_all_pass(glob.symmetric_subspace), "refined"),
+         "holds": "in part",
          "derived": ("Collapsed circuits move exactly on fixed lines (W_OV along P E_d^T; the query column of W_KQ "
                      "along w = ((M+1)/N on distinct, -K/N on commons and query)). A factorized QK circuit's "
                      "effective column also drifts along the softmax-null direction 1 (its sum a*S changes), so it "
@@ -148,6 +150,7 @@ def claims_ledger(derivations: dict, glob) -> list[dict[str, Any]]:
         {"id": "paper-equations", "source": "PAPER.md reduced dynamics",
          "claim": "The paper's reduced equations are the gradient flow of the model.",
          "status": status(_all_pass(glob.paper_mapping), "refined"),
+         "holds": "in part",
          "derived": ("With m=1, n=M+1, M_out=K, b=1: the attention, the loss and the OV equation are exactly the "
                      "derived CACO flow; the QK equation is slower by the factor (M+1)/(K+M+1): it is the flow of the "
                      "distinct token's logit with the common-token logits frozen (equal in the limit M -> oo). The "

@@ -23,7 +23,8 @@ def execute(kind: str, config: dict, run_dir: Path) -> None:
 
 
 STATUS_VERDICT = {"derived": "supports", "refined": "supports", "refuted": "contradicts", "unverified": "inconclusive"}
-"""Derivation status -> verdict: a refined claim holds in the sharper form the ledger states (its text says how);
+"""Derivation status -> verdict: a refined claim holds in the sharper form the ledger states (its text says how;
+``mixed`` when the ledger marks that only part of it holds);
 a claim whose symbolic checks did not pass is inconclusive; ``empirical`` claims get no derive evidence."""
 
 
@@ -41,7 +42,11 @@ def derivation_evidence(payload: dict) -> list:
         if cid not in CLAIMS or "derive" not in CLAIMS[cid].stages or status not in STATUS_VERDICT:
             continue
         verdict = STATUS_VERDICT[status]
-        numbers = f"{status}"
+        if status == "refined" and e.get("holds") == "in part":
+            verdict = "mixed"
+        first = str(e.get("derived", "")).split(". ")[0].strip()
+        first = first if len(first) <= 160 else first[:157] + "..."
+        numbers = f"{status}" + (" (holds in part)" if e.get("holds") == "in part" else "") + (f": {first}" if first else "")
         if cid == "sharpness-order" and e.get("order") and status == "derived":
             rank = {p: float(i + 1) for i, p in enumerate(e["order"])}
             verdict, holds, compared = judge_order(rank, 0.0)
