@@ -149,7 +149,9 @@ def execute(kind: str, config: dict, run_dir: pathlib.Path) -> None:
     """Perform one run of :func:`study_runs` into ``run_dir``."""
     if kind != "synthetic":
         raise ValueError(f"kind {kind!r}: qkov.study.synthetic_stage only runs 'synthetic'")
-    cfg = SyntheticConfig(**config)
+    from qkov.core.config import parse_config
+
+    cfg = parse_config(SyntheticConfig, **config)   # nested fields (sampled data) back to their dataclasses
     runs = run_grid(cfg, progress=False)
     with RunWriter(run_dir, kind=kind, config=config, seed=cfg.seed) as run:
         write_synthetic_run(cfg, runs, run)
