@@ -38,6 +38,9 @@ CAPTIONS: dict[str, str] = {
                          "a higher curve is a sharper model. Look at the order of the ratios' curves.",
     "dtap_heatmaps": "DTAP heatmaps: percentage of test instances by attention on the relevant tokens (x) and "
                      "probability of the true token (y). Sharp, confident models fill the top-right cell.",
+    "reduction": "Left: full-matrix GD from random starts, distance from the symmetric set (log axis): it should "
+                 "fall. Right: full-matrix GD from balanced starts against the reduced flow: an exact reduction leaves "
+                 "only the O(dt) error, so the dt/2 bar is half the dt bar.",
     "phase_portraits": "Each trajectory (u, v) must lie on its dotted level curve H(u, v) = H0 of the first integral.",
     "trajectories": "u, v and 1-p against t (log axes); dashed: theory's leading-order laws, which the solid "
                     "solutions should approach as t grows.",

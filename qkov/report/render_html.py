@@ -95,7 +95,8 @@ def _figures(items, empty: str) -> str:
     parts = []
     for run, fig in items:
         cap = content.figure_caption(run, fig)
-        cls = ' class="wide"' if _png_aspect(fig.png) > 1.8 else ""  # multi-panel rows get the full width
+        aspect = _png_aspect(fig.png)
+        cls = ' class="wide"' if aspect > 1.8 or aspect < 0.9 else ""  # multi-panel rows and grids: full width
         parts.append(f"<figure{cls}>{_img(fig, cap)}<figcaption>{_e(cap)}</figcaption></figure>")
     return "\n".join(parts)
 
