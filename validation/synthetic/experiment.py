@@ -13,6 +13,7 @@ Data: ``population`` (the exact MODEL.md population: full batch for ``gd``/``ada
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from typing import Annotated, Callable, Literal
 
@@ -111,7 +112,7 @@ def _setup(cfg: SyntheticConfig, param: str, ratio: float
         observe = lambda m: {**_test_observe(m, test), **circuit_norms(m)}  # noqa: E731
         return model, lambda step: data.batch(), test, observe
     if cfg.data == "sampled":
-        sc = cfg.sampled.model_copy(update={"K": K, "M": M})
+        sc = dataclasses.replace(cfg.sampled, K=K, M=M)
         data = SampledData(sc, pair_seed, dtype=dtype)
         test_data = SampledData(sc, pair_seed, dtype=dtype)       # same embeddings, fresh stream
         test_data.gen.manual_seed(pair_seed + 10_000)
