@@ -178,8 +178,11 @@ def attention_vs_loss_figure(cfg: SyntheticConfig, runs: list[PairRun]) -> Figur
         loss, att = (L["loss"], L["p"]) if "p" in L else (L["test_loss"], L["test_mass"])
         ax.plot(loss, att, color=RATIO_COLORS[list(cfg.ratios).index(run.ratio) % len(RATIO_COLORS)],
                 label=f"eta_QK/eta_OV = {run.ratio:g}")
-        ax.set_xscale("log")
-        ax.invert_xaxis()
+        lo, hi = np.nanmin(loss), np.nanmax(loss)
+        if lo > 0 and hi / lo > 10:                      # log axis only where the losses span decades
+            ax.set_xscale("log")
+        if not ax.xaxis_inverted():
+            ax.invert_xaxis()
         ax.set_title(run.param)
         ax.set_xlabel("loss")
         ax.set_ylabel("attention on distinct tokens")
