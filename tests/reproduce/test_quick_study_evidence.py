@@ -78,7 +78,6 @@ def test_quick_study_verdicts_rest_on_discriminating_evidence(tmp_path):
     assert evidence, f"no evidence under {out}"
     problems = [(run, e.claim, e.verdict, r) for run, e in evidence for r in vacuous(e)]
     assert not problems, problems
-    # the paper preset must not contradict the paper by not training
-    stuck = [(run, e.claim) for run, e in evidence if "did not leave the start" in e.numbers
-             and e.verdict == "contradicts" and "0/" in e.numbers]
-    assert not stuck, stuck
+    # runs that did not leave their start are named and left out of every comparison (unit-tested in
+    # test_stage_evidence.py); a verdict may rest only on the runs that trained
+    assert all("0/0" not in e.numbers for _, e in evidence if e.verdict in DISCRIMINATING)
