@@ -85,6 +85,36 @@ def evidence(cfg: SyntheticConfig, summaries: list[dict[str, Any]], rescale: dic
     return out
 
 
+def common_test_levels(summaries: list[dict[str, Any]], n: int = 5) -> "np.ndarray":
+    """``n`` log-spaced test-loss levels inside the range every run's held-out loss passed through
+    (below the largest final loss, above the smallest starting loss); empty when there is none."""
+    import numpy as np
+
+    curves = [s["test_curve"] for s in summaries if s.get("test_curve")]
+    if not curves:
+        return np.array([])
+    hi = min(max(x for x in c["loss"] if x is not None) for c in curves)
+    lo = max(min(x for x in c["loss"] if x is not None) for c in curves)
+    if not (0 < lo < hi):
+        return np.array([])
+    return np.exp(np.linspace(np.log(hi), np.log(lo), n + 2)[1:-1])
+
+
+def mass_at_test_loss(summary: dict[str, Any], level: float) -> float | None:
+    """Held-out distinct attention where the run's test loss first falls to ``level`` (linear interpolation
+    between the two logged points around it); None if it never does."""
+    c = summary.get("test_curve") or {}
+    loss, mass = c.get("loss") or [], c.get("mass") or []
+    for i in range(1, len(loss)):
+        a, b = loss[i - 1], loss[i]
+        if a is None or b is None or mass[i - 1] is None or mass[i] is None:
+            continue
+        if a >= level >= b and a != b:
+            w = (a - level) / (a - b)
+            return mass[i - 1] + w * (mass[i] - mass[i - 1])
+    return None
+
+
 def _sharpness_ratio(cfg: SyntheticConfig, summaries: list[dict[str, Any]], where: str, stuck_txt: str) -> Evidence:
     """Attention at matched loss (or final held-out attention) must rise with the ratio: consecutive ratios
     compared per parametrization and loss level; ties within ATTENTION_RESOLUTION and unreached levels skipped."""
@@ -95,9 +125,12 @@ def _sharpness_ratio(cfg: SyntheticConfig, summaries: list[dict[str, Any]], wher
         what, fig = "attention p at matched loss", "attention_vs_loss"
         series = [[by[(p, r)]["p_at_loss"].get(f"{lev:g}") for r in ratios] for p in cfg.params for lev in LOSS_LEVELS]
     else:
-        what, fig = "final held-out distinct-token attention", "dtap_heatmaps"
-        series = [[by[(p, r)]["dtap"]["mean_mass"] if by[(p, r)].get("left_start", True) else None for r in ratios]
-                  for p in cfg.params]
+        levels = common_test_levels([by[(p, r)] for p in cfg.params for r in ratios if by[(p, r)].get("left_start", True)])
+        what, fig = (f"held-out distinct-token attention at matched test loss ({len(levels)} levels "
+                     + (f"{levels[0]:.3g}..{levels[-1]:.3g})" if levels.size else "reached by every trained run: none)")
+                     ), "attention_vs_loss"
+        series = [[mass_at_test_loss(by[(p, r)], lev) if by[(p, r)].get("left_start", True) else None for r in ratios]
+                  for p in cfg.params for lev in levels]
     for vals in series:
         for a, b in zip(vals, vals[1:]):
             if a is None or b is None:
@@ -126,8 +159,12 @@ def _sharpness_order(cfg: SyntheticConfig, summaries: list[dict[str, Any]], wher
         residual = {p: 1 - at[p]["p_at_loss"][lev] for p in cfg.params} if lev else {}
         what = f"1-p at loss {lev}" if lev else f"no loss level in {[float(x) for x in LOSS_LEVELS]} reached by all"
     else:
-        residual = {p: 1 - at[p]["dtap"]["mean_mass"] for p in cfg.params if at[p].get("left_start", True)}
-        what = "1 - final held-out distinct attention"
+        moved = [p for p in cfg.params if at[p].get("left_start", True)]
+        levels = common_test_levels([at[p] for p in moved])
+        masses = {p: mass_at_test_loss(at[p], levels[-1]) for p in moved} if levels.size else {}
+        residual = {p: 1 - m for p, m in masses.items() if m is not None}
+        what = (f"1 - held-out distinct attention at test loss {levels[-1]:.3g}" if levels.size
+                else "no test loss reached by every trained run")
     if len(residual) < 2:
         return Evidence("sharpness-order", STAGE, "insufficient",
                         f"{where}, ratio {r0:g}: {what}{stuck_txt}", "", "Nothing to compare: train longer.")

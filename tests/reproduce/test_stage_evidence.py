@@ -11,7 +11,8 @@ PARAMS = ("CACO", "FACO", "CAFO", "FAFO")
 
 
 def summary(param, ratio, mass, left=True, p_at_loss=None):
-    s = {"param": param, "ratio": ratio, "left_start": left, "dtap": {"mean_mass": mass}}
+    s = {"param": param, "ratio": ratio, "left_start": left, "dtap": {"mean_mass": mass},
+         "test_curve": {"loss": [2.0, 1.0, 0.5], "mass": [0.159, (0.159 + mass) / 2, mass]}}
     if p_at_loss is not None:
         s["p_at_loss"] = p_at_loss
     return s
@@ -35,11 +36,12 @@ def test_ties_within_the_resolution_are_not_comparisons():
     cfg = SyntheticConfig(ratios=(1.0, 10.0), data="paper", optimizer="sgd")
     tied = [summary(p, r, 0.349 + 1e-4 * (r > 1)) for p in PARAMS for r in (1.0, 10.0)]
     ev = by_claim(evidence(cfg, tied, None))
-    assert ev["sharpness-ratio"].verdict == "insufficient" and "4 ties" in ev["sharpness-ratio"].numbers
+    assert ev["sharpness-ratio"].verdict == "insufficient" and "0/0 comparisons (20 ties" in ev["sharpness-ratio"].numbers
     assert ev["sharpness-order"].verdict == "insufficient"
     moved = [summary(p, r, 0.3 + 0.2 * (r > 1) + 0.05 * PARAMS.index(p)) for p in PARAMS for r in (1.0, 10.0)]
     ev = by_claim(evidence(cfg, moved, None))
-    assert ev["sharpness-ratio"].verdict == "supports"          # 4/4 rise with the ratio
+    assert ev["sharpness-ratio"].verdict == "supports"          # 4 parametrizations x 5 matched test losses
+    assert "20/20 comparisons" in ev["sharpness-ratio"].numbers
     assert ev["sharpness-order"].verdict == "contradicts"       # the reverse order: FAFO sharpest, CACO weakest
 
 
@@ -55,3 +57,15 @@ def test_loss_levels_not_reached_are_insufficient(reached):
         assert ev["sharpness-order"].verdict == "insufficient"   # all four tied at every level
     else:
         assert ev["sharpness-order"].verdict == "insufficient" and "no loss level" in ev["sharpness-order"].numbers
+
+
+def test_held_out_attention_is_compared_at_matched_test_loss():
+    from qkov.study.synthetic_stage import common_test_levels, mass_at_test_loss
+
+    fast = {"test_curve": {"loss": [2.0, 1.0, 0.2], "mass": [0.1, 0.5, 0.9]}}
+    slow = {"test_curve": {"loss": [2.5, 1.5, 0.8], "mass": [0.1, 0.2, 0.3]}}
+    levels = common_test_levels([fast, slow], n=3)
+    assert levels.size == 3 and 0.8 < levels.min() and levels.max() < 2.0     # inside both runs' ranges
+    assert mass_at_test_loss(fast, 1.5) == pytest.approx(0.3)                 # halfway between 2.0 and 1.0
+    assert mass_at_test_loss(slow, 0.5) is None                               # never reached
+    assert common_test_levels([fast, {"test_curve": {"loss": [5.0, 3.0], "mass": [0.1, 0.1]}}]).size == 0

@@ -39,6 +39,9 @@ def pair_summary(cfg: SyntheticConfig, run: PairRun) -> tuple[dict[str, Any], An
     out: dict[str, Any] = {"param": run.param, "ratio": run.ratio, "wall_s": run.wall_s,
                            "final": {k: _f(v[-1]) for k, v in L.items() if k not in ("step",)},
                            "left_start": left_start(L)}
+    if "test_loss" in L and "test_mass" in L:  # held-out curve, for comparisons at matched test loss
+        out["test_curve"] = {"loss": [_f(x) for x in np.asarray(L["test_loss"], float)],
+                             "mass": [_f(x) for x in np.asarray(L["test_mass"], float)]}
     traj = None
     if cfg.compares_to_ode:
         traj = reference_trajectory(run.param, cfg.K, cfg.M, run.ratio * cfg.eta_ov, cfg.eta_ov, cfg.u0, cfg.v0, L["t"])
