@@ -128,14 +128,15 @@ def theory_vs_training_figure(cfg: SyntheticConfig, runs: list[PairRun], trajs: 
     and beneath, the relative deviation ``|train / theory - 1|`` on a log axis (where the eye cannot separate the
     curves, this panel can). One colour per ratio; every run that logs (u, v) has its theory curve."""
     params = list(dict.fromkeys(r.param for r in runs))
-    fig = Figure(figsize=(12, 3.6 * len(params)))
-    gs = fig.add_gridspec(2 * len(params), 3, height_ratios=[2.2, 1] * len(params), hspace=0.08)
+    fig = Figure(figsize=(12, 3.9 * len(params)))
+    outer = fig.add_gridspec(len(params), 3, hspace=0.32, wspace=0.28)
     colors = {r: RATIO_COLORS[i % len(RATIO_COLORS)] for i, r in enumerate(cfg.ratios)}
     axes = {}
     for row, prm in enumerate(params):
         for col in range(3):
-            top = fig.add_subplot(gs[2 * row, col])
-            axes[(prm, col)] = (top, fig.add_subplot(gs[2 * row + 1, col], sharex=top))
+            inner = outer[row, col].subgridspec(2, 1, height_ratios=[2.2, 1], hspace=0.06)
+            top = fig.add_subplot(inner[0])
+            axes[(prm, col)] = (top, fig.add_subplot(inner[1], sharex=top))
     for run, traj in zip(runs, trajs):
         L = run.log
         t = np.asarray(L["t"], dtype=float)
@@ -155,9 +156,10 @@ def theory_vs_training_figure(cfg: SyntheticConfig, runs: list[PairRun], trajs: 
                 bottom.plot(t[ok], rel[ok], color=c, lw=1.2)
             top.set_title(f"{run.param}: {name}", fontsize=9)
             top.set_xscale("log")
-            top.tick_params(labelbottom=False)
-            if name == "1 - p":
-                top.set_yscale("log")
+            top.tick_params(which="both", labelbottom=False)
+            yv = np.asarray(y, dtype=float)[m]
+            if name == "1 - p" and yv.size and np.nanmin(yv) > 0 and np.nanmax(yv) / np.nanmin(yv) > 10:
+                top.set_yscale("log")                    # log only where the residual spans decades
             bottom.set_yscale("log")
             bottom.set_xlabel("t = step * dt")
             if col == 0:
@@ -166,7 +168,7 @@ def theory_vs_training_figure(cfg: SyntheticConfig, runs: list[PairRun], trajs: 
     first.legend(fontsize=7, ncol=2)
     fig.suptitle(f"{cfg.optimizer} on {cfg.data} data, {cfg.init} start: training (solid) vs theory (dashed); "
                  "relative deviation beneath", fontsize=10)
-    fig.subplots_adjust(left=0.07, right=0.98, top=0.94, bottom=0.05, wspace=0.25)
+    fig.subplots_adjust(left=0.07, right=0.98, top=1 - 0.25 / len(params), bottom=0.04)
     return fig
 
 
