@@ -85,13 +85,87 @@ def sharpness_figures(run, K: int, M: int, eta_ov: float, ratios: Sequence[float
     run.write_figure("residual_vs_ratio", fig)
     plots.close(fig)
     winner = sharpest(res, PARAMS)                                               # (R, S)
-    fig = plots.plot_phase_diagram(sw.ratios, sw.scales, winner, PARAMS, loss_level)
+    margin = winner_margin(res)
+    second = np.asarray(PARAMS, dtype=object)[np.argsort(np.where(np.isfinite(res), res, np.inf), axis=0)[1]]
+    fig = plots.plot_phase_diagram(sw.ratios, sw.scales, winner, PARAMS, loss_level, margin, second)
     run.write_figure("phase_diagram", fig)
     plots.close(fig)
     run.write_arrays("sharpness_sweep.npz", ratios=sw.ratios, scales=sw.scales, residual_at_loss=res,
-                     winner=winner.astype(str), params=np.array(PARAMS))
-    return {"ratios": sw.ratios, "scales": sw.scales, "residual": res, "winner": winner, "ref_scale": sw.scales[j],
+                     winner=winner.astype(str), margin=margin, params=np.array(PARAMS))
+    return {"ratios": sw.ratios, "scales": sw.scales, "residual": res, "winner": winner, "margin": margin,
+            "ref_scale": sw.scales[j],
             "at_ref": at_ref}
 
 
-__all__ = ["trajectories_figure", "phase_portrait_figure", "sharpness_figures", "laws_on", "MATCHED_LOSS"]
+def winner_margin(residual: np.ndarray) -> np.ndarray:
+    """``(second-smallest / smallest)`` residual along axis 0 (parametrizations); NaN with < 2 finite values.
+
+    ``residual``: ``(P, ...)``; returns ``(...)``, >= 1 (1 = a tie between the two sharpest).
+    """
+    srt = np.sort(np.where(np.isfinite(residual), residual, np.inf), axis=0)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        m = srt[1] / srt[0]
+    return np.where(np.isfinite(m), m, np.nan)
+
+
+def order_crossover(K, M, ratio, scale, eta_ov: float = 1.0, t_max: float = 1e40, n_times: int = 600,
+                    levels: np.ndarray | None = None) -> list[dict]:
+    r"""Residual :math:`1-p` of the four parametrizations at matched loss down to tiny losses, and the
+    largest loss below which CACO is sharper than FAFO for good (the finite-loss / asymptotic crossover).
+
+    ``K, M, ratio, scale`` broadcast to ``(B,)`` cases; each case is solved from the balanced start
+    ``u0 = v0 = scale`` to ``t_max`` (one vectorised solve per parametrization; in
+    :math:`\tau = \log(1+t)`, so ``1e40`` costs little). ``levels``: ``(L,)`` decreasing loss levels.
+    Returns per case ``{"K", "M", "ratio", "scale", "levels", "residual": {param: (L,)}, "crossover": loss
+    or None, "orders": [order per level, sharpest first, "" where a level is not reached]}``.
+    """
+    levels = np.logspace(-1, -30, 59) if levels is None else np.asarray(levels, dtype=float)
+    Kb, Mb, rb, sb = (a.ravel() for a in np.broadcast_arrays(*(np.atleast_1d(np.asarray(x, dtype=float))
+                                                              for x in (K, M, ratio, scale))))
+    t = dense_times(t_max, n_times)
+    res = {}
+    for prm in PARAMS:
+        tr = integrate_many(prm, Kb, Mb, rb * eta_ov, eta_ov, sb, sb, t)
+        res[prm] = residual_at_loss(tr.loss.T, tr.residual.T, levels)             # (B, L)
+    out = []
+    for b in range(Kb.size):
+        rb_ = {p: res[p][b] for p in PARAMS}
+        d = np.log(rb_["CACO"]) - np.log(rb_["FAFO"])               # < 0: CACO sharper
+        fin = np.isfinite(d)
+        cross = None
+        if fin.any() and d[fin][-1] < 0:                            # CACO sharper at the smallest level reached
+            above = np.nonzero(fin & (d >= 0))[0]
+            if above.size:                                          # last level where FAFO was still sharper
+                i = above[-1]
+                j = i + 1 + int(np.argmax(fin[i + 1:]))             # next level with a value (CACO sharper)
+                cross = float(np.exp(np.interp(0.0, [d[j], d[i]], np.log([levels[j], levels[i]]))))
+            else:
+                cross = float(levels[0])
+        orders = [" > ".join(sorted(PARAMS, key=lambda p: rb_[p][k])) if all(np.isfinite(rb_[p][k]) for p in PARAMS)
+                  else "" for k in range(levels.size)]
+        out.append({"K": int(Kb[b]), "M": int(Mb[b]), "ratio": float(rb[b]), "scale": float(sb[b]), "levels": levels,
+                    "residual": rb_, "crossover": cross, "orders": orders})
+    return out
+
+
+def ratio_slopes(K: int, M: int, r_lo: float, r_hi: float, scales, levels, eta_ov: float = 1.0,
+                 t_max: float = 1e30, n_times: int = 400) -> dict[str, np.ndarray]:
+    r"""Finite-loss slope :math:`\Delta\log(1-p)/\Delta\log r` between ratios ``r_lo`` and ``r_hi`` at matched loss.
+
+    ``scales``: ``(S,)`` balanced starts; ``levels``: ``(L,)`` loss levels. Returns ``{param: (S, L)}``
+    (NaN where a level is not reached). Theory's limit (u -> oo) is -1 for every parametrization.
+    """
+    scales = np.asarray(scales, dtype=float)
+    levels = np.asarray(levels, dtype=float)
+    rr = np.repeat([r_lo, r_hi], scales.size)
+    ss = np.tile(scales, 2)
+    t = dense_times(t_max, n_times)
+    out = {}
+    for prm in PARAMS:
+        tr = integrate_many(prm, K, M, rr * eta_ov, eta_ov, ss, ss, t)
+        res = residual_at_loss(tr.loss.T, tr.residual.T, levels).reshape(2, scales.size, levels.size)
+        out[prm] = (np.log(res[1]) - np.log(res[0])) / np.log(r_hi / r_lo)
+    return out
+
+
+__all__ = ["ratio_slopes", "winner_margin", "order_crossover", "trajectories_figure", "phase_portrait_figure", "sharpness_figures", "laws_on", "MATCHED_LOSS"]

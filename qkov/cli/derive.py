@@ -40,9 +40,10 @@ def write_derivation(run_dir: Path, cfg: DeriveConfig, use_cache: bool = True) -
             name, render = RENDERERS[fmt]
             run.write_text(name, render(payload))
         run.write_json("metrics.json", {**payload["summary"], "seconds": round(elapsed, 3), "from_cache": hit})
-        run.write_json("claims.json", {e["id"]: {"verdict": {"derived": "supports", "refined": "mixed",
-                                                             "refuted": "contradicts"}.get(e["status"], "n/a"),
-                                                 "evidence": e["derived"]} for e in payload["ledger"]})
+        from qkov.study.derive_stage import derivation_evidence
+        from qkov.study.claims import write_evidence
+
+        write_evidence(run, derivation_evidence(payload))
     return payload
 
 

@@ -15,7 +15,6 @@ from qkov.core.config import parse_config
 from qkov.core.runstore import RunWriter, run_dir_for
 from qkov.core.lock import results_lock
 from validation.synthetic.experiment import SyntheticConfig, run_grid
-from validation.synthetic.report import write_run
 
 DEFAULT_STEPS = {"population": 4000, "sampled": 3000, "paper": 2000}
 """Steps per (param, ratio) when ``--steps`` is not given."""
@@ -70,16 +69,18 @@ def synthetic(params, ratios, data: str, optimizer: str, steps: int | None, dt: 
     with results_lock(out, "qkov validate synthetic"):  # one writer per results directory
         runs = run_grid(cfg, progress=progress)
         with RunWriter(run_dir, kind="synthetic", config=config, seed=cfg.seed) as run:
-            res = write_run(cfg, runs, run)
+            from qkov.study.synthetic_stage import write_synthetic_run
+
+            res = write_synthetic_run(cfg, runs, run)
     if as_json:
         m = res["metrics"]
         brief = {"run_dir": str(run_dir), "ode_all_within_tolerance": m["ode_all_within_tolerance"],
                  "pairs": [{k: p[k] for k in ("param", "ratio", "final", "ode", "p_at_loss") if k in p}
                            | {"dtap_mean_mass": p["dtap"]["mean_mass"], "accuracy": p["dtap"]["accuracy"]}
                            for p in m["pairs"]],
-                 "claims": res["claims"]}
+                 "claims": [e.to_json() for e in res["evidence"]]}
         click.echo(json.dumps(brief, indent=2, default=float))
     else:
-        for k, c in res["claims"].items():
-            click.echo(f"{k}: {c['verdict']} — {c['evidence']}")
+        for e in res["evidence"]:
+            click.echo(f"{e.claim}: {e.verdict} — {e.numbers}")
         click.echo(f"results: {run_dir.resolve()}")

@@ -1,7 +1,11 @@
 """Read the run directories of a study (``<out>/runs/*``) into :class:`RunRecord` objects.
 
-Only complete runs (:func:`qkov.core.runstore.is_complete`) are read; the others are
-listed as incomplete so the report can say so. A run's stage comes from the engine's
+Only complete runs (:func:`qkov.core.runstore.is_complete`) are read, and of a complete run only the
+files its ``COMPLETE`` marker lists (with their SHA-256): a file that is in the directory but not in
+that list makes the run incomplete (a file dropped into a finished run is not credited to it). The
+others are listed as incomplete, with the reason, so the report can say so. ``claims.json`` is parsed
+into :class:`qkov.study.claims.Evidence` objects; entries that do not validate are listed as problems.
+A run's stage comes from the engine's
 summary (``<out>/reproduce.json``) when there is one, else from its kind.
 """
 
@@ -14,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from qkov.core.runstore import COMPLETE_MARKER, is_complete
+from qkov.study.claims import Evidence, read_evidence
 
 STAGE_ORDER: tuple[str, ...] = ("derive", "simulate", "synthetic", "real")
 STAGE_TITLES: dict[str, str] = {
@@ -47,9 +52,14 @@ class RunRecord:
     config: dict[str, Any]
     manifest: dict[str, Any]
     metrics: dict[str, Any]
-    claims: dict[str, Any]
+    evidence: list[Evidence]
     derivation: dict[str, Any] | None
     figures: list[Figure]
+    problems: list[str] = dataclasses.field(default_factory=list)
+
+    def figure(self, stem: str) -> Figure | None:
+        """The run's figure named ``stem``, if it has one."""
+        return next((f for f in self.figures if f.stem == stem), None)
 
     @property
     def name(self) -> str:
@@ -89,37 +99,59 @@ def _stage_map(out: Path) -> dict[str, str]:
         return {}
 
 
-def _listed(path: Path) -> set[str]:
-    """The files ``COMPLETE`` lists (hash-checked by ``is_complete``); anything else in the run is ignored."""
+def listed_files(path: Path) -> set[str] | None:
+    """Names the run's ``COMPLETE`` marker lists (None when it has none or it is unreadable)."""
     try:
-        return set(json.loads((path / COMPLETE_MARKER).read_text())["files"])
+        files = json.loads((path / COMPLETE_MARKER).read_text())["files"]
     except (OSError, ValueError, KeyError, TypeError):
-        return set()
+        return None
+    return set(files) if isinstance(files, dict) else None
 
 
-def _figures(path: Path) -> list[Figure]:
-    listed = _listed(path)
-    stems = sorted({p.stem for p in path.iterdir() if p.suffix in (".png", ".svg") and p.name in listed})
-    return [Figure(s, path / f"{s}.png" if f"{s}.png" in listed else None,
-                   path / f"{s}.svg" if f"{s}.svg" in listed else None) for s in stems]
+def unlisted_files(path: Path) -> list[str]:
+    """Entries of a run directory that ``COMPLETE`` does not list (the marker itself excepted)."""
+    listed = listed_files(path) or set()
+    return sorted(p.name for p in path.iterdir() if p.name != COMPLETE_MARKER and p.name not in listed)
+
+
+def _figures(path: Path, listed: set[str]) -> list[Figure]:
+    names = {n for n in listed if n.endswith((".png", ".svg")) and not n.startswith(".")}
+    stems = sorted({n.rsplit(".", 1)[0] for n in names})
+    return [Figure(s, path / f"{s}.png" if f"{s}.png" in names else None,
+                   path / f"{s}.svg" if f"{s}.svg" in names else None) for s in stems]
 
 
 def read_run(path: Path, stage: str | None = None) -> RunRecord:
-    """Read one complete run directory."""
-    config = _load_json(path / "config.json") if (path / "config.json").is_file() else {}
-    manifest = _load_json(path / "manifest.json") if (path / "manifest.json").is_file() else {}
-    kind = str(manifest.get("kind") or path.name.rsplit("-", 1)[0])
+    """Read one complete run directory: only the files its ``COMPLETE`` lists."""
+    listed = listed_files(path) or set()
+
+    def load(name: str) -> Any:
+        return _load_json(path / name) if name in listed else None
+
+    config = load("config.json") or {}
+    manifest = load("manifest.json") or {}
+    kind = str(manifest.get("kind") or path.name.rsplit("-", 1)[0]) if isinstance(manifest, dict) else path.name
     metrics: dict[str, Any] = {}
-    listed = _listed(path)
-    for f in sorted(path.glob("*.json")):
-        if f.name not in _RESERVED and f.name in listed:  # an extra file dropped in later is not a result
-            metrics[f.stem] = _load_json(f)
-    claims = _load_json(path / "claims.json") if (path / "claims.json").is_file() else {}
-    derivation = _load_json(path / "derivation.json") if (path / "derivation.json").is_file() else None
+    for name in sorted(listed):
+        if name.endswith(".json") and name not in _RESERVED:
+            metrics[name[:-5]] = _load_json(path / name)
+    evidence, problems = ([], []) if "claims.json" not in listed else read_evidence(load("claims.json"))
+    derivation = load("derivation.json")
+    if derivation is not None and not isinstance(derivation, dict):
+        derivation, problems = None, problems + ["derivation.json: not an object"]
     if derivation is not None and stage is None:
         stage = "derive"
-    return RunRecord(path, kind, stage or stage_of_kind(kind), config, manifest, metrics,
-                     claims if isinstance(claims, dict) else {}, derivation, _figures(path))
+    stage = stage or stage_of_kind(kind)
+    figures = _figures(path, listed)
+    kept = []
+    for e in evidence:
+        if e.stage != stage:
+            problems.append(f"evidence for {e.claim} names stage {e.stage} but the run belongs to {stage}")
+        else:
+            kept.append(e if not e.figure or any(f.stem == e.figure for f in figures)
+                        else dataclasses.replace(e, figure=""))
+    return RunRecord(path, kind, stage, config if isinstance(config, dict) else {},
+                     manifest if isinstance(manifest, dict) else {}, metrics, kept, derivation, figures, problems)
 
 
 @dataclasses.dataclass
@@ -130,6 +162,7 @@ class StudyResults:
     runs: list[RunRecord]
     incomplete: list[str]
     summary: dict[str, Any] | None
+    unreadable: list[str] = dataclasses.field(default_factory=list)
 
     def stage(self, name: str) -> list[RunRecord]:
         """The runs of one stage, in directory order."""
@@ -156,7 +189,14 @@ def collect_runs(out: str | Path) -> StudyResults:
             if not is_complete(path):
                 incomplete.append(path.name)
                 continue
-            runs.append(read_run(path, stages.get(path.name)))
+            extra = unlisted_files(path)
+            if extra:
+                incomplete.append(f"{path.name} (files not listed in COMPLETE: {', '.join(extra)})")
+                continue
+            try:
+                runs.append(read_run(path, stages.get(path.name)))
+            except ValueError as exc:
+                incomplete.append(f"{path.name} ({exc})")
     summary = None
     if (out / "reproduce.json").is_file():
         try:

@@ -107,6 +107,29 @@ def _h(x: Any) -> str:
     return html.escape(str(x))
 
 
+_STATUSES = ("derived", "refined", "refuted", "empirical", "simulated", "unverified")
+
+
+def _status_class(status: Any) -> str:
+    """``status-<s>`` for an allowed status, else ``status-unknown`` (nothing else reaches a class attribute)."""
+    return f"status-{status}" if status in _STATUSES else "status-unknown"
+
+
+def _statements(e: dict[str, Any]) -> str:
+    items = [x for x in e.get("statements") or [] if isinstance(x, dict)]
+    if not items:
+        return _h(e["derived"])
+    return "<ul>" + "".join(f"<li><span class='{_status_class(x.get('status'))}'>{_h(x.get('status', ''))}</span>: "
+                            f"{_h(x.get('text', ''))}</li>" for x in items) + "</ul>"
+
+
+def _mathml(markup: str) -> str:
+    """The display's MathML with only MathML elements and attributes kept (qkov.report.mathml)."""
+    from qkov.report.mathml import sanitise_mathml
+
+    return sanitise_mathml(markup or "")
+
+
 def render_html(payload: dict[str, Any]) -> str:
     """The report as one self-contained HTML page with presentation MathML."""
     idx = _check_index(payload)
@@ -120,7 +143,7 @@ def render_html(payload: dict[str, Any]) -> str:
              "<th>derived</th></tr>"]
     for e in payload["ledger"]:
         parts.append(f"<tr><td>{_h(e['claim'])}</td><td>{_h(e['source'])}</td>"
-                     f"<td class='status-{_h(e['status'])}'>{_h(e['status'])}</td><td>{_h(e['derived'])}</td></tr>")
+                     f"<td class='{_status_class(e['status'])}'>{_h(e['status'])}</td><td>{_statements(e)}</td></tr>")
     parts.append("</table>")
 
     def check_line(c: dict[str, Any] | None) -> str:
@@ -160,7 +183,8 @@ def render_html(payload: dict[str, Any]) -> str:
             if sub != current and "-" in sub and key != "symmetric-subspace":
                 parts.append(f"<h3>{_h(sub.split('-', 1)[1])}</h3>")
                 current = sub
-            parts.append(f"<div class='eq'><div>{_h(d['title'])}</div>{d['mathml']}</div>{check_line(idx.get(d['check']))}")
+            parts.append(f"<div class='eq'><div>{_h(d['title'])}</div>{_mathml(d['mathml'])}</div>"
+                         f"{check_line(idx.get(d['check']))}")
     parts.append("</body></html>")
     return "\n".join(parts)
 

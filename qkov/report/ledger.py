@@ -1,132 +1,94 @@
-"""The claims ledger: the theory's derivation joined with each stage's ``claims.json``.
+"""The claims ledger: one row per claim of the registry (:mod:`qkov.study.claims`), joined with the
+derivation's statements and every run's evidence.
 
-Row per claim id (the ids of ``docs/architecture.md``). Columns: the paper's claim,
-what the derivation found (``derived`` / ``refined`` / ``refuted``), and one verdict
-per empirical stage (simulation, synthetic training, real data), each ``supports`` /
-``contradicts`` / ``mixed`` / ``n/a`` / empty (not tested), and an overall verdict.
-
-Verdicts of several runs of one stage on one claim combine as: all ``supports`` ->
-``supports``; all ``contradicts`` -> ``contradicts``; otherwise ``mixed``
-(``n/a`` runs are ignored; only ``n/a`` -> ``n/a``).
-
-**Overall verdict rule** (:func:`overall_verdict`), with ``E`` the stages' combined
-verdicts other than ``n/a``/untested and ``T`` the derivation status:
-
-1. any ``mixed`` in ``E``, or both ``supports`` and ``contradicts`` in ``E`` -> **mixed**;
-2. ``T = refuted``: -> **refuted** unless ``E`` holds a ``supports`` (then **mixed**);
-3. ``E`` only ``contradicts`` -> **contradicted**;
-4. ``E`` only ``supports`` -> **supported** (**supported as refined** when ``T = refined``);
-5. ``E`` empty: ``T = derived`` -> **derived only**, ``T = refined`` -> **refined only**,
-   no derivation -> **untested**.
+Per claim: the paper's wording and where it is made, the derivation's status and statements, the
+evidence of each stage (each :class:`~qkov.study.claims.Evidence` with the run it came from), each
+stage's verdict and the claim's verdict, both by the registry's one rule
+(:func:`qkov.study.claims.combine`: ``insufficient`` never counts; agreement is kept; else ``mixed``),
+and the headline figure.
 """
 
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, Iterable
 
-from qkov.report.collect import StudyResults
+from qkov.report.collect import Figure, RunRecord, StudyResults
+from qkov.study.claims import CLAIMS, STAGES, UNTESTED, Evidence, combine
 
-CLAIMS: dict[str, str] = {
-    "symmetric-subspace": "from symmetric initialisation the full flow stays on a low-dimensional set",
-    "reduced-odes": "the exact reduced ODEs of each parametrization",
-    "rescaling": "factorizing a circuit rescales its learning rate, depending on the state",
-    "fixed-lines": "effective QK and OV parameters move along fixed lines, relative speed eta_QK/eta_OV",
-    "first-integrals": "v as a function of u along trajectories; what does not depend on the loss",
-    "growth-rates": "u = O(log t), v = O(log^2 t), constants set by eta_QK/eta_OV",
-    "sharpness-ratio": "larger eta_QK/eta_OV concentrates attention at comparable loss",
-    "sharpness-order": "CACO, FACO concentrate; FAFO predicts well with weak attention",
-    "paper-equations": "the paper's reduced equations are the gradient flow of the model",
-    "real-data": "raising eta_QK/eta_OV raises attention-interpretability metrics without hurting accuracy",
-}
-"""Claim ids shared by every layer (docs/architecture.md), in the ledger's order."""
-
-EMPIRICAL_STAGES: tuple[tuple[str, str], ...] = (
-    ("simulate", "simulation"), ("synthetic", "synthetic training"), ("real", "real data"),
-)
-VERDICTS = ("supports", "contradicts", "mixed", "n/a")
+STAGE_TITLES = {"derive": "derivation", "simulate": "simulation", "synthetic": "synthetic training",
+                "real": "real data"}
 
 
 @dataclasses.dataclass(frozen=True)
 class StageVerdict:
-    """One stage's combined verdict on one claim, with the evidence of each run."""
+    """One stage's combined verdict on one claim, with each run's evidence."""
 
-    verdict: str  # supports | contradicts | mixed | n/a | "" (not tested)
-    evidence: tuple[str, ...] = ()
+    verdict: str  # one of qkov.study.claims.VERDICTS, or "" (not tested)
+    evidence: tuple[tuple[RunRecord, Evidence], ...] = ()
+
+    @property
+    def line(self) -> str:
+        """One line of numbers: the first discriminating evidence (else the first), and how many runs."""
+        if not self.evidence:
+            return ""
+        main = next((e for _, e in self.evidence if e.verdict != "insufficient"), self.evidence[0][1])
+        more = f" (+{len(self.evidence) - 1} more runs)" if len(self.evidence) > 1 else ""
+        return main.numbers + more
 
 
 @dataclasses.dataclass(frozen=True)
 class LedgerRow:
-    """One claim: the paper's wording, the derivation's finding, each stage, the verdict."""
+    """One claim: wording, where, the derivation's status and statements, each stage, the verdict, figures."""
 
     id: str
     claim: str
-    status: str  # derived | refined | refuted | "" (no derivation)
+    where: str
+    status: str  # derived | refined | refuted | empirical | unverified | "" (no derivation)
     derived: str
-    section: str
+    statements: tuple[tuple[str, str], ...]
     stages: dict[str, StageVerdict]
     verdict: str
+    figures: tuple[tuple[RunRecord, Figure], ...]
+
+    @property
+    def headline(self) -> tuple[RunRecord, Figure] | None:
+        """The figure shown for the claim in the summary table."""
+        return self.figures[0] if self.figures else None
 
 
-def combine_verdicts(verdicts: Iterable[str]) -> str:
-    """Combine several runs' verdicts on one claim (see module docstring); ``""`` if none."""
-    vs = [v for v in verdicts if v]
-    if not vs:
-        return ""
-    real = [v for v in vs if v != "n/a"]
-    if not real:
-        return "n/a"
-    if all(v == "supports" for v in real):
-        return "supports"
-    if all(v == "contradicts" for v in real):
-        return "contradicts"
-    return "mixed"
-
-
-def overall_verdict(status: str, stage_verdicts: Iterable[str]) -> str:
-    """The ledger's verdict from the derivation ``status`` and the stages' verdicts (module docstring)."""
-    e = {v for v in stage_verdicts if v in ("supports", "contradicts", "mixed")}
-    if "mixed" in e or {"supports", "contradicts"} <= e:
-        return "mixed"
-    if status == "refuted":
-        return "mixed" if "supports" in e else "refuted"
-    if e == {"contradicts"}:
-        return "contradicted"
-    if e == {"supports"}:
-        return "supported as refined" if status == "refined" else "supported"
-    return {"derived": "derived only", "refined": "refined only"}.get(status, "untested")
-
-
-def _claim_entries(claims: dict[str, Any], cid: str) -> tuple[str, str] | None:
-    entry = claims.get(cid)
-    if entry is None:
-        return None
-    if isinstance(entry, str):
-        return entry, ""
-    if isinstance(entry, dict):
-        v = str(entry.get("verdict", ""))
-        return (v if v in VERDICTS else "mixed" if v else ""), str(entry.get("evidence", ""))
-    return None
+def _claim_figures(cid: str, evidence: list[tuple[RunRecord, Evidence]], results: StudyResults):
+    """Figures of a claim: the registry's headline figure first (first run that has it), then each figure
+    the evidence names, without repeats."""
+    out: list[tuple[RunRecord, Figure]] = []
+    head = CLAIMS[cid].headline_figure if cid in CLAIMS else ""
+    if head:
+        for run, _ in evidence:
+            f = run.figure(head) or next((g for g in run.figures if g.stem.startswith(head)), None)
+            if f is not None:
+                out.append((run, f))
+                break
+    for run, e in evidence:
+        f = run.figure(e.figure) if e.figure else None
+        if f is not None and all((r.name, g.stem) != (run.name, f.stem) for r, g in out):
+            out.append((run, f))
+    return tuple(out)
 
 
 def build_ledger(results: StudyResults) -> list[LedgerRow]:
-    """Join the derivation's ledger with every run's ``claims.json`` by claim id."""
+    """One row per registered claim, in the registry's order."""
     derivation = results.derivation or {}
-    theory = {str(e.get("id")): e for e in derivation.get("ledger", []) if isinstance(e, dict)}
-    ids = list(theory)
-    for r in results.runs:
-        ids += [c for c in r.claims if c not in ids]
-    ids = list(CLAIMS) + [c for c in ids if c not in CLAIMS]
+    theory = {str(e.get("id")): e for e in derivation.get("ledger", []) or [] if isinstance(e, dict)}
     rows = []
-    for cid in ids:
+    for cid, claim in CLAIMS.items():
         t = theory.get(cid, {})
+        evidence = [(r, e) for r in results.runs for e in r.evidence if e.claim == cid]
         stages = {}
-        for stage, _ in EMPIRICAL_STAGES:
-            found = [e for e in (_claim_entries(r.claims, cid) for r in results.stage(stage)) if e]
-            stages[stage] = StageVerdict(combine_verdicts(v for v, _ in found),
-                                         tuple(dict.fromkeys(ev for _, ev in found if ev)))
-        status = str(t.get("status", ""))
-        rows.append(LedgerRow(cid, str(t.get("claim") or CLAIMS.get(cid, cid)), status, str(t.get("derived", "")),
-                              str(t.get("section", "")), stages,
-                              overall_verdict(status, (s.verdict for s in stages.values()))))
+        for stage in STAGES:
+            ev = tuple((r, e) for r, e in evidence if e.stage == stage)
+            stages[stage] = StageVerdict(combine(e.verdict for _, e in ev), ev)
+        verdict = combine(s.verdict for s in stages.values() if s.verdict != UNTESTED)
+        statements = tuple((str(x.get("status", "")), str(x.get("text", ""))) for x in t.get("statements", []) or []
+                           if isinstance(x, dict))
+        rows.append(LedgerRow(cid, claim.wording, claim.where, str(t.get("status", "")), str(t.get("derived", "")),
+                              statements, stages, verdict or "untested", _claim_figures(cid, evidence, results)))
     return rows

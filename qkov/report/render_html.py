@@ -1,6 +1,11 @@
 """The report as one self-contained HTML file: inline CSS, figures as data URIs, MathML equations.
 
 No script, no external resource: the page renders offline in any current browser.
+
+Nothing read from a results file reaches the page unescaped: text goes through :func:`_e`
+(``html.escape`` with quotes), a verdict or status reaches a ``class`` attribute only through the
+allow-list :data:`CLASS_OF` (anything else becomes ``v-unknown``), figures are embedded as base64
+data URIs of files ``COMPLETE`` lists, and equations pass :func:`qkov.report.mathml.sanitise_mathml`.
 """
 
 from __future__ import annotations
@@ -12,7 +17,7 @@ from pathlib import Path
 
 from qkov.report import content
 from qkov.report.collect import Figure, RunRecord, StudyResults
-from qkov.report.ledger import EMPIRICAL_STAGES, LedgerRow
+from qkov.report.ledger import STAGE_TITLES, LedgerRow, StageVerdict
 from qkov.report.mathml import math_block
 from qkov.report.tables import MetricTable, metric_tables
 
@@ -37,15 +42,30 @@ math[display=block]{font-size:1.15em;margin:.3em 0}
 pre.latex{background:#f7f7f7;padding:.4em;overflow-x:auto}
 caption{caption-side:bottom;text-align:left;color:#555;font-size:.85em;padding-top:.3em}
 ul.stages li{margin:.1em 0}
+.v-inconclusive{color:#6a4c93}.v-insufficient,.v-unknown,.v-none,.v-empirical,.v-simulated{color:#777}
+.v-unverified{color:#9a6200}
+table#claims-table td.thumb{width:170px}table#claims-table td.thumb img{width:160px;border:1px solid #eee}
+section.claim{border-top:2px solid #ccc;margin-top:1.6em;padding-top:.2em}
+section.claim h3{margin:.4em 0 .2em}section.claim .where{color:#666;font-size:.88em}
+ul.evidence li{margin:.35em 0}details{margin:.3em 0}details summary{cursor:pointer;color:#1f4e9a}
+.stagecell{font-size:.86em}
 """
+
+
+CLASS_OF: dict[str, str] = {v: f"v-{v}" for v in (
+    "supports", "contradicts", "mixed", "inconclusive", "insufficient", "untested",
+    "derived", "refined", "refuted", "empirical", "simulated", "unverified")}
+"""The only values that become a CSS class (allow-list); anything else renders as ``v-unknown``."""
 
 
 def _e(text: object) -> str:
     return html.escape(str(text), quote=True)
 
 
-def _vclass(verdict: str) -> str:
-    return "v v-" + (verdict.replace("/", "").replace(" ", "-") or "none")
+def _badge(value: str) -> str:
+    """A verdict/status as a coloured label: the class from :data:`CLASS_OF`, the text escaped."""
+    cls = CLASS_OF.get(value, "v-unknown") if value else "v-none"
+    return f'<span class="v {cls}">{_e(value or "—")}</span>'
 
 
 def _img(fig: Figure, alt: str) -> str:
@@ -69,45 +89,65 @@ def _png_aspect(path: Path | None) -> float:
     return w / h if h else 1.0
 
 
-def _figures(items: list[tuple[RunRecord, Figure]], empty: str) -> str:
+def _figures(items, empty: str) -> str:
     if not items:
         return f"<p class=\"meta\">{_e(empty)}</p>"
     parts = []
     for run, fig in items:
         cap = content.figure_caption(run, fig)
-        cls = ' class="wide"' if _png_aspect(fig.png) > 1.8 else ""  # multi-panel rows get the full width
+        aspect = _png_aspect(fig.png)
+        cls = ' class="wide"' if aspect > 1.8 or aspect < 0.9 else ""  # multi-panel rows and grids: full width
         parts.append(f"<figure{cls}>{_img(fig, cap)}<figcaption>{_e(cap)}</figcaption></figure>")
     return "\n".join(parts)
 
 
-def _stage_cell(row: LedgerRow, stage: str) -> str:
-    sv = row.stages[stage]
+def _stage_cell(sv: StageVerdict) -> str:
     if not sv.verdict:
-        return '<td><span class="v v-untested">—</span></td>'
-    ev = "".join(f'<div class="ev">{_e(x)}</div>' for x in sv.evidence)
-    return f'<td><span class="{_vclass(sv.verdict)}">{_e(sv.verdict)}</span>{ev}</td>'
+        return '<td class="stagecell"><span class="v v-none">—</span></td>'
+    return f'<td class="stagecell">{_badge(sv.verdict)}<div class="ev">{_e(sv.line)}</div></td>'
 
 
-def ledger_table(rows: list[LedgerRow]) -> str:
-    """The claims ledger as an HTML table (``id="ledger"``)."""
-    head = ("<tr><th>paper's claim</th><th>derived</th>"
-            + "".join(f"<th>{_e(t)}</th>" for _, t in EMPIRICAL_STAGES) + "<th>verdict</th></tr>")
+def claims_table(rows: list[LedgerRow]) -> str:
+    """The summary: one row per claim, its verdict, each stage's verdict with one line of numbers, a figure."""
+    head = ("<tr><th>claim</th><th>verdict</th>" + "".join(f"<th>{_e(t)}</th>" for t in STAGE_TITLES.values())
+            + "<th>headline figure</th></tr>")
     body = []
     for r in rows:
-        derived = (f'<span class="{_vclass(r.status)}">{_e(r.status)}</span>' if r.status
-                   else '<span class="v v-untested">—</span>')
-        if r.derived:
-            derived += f'<div class="ev">{_e(r.derived)}</div>'
-        body.append(
-            f'<tr id="claim-{_e(r.id)}"><td><b>{_e(r.id)}</b><div class="ev">{_e(r.claim)}</div></td>'
-            f"<td>{derived}</td>" + "".join(_stage_cell(r, s) for s, _ in EMPIRICAL_STAGES)
-            + f'<td><span class="{_vclass(r.verdict)}">{_e(r.verdict)}</span></td></tr>')
-    cap = ("Stage verdicts: supports / contradicts / mixed / n/a, — = not tested. Overall verdict: mixed if any "
-           "stage is mixed or stages disagree; refuted if the derivation refutes the claim and no stage supports "
-           "it; contradicted / supported if every tested stage contradicts / supports it ('as refined' when the "
-           "derivation refined the claim); otherwise derived only / refined only / untested.")
-    return (f'<table id="ledger"><caption>{_e(cap)}</caption><thead>{head}</thead>'
+        thumb = ""
+        if r.headline is not None:
+            run, fig = r.headline
+            thumb = f'<a href="#claim-{_e(r.id)}">{_img(fig, content.figure_caption(run, fig))}</a>'
+        body.append(f'<tr id="row-{_e(r.id)}"><td><a href="#claim-{_e(r.id)}"><b>{_e(r.id)}</b></a>'
+                    f'<div class="ev">{_e(r.claim)}</div></td><td>{_badge(r.verdict)}</td>'
+                    + "".join(_stage_cell(r.stages[s]) for s in STAGE_TITLES) + f'<td class="thumb">{thumb}</td></tr>')
+    cap = ("Verdicts: supports / contradicts / mixed / inconclusive / insufficient (evidence that cannot "
+           "discriminate: 0 comparisons, ties, levels not reached, an untrained model), — = not tested. One rule "
+           "combines runs within a stage and stages within a claim: insufficient never counts; if the rest agree, "
+           "their verdict; otherwise mixed.")
+    return (f'<table id="claims-table"><caption>{_e(cap)}</caption><thead>{head}</thead>'
             f"<tbody>{''.join(body)}</tbody></table>")
+
+
+def claim_section(r: LedgerRow) -> str:
+    """One claim: wording, the derivation's statements, figures with captions, evidence lines, long text folded."""
+    parts = [f'<section class="claim" id="claim-{_e(r.id)}"><h3>{_e(r.id)} {_badge(r.verdict)}</h3>',
+             f"<p>{_e(r.claim)} <span class=\"where\">({_e(r.where)})</span></p>"]
+    if r.statements:
+        parts.append("<ul class=\"statements\">" + "".join(
+            f"<li>{_badge(st)} {_e(text)}</li>" for st, text in r.statements) + "</ul>")
+    elif r.status:
+        parts.append(f"<p>Derivation: {_badge(r.status)}</p>")
+    if r.derived:
+        parts.append(f"<details><summary>what was derived</summary><p>{_e(r.derived)}</p></details>")
+    parts.append(_figures(list(r.figures), "No figure for this claim in these runs."))
+    lines = []
+    for stage, sv in r.stages.items():
+        for run, e in sv.evidence:
+            more = f"<details><summary>details</summary><p>{_e(e.text)}</p></details>" if e.text else ""
+            lines.append(f"<li>{_badge(e.verdict)} <b>{_e(STAGE_TITLES.get(stage, stage))}</b> "
+                         f"<span class=\"meta\">run {_e(run.name)}</span>: {_e(e.numbers)}{more}</li>")
+    parts.append(f'<ul class="evidence">{"".join(lines)}</ul>' if lines else '<p class="meta">No evidence yet.</p>')
+    return "".join(parts) + "</section>"
 
 
 def metric_table_html(t: MetricTable, caption: str) -> str:
@@ -141,38 +181,33 @@ def render_html(results: StudyResults, rows: list[LedgerRow]) -> str:
                   + (f'<div class="ev">verified by: {_e(d.check)}</div>' if d.check else "") + "</div>"
                   for d in content.displays(results)) or '<p class="meta">No derivation run yet.</p>'
     dtext = content.derivation_text(results)
-    theory_rows = "".join(
-        f"<tr><td>{_e(r.id)}</td><td>{_e(r.status)}</td><td>{_e(r.section)}</td><td>{_e(r.derived)}</td></tr>"
-        for r in rows if r.status)
-    theory_table = (f"<table><thead><tr><th>claim</th><th>status</th><th>section</th><th>what was derived</th>"
-                    f"</tr></thead><tbody>{theory_rows}</tbody></table>") if theory_rows else ""
     prov = "".join("<tr>" + "".join(f"<td>{_e(x)}</td>" for x in row) + "</tr>"
                    for row in content.provenance_rows(results))
     prov_head = "".join(f"<th>{_e(c)}</th>" for c in content.PROVENANCE_COLUMNS)
     cluster = (results.summary or {}).get("cluster", "")
+    shown = {(run.name, f.stem) for r in rows for run, f in r.figures}
+    others = [(run, f) for run in results.runs for f in run.figures if (run.name, f.stem) not in shown]
     real = results.stage("real")
     sections = [
         f"<h1>qkov reproduction report</h1><p class=\"meta\">Built {now} from {_e(results.out.resolve())}"
         f"{' — cluster ' + _e(cluster) if cluster else ''}.</p>",
-        f"<p>{_e(content.INTRO).replace('*' + content.PAPER_TITLE + '*', '<em>' + content.PAPER_TITLE + '</em>')}</p><p class=\"headline\">{_e(content.headline(rows))}</p>",
+        f"<p>{_e(content.INTRO).replace('*' + content.PAPER_TITLE + '*', '<em>' + content.PAPER_TITLE + '</em>')}"
+        f"</p><p class=\"headline\">{_e(content.headline(rows))}</p>",
         f'<ul class="stages">{stages}</ul>',
-        f'<h2 id="ledger-section">1. Claims ledger</h2>{ledger_table(rows)}',
-        f'<h2 id="derivation">2. Derivation</h2>' + (f"<p>{_e(dtext)}</p>" if dtext else "") + eqs + theory_table,
-        '<h2 id="theory-vs-training">3. Theory versus training</h2>'
-        "<p>Simulated gradient flow of the reduced equations and trained models, side by side.</p>"
-        + _figures(content.figures(results, ("simulate", "synthetic"), dtap=False), "No simulation or "
-                   "synthetic-training figures yet."),
-        '<h2 id="dtap">4. DTAP heatmaps</h2><p>Each cell: percentage of test instances by attention mass on the '
-        "relevant tokens (x) and probability of the true token (y).</p>"
-        + _figures(content.figures(results, ("synthetic", "real", "simulate", "other"), dtap=True),
-                   "No DTAP heatmaps yet."),
-        '<h2 id="real-data">5. Real data</h2>' + _tables(real, "real data")
-        + _figures(content.figures(results, ("real",), dtap=False), "No real-data figures."),
-        '<h2 id="metrics">6. Simulation and synthetic metrics</h2>'
-        + _tables(results.stage("simulate"), "simulation") + _tables(results.stage("synthetic"), "synthetic training"),
-        f'<h2 id="provenance">7. Run provenance</h2><div class="scroll"><table id="provenance-table"><thead><tr>{prov_head}</tr></thead>'
+        f'<h2 id="claims">1. Claims</h2>{claims_table(rows)}',
+        '<h2 id="per-claim">2. The evidence, claim by claim</h2>' + "\n".join(claim_section(r) for r in rows),
+        '<h2 id="derivation">3. Derivation</h2>' + (f"<p>{_e(dtext)}</p>" if dtext else "") + eqs,
+        '<h2 id="real-data">4. Real data</h2>' + _tables(real, "real data"),
+        '<h2 id="other-figures">5. Other figures</h2>'
+        + (f"<details><summary>{len(others)} figures not tied to a claim's evidence</summary>"
+           + _figures(others, "") + "</details>" if others else '<p class="meta">None.</p>'),
+        '<h2 id="metrics">6. Simulation and synthetic metrics</h2><details><summary>tables</summary>'
+        + _tables(results.stage("simulate"), "simulation") + _tables(results.stage("synthetic"), "synthetic training")
+        + "</details>",
+        f'<h2 id="provenance">7. Run provenance</h2><details><summary>{len(results.runs)} runs</summary>'
+        f'<div class="scroll"><table id="provenance-table"><thead><tr>{prov_head}</tr></thead>'
         f"<tbody>{prov}</tbody><caption>Each run's manifest.json; every run directory lies under "
-        f"{_e(results.out / 'runs')}.</caption></table></div>",
+        f"{_e(results.out / 'runs')}.</caption></table></div></details>",
     ]
     return ("<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\">"
             "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">"

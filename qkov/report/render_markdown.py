@@ -1,55 +1,84 @@
-"""The report's Markdown twin (``report.md``): same sections, figures linked relative to the file."""
+"""The report's Markdown twin (``report.md``): the same claim table and per-claim sections, figures
+linked relative to the file.
+
+Every string from a results file goes through :func:`_md`: one line, HTML-escaped (so no raw
+``<script>`` or ``<img onerror>`` reaches a renderer that passes HTML through) and with Markdown's
+link, emphasis, code and table characters backslash-escaped; a verdict is printed only when it is one
+of the registry's values. Figure links are percent-encoded paths of files ``COMPLETE`` lists.
+"""
 
 from __future__ import annotations
 
 import datetime as _dt
+import html
+import re
 from pathlib import Path
+from urllib.parse import quote
 
 from qkov.report import content
-from qkov.report.collect import Figure, RunRecord, StudyResults
-from qkov.report.ledger import EMPIRICAL_STAGES, LedgerRow
+from qkov.report.collect import StudyResults
+from qkov.report.ledger import STAGE_TITLES, LedgerRow
 from qkov.report.tables import metric_tables
+from qkov.study.claims import VERDICTS
+
+_MD_SPECIAL = re.compile(r"([\\`*_\[\]()!|{}#~])")
+_SHOWN = set(VERDICTS) | {"untested", "derived", "refined", "refuted", "empirical", "simulated", "unverified"}
 
 
-def _cell(text: str) -> str:
-    return " ".join(str(text).split()).replace("|", "\\|")
+def _md(text: object) -> str:
+    """One line of inert Markdown text: whitespace collapsed, HTML escaped, Markdown syntax escaped."""
+    flat = " ".join(str(text).split())
+    return _MD_SPECIAL.sub(r"\\\1", html.escape(flat, quote=False))
+
+
+def _v(value: str) -> str:
+    """A verdict or status: printed only if allowed, else ``unknown``."""
+    return (value if value in _SHOWN else "unknown") if value else "—"
 
 
 def _table(header: list[str], rows: list[list[str]]) -> str:
-    lines = ["| " + " | ".join(_cell(h) for h in header) + " |", "|" + " --- |" * len(header)]
-    lines += ["| " + " | ".join(_cell(x) for x in row) + " |" for row in rows]
+    lines = ["| " + " | ".join(header) + " |", "|" + " --- |" * len(header)]
+    lines += ["| " + " | ".join(row) + " |" for row in rows]
     return "\n".join(lines)
 
 
-def _figures(items: list[tuple[RunRecord, Figure]], out: Path, empty: str) -> str:
-    if not items:
-        return f"_{empty}_"
+def _link(path: Path | None, out: Path) -> str:
+    return quote(path.relative_to(out).as_posix()) if path is not None else ""
+
+
+def _figures(items, out: Path) -> str:
     parts = []
     for run, fig in items:
-        f = fig.png or fig.svg
-        rel = f.relative_to(out).as_posix() if f is not None else ""
-        cap = content.figure_caption(run, fig)
-        parts.append(f"![{_cell(cap)}]({rel})\n\n*{_cell(cap)}*")
+        cap = _md(content.figure_caption(run, fig))
+        parts.append(f"![{cap}]({_link(fig.png or fig.svg, out)})\n\n*{cap}*")
     return "\n\n".join(parts)
 
 
-def _stage(row: LedgerRow, stage: str) -> str:
-    sv = row.stages[stage]
-    if not sv.verdict:
-        return "—"
-    return sv.verdict + ("" if not sv.evidence else ": " + " ".join(sv.evidence))
-
-
-def _metric_tables(runs: list[RunRecord], what: str) -> str:
+def _metric_tables(runs, what: str) -> str:
     tables = metric_tables(runs)
     if not tables:
         return f"_No {what} metrics._"
     parts = []
     for t in tables:
-        rows = [labels + [str(n)] + [cells[c].text() if c in cells else "" for c in t.columns]
+        rows = [[_md(x) for x in labels] + [str(n)] + [_md(cells[c].text()) if c in cells else "" for c in t.columns]
                 for labels, cells, n in t.rows]
-        parts.append(f"### {t.kind}\n\n" + _table(t.label_fields + ["n"] + t.columns, rows)
-                     + f"\n\n*{what}: mean ± sample std over seeds, run kind {t.kind}.*")
+        parts.append(f"### {_md(t.kind)}\n\n" + _table([_md(x) for x in t.label_fields + ["n"] + t.columns], rows)
+                     + f"\n\n*{what}: mean ± sample std over seeds, run kind {_md(t.kind)}.*")
+    return "\n\n".join(parts)
+
+
+def _claim_section(r: LedgerRow, out: Path) -> str:
+    parts = [f"### {r.id}: {_v(r.verdict)}", f"{_md(r.claim)} _({_md(r.where)})_"]
+    if r.statements:
+        parts.append("\n".join(f"- **{_v(st)}**: {_md(text)}" for st, text in r.statements))
+    elif r.status:
+        parts.append(f"Derivation: **{_v(r.status)}**")
+    if r.figures:
+        parts.append(_figures(list(r.figures), out))
+    lines = [f"- **{_v(e.verdict)}** ({STAGE_TITLES.get(stage, stage)}, run {_md(run.name)}): {_md(e.numbers)}"
+             + (f"\n  <details><summary>details</summary>{_md(e.text)}</details>" if e.text else "")
+             for stage, sv in r.stages.items() for run, e in sv.evidence]
+    parts.append("\n".join(lines) if lines else "_No evidence yet._")
     return "\n\n".join(parts)
 
 
@@ -57,35 +86,37 @@ def render_markdown(results: StudyResults, rows: list[LedgerRow]) -> str:
     """The whole report as Markdown (equations as ``$$ LaTeX $$``)."""
     out = results.out
     now = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
-    ledger = _table(["paper's claim", "derived"] + [t for _, t in EMPIRICAL_STAGES] + ["verdict"],
-                    [[f"**{r.id}**: {r.claim}", (r.status + (": " + r.derived if r.derived else "")) or "—"]
-                     + [_stage(r, s) for s, _ in EMPIRICAL_STAGES] + [f"**{r.verdict}**"] for r in rows])
-    eqs = "\n\n".join(f"**{d.title}**\n\n$$\n{d.latex}\n$$" + (f"\n\n_verified by: {d.check}_" if d.check else "")
-                      for d in content.displays(results)) \
-        or "_No derivation run yet._"
-    dtext = content.derivation_text(results)
+    table = _table(["claim", "verdict"] + list(STAGE_TITLES.values()),
+                   [[f"[{r.id}](#{r.id})", f"**{_v(r.verdict)}**"]
+                    + [(f"{_v(sv.verdict)}: {_md(sv.line)}" if sv.verdict else "—")
+                       for sv in (r.stages[s] for s in STAGE_TITLES)] for r in rows])
+    eqs = "\n\n".join(f"**{_md(d.title)}**\n\n```math\n{_md_math(d.latex)}\n```"
+                      + (f"\n\n_verified by: {_md(d.check)}_" if d.check else "")
+                      for d in content.displays(results)) or "_No derivation run yet._"
     parts = [
         "# qkov reproduction report",
-        f"_Built {now} from `{out.resolve()}`._",
+        f"_Built {now} from {_md(out.resolve())}._",
         content.INTRO,
         f"**{content.headline(rows)}**",
-        "\n".join(f"- {x}" for x in content.stage_lines(results)),
-        "## 1. Claims ledger", ledger,
-        "*Overall verdict: mixed if any stage is mixed or stages disagree; refuted if the derivation refutes the "
-        "claim and no stage supports it; contradicted / supported if every tested stage contradicts / supports "
-        "it; otherwise derived only / refined only / untested.*",
-        "## 2. Derivation", dtext, eqs,
-        "## 3. Theory versus training",
-        _figures(content.figures(results, ("simulate", "synthetic"), dtap=False), out,
-                 "No simulation or synthetic-training figures yet."),
-        "## 4. DTAP heatmaps",
-        _figures(content.figures(results, ("synthetic", "real", "simulate", "other"), dtap=True), out,
-                 "No DTAP heatmaps yet."),
-        "## 5. Real data", _metric_tables(results.stage("real"), "real data"),
-        _figures(content.figures(results, ("real",), dtap=False), out, "No real-data figures."),
-        "## 6. Simulation and synthetic metrics",
+        "\n".join(f"- {_md(x)}" for x in content.stage_lines(results)),
+        "## 1. Claims", table,
+        "*Verdicts: supports / contradicts / mixed / inconclusive / insufficient (cannot discriminate: 0 comparisons, "
+        "ties, levels not reached, an untrained model). One rule combines runs and stages: insufficient never "
+        "counts; if the rest agree, their verdict; otherwise mixed.*",
+        "## 2. The evidence, claim by claim",
+        "\n\n".join(_claim_section(r, out) for r in rows),
+        "## 3. Derivation", _md(content.derivation_text(results)), eqs,
+        "## 4. Real data", _metric_tables(results.stage("real"), "real data"),
+        "## 5. Simulation and synthetic metrics",
         _metric_tables(results.stage("simulate"), "simulation"),
         _metric_tables(results.stage("synthetic"), "synthetic training"),
-        "## 7. Run provenance", _table(list(content.PROVENANCE_COLUMNS), content.provenance_rows(results)),
+        "## 6. Run provenance", _table(list(content.PROVENANCE_COLUMNS),
+                                       [[_md(x) for x in row] for row in content.provenance_rows(results)]),
     ]
     return "\n\n".join(p for p in parts if p) + "\n"
+
+
+def _md_math(latex: str) -> str:
+    """LaTeX for a fenced ``math`` block (GitHub renders it as math; elsewhere it is literal code, so nothing in
+    it is Markdown or HTML): one line, backticks removed so it cannot close the fence."""
+    return " ".join(str(latex).replace("`", "").split())

@@ -20,3 +20,39 @@ def execute(kind: str, config: dict, run_dir: Path) -> None:
     if kind != "derive":
         raise ValueError(f"qkov.study.derive_stage: unknown run kind {kind!r}")
     write_derivation(run_dir, parse_config(DeriveConfig, **config))
+
+
+STATUS_VERDICT = {"derived": "supports", "refined": "supports", "refuted": "contradicts", "unverified": "inconclusive"}
+"""Derivation status -> verdict: a refined claim holds in the sharper form the ledger states (its text says how;
+``mixed`` when the ledger marks that only part of it holds);
+a claim whose symbolic checks did not pass is inconclusive; ``empirical`` claims get no derive evidence."""
+
+
+def derivation_evidence(payload: dict) -> list:
+    """Evidence of the derive run, one per ledger entry that the derivation can settle.
+
+    ``sharpness-order``: the derived asymptotic order is judged by the claim's pairwise orders
+    (:func:`qkov.study.claims.judge_order` on the rank, sharpest = 1).
+    """
+    from qkov.study.claims import CLAIMS, Evidence, judge_order
+
+    out = []
+    for e in payload.get("ledger", []):
+        cid, status = e.get("id"), e.get("status")
+        if cid not in CLAIMS or "derive" not in CLAIMS[cid].stages or status not in STATUS_VERDICT:
+            continue
+        verdict = STATUS_VERDICT[status]
+        if status == "refined" and e.get("holds") == "in part":
+            verdict = "mixed"
+        first = str(e.get("derived", "")).split(". ")[0].strip()
+        first = first if len(first) <= 160 else first[:157] + "..."
+        numbers = f"{status}" + (" (holds in part)" if e.get("holds") == "in part" else "") + (f": {first}" if first else "")
+        if cid == "sharpness-order" and e.get("order") and status == "derived":
+            rank = {p: float(i + 1) for i, p in enumerate(e["order"])}
+            verdict, holds, compared = judge_order(rank, 0.0)
+            numbers = (f"derived asymptotic order {' > '.join(e['order'])}: {holds}/{compared} of the claim's "
+                       "pairwise orders hold")
+        statements = e.get("statements") or []
+        text = " ".join(f"[{s.get('status', '')}] {s.get('text', '')}" for s in statements) or str(e.get("derived", ""))
+        out.append(Evidence(cid, "derive", verdict, numbers, "", text))
+    return out

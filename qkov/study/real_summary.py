@@ -24,6 +24,7 @@ import numpy as np
 from scipy import stats
 
 from qkov.core.runstore import RunWriter, is_complete
+from qkov.study.claims import Evidence, combine, write_evidence
 from validation.metrics.dtap import plot_dtap
 
 CLAIM_RATIO = 10.0
@@ -123,7 +124,8 @@ def summarise_groups(runs: list[dict[str, Any]]) -> dict[str, Any]:
 def judge_group(g: dict[str, Any]) -> tuple[str, str] | None:
     """``(outcome, note)`` of one dataset/optimizer group at :data:`CLAIM_RATIO`, or ``None``.
 
-    outcome: ``supports`` (mass up by at least :data:`MIN_EFFECT` with t-test p < 0.05, task
+    outcome: ``insufficient`` (fewer than 2 paired seeds, or no t-test p: nothing can be significant),
+    ``supports`` (mass up by at least :data:`MIN_EFFECT` with t-test p < 0.05, task
     metric within tolerance), ``contradicts`` (mass down by at least :data:`MIN_EFFECT` with
     p < 0.05, or the task metric drops beyond tolerance),
     else ``inconclusive``.
@@ -136,7 +138,9 @@ def judge_group(g: dict[str, Any]) -> tuple[str, str] | None:
     mass = p["relevant_mass_mean"]
     significant = mass["t_p"] < 0.05
     hurt = p[tm]["mean_diff"] < -tol
-    if significant and mass["mean_diff"] >= MIN_EFFECT and not hurt:
+    if mass["n"] < 2 or not math.isfinite(mass["t_p"]):
+        outcome = "insufficient"
+    elif significant and mass["mean_diff"] >= MIN_EFFECT and not hurt:
         outcome = "supports"
     elif hurt or (significant and mass["mean_diff"] <= -MIN_EFFECT):
         outcome = "contradicts"
@@ -147,19 +151,23 @@ def judge_group(g: dict[str, Any]) -> tuple[str, str] | None:
     return outcome, note
 
 
-def judge(groups: dict[str, Any]) -> dict[str, Any]:
-    """The ``real-data`` claim entry ``{"verdict", "evidence"}``.
-
-    ``supports`` if every group supports, ``contradicts`` if every group contradicts,
-    ``n/a`` without runs at ratios 1 and :data:`CLAIM_RATIO`, else ``mixed``.
-    """
+def judge(groups: dict[str, Any]) -> Evidence:
+    """The ``real-data`` evidence: each group's outcome (:func:`judge_group`), combined by
+    :func:`qkov.study.claims.combine` (``insufficient`` groups do not count); ``insufficient`` without runs
+    at ratios 1 and :data:`CLAIM_RATIO`."""
     judged = {name: j for name, g in groups.items() if (j := judge_group(g)) is not None}
     if not judged:
-        return {"verdict": "n/a", "evidence": f"no completed runs at ratios 1 and {CLAIM_RATIO:g}"}
-    outcomes = {o for o, _ in judged.values()}
-    verdict = "supports" if outcomes == {"supports"} else "contradicts" if outcomes == {"contradicts"} else "mixed"
-    return {"verdict": verdict, "evidence": f"ratio {CLAIM_RATIO:g} vs 1, paired over seeds: "
-            + "; ".join(f"{name}: {note}" for name, (_, note) in judged.items())}
+        return Evidence("real-data", "real", "insufficient", f"no completed runs at ratios 1 and {CLAIM_RATIO:g}",
+                        "", "Run qkov validate real (or reproduce with data) to test this claim.")
+    verdict = combine(o for o, _ in judged.values())
+    first = next((n for n in judged if judged[n][0] != "insufficient"), next(iter(judged)))
+    return Evidence("real-data", "real", verdict,
+                    f"ratio {CLAIM_RATIO:g} vs 1, paired over seeds: " + "; ".join(
+                        f"{name}: {note}" for name, (_, note) in judged.items()),
+                    f"dtap_{first.replace('/', '_')}_r{CLAIM_RATIO:g}",
+                    f"A group supports when the relevant attention mass rises by >= {MIN_EFFECT:g} (t-test p < 0.05) "
+                    f"and the task metric drops by no more than {TOLERANCE:g} (1 point); it contradicts when the mass "
+                    "falls significantly or the task metric drops beyond that; fewer than 2 paired seeds is insufficient.")
 
 
 def _fmt(cell: Any, pct: bool) -> str:
@@ -199,10 +207,10 @@ def summarise(run_dirs: Iterable[Path], out_dir: Path, *, kind: str = "validate-
     with RunWriter(out_dir, kind=kind, config=config or {"runs": sorted(str(r["dir"].name) for r in runs)}) as w:
         w.write_json("tables.json", groups)
         w.write_text("tables.md", markdown_tables(groups))
-        w.write_json("claims.json", {"real-data": claim})
+        write_evidence(w, [claim])
         for name, g in groups.items():
             for ratio, h in g["dtap"].items():
                 fig = plot_dtap(np.array(h["mean_percent"]), h["edges"],
                                 title=f"{name}, eta_QK/eta_OV = {ratio} (mean over seeds)")
                 w.write_figure(f"dtap_{name.replace('/', '_')}_r{ratio}", fig)
-    return {"groups": groups, "claims": {"real-data": claim}, "n_runs": len(runs)}
+    return {"groups": groups, "claims": {"real-data": claim.to_json()}, "evidence": claim, "n_runs": len(runs)}

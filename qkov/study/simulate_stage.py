@@ -21,9 +21,16 @@ import numpy as np
 
 from qkov.core.runstore import RunWriter
 from theory.parametrization import PARAMETRIZATIONS
+from qkov.study.claims import Evidence, judge_bound, judge_fraction, judge_order, write_evidence
 
 PARAMS = PARAMETRIZATIONS
 TABLE_TIMES = (1e4, 1e6, 1e8, 1e10, 1e12)
+STAGE = "simulate"
+RESIDUAL_RESOLUTION = 1e-3
+"""Two residuals at matched loss closer than this relative difference count as a tie: the loss level is
+found by linear interpolation in (log L, log(1-p)) on the dense time grid, whose relative error is far below."""
+PAPER_GAP = 0.02
+"""Largest gap in attention at matched loss that counts as the same flow (the paper's RK4 error is ~1e-6)."""
 
 
 def study_runs(quick: bool, data_dir: Path | None) -> list[tuple[str, dict]]:
@@ -36,7 +43,12 @@ def study_runs(quick: bool, data_dir: Path | None) -> list[tuple[str, dict]]:
         ("simulate-asymptotics", {"K": K, "M": M, "ratios": [0.1, 1.0, 10.0], "scale": 0.1, "seed": 0}),
         ("simulate-sharpness", {"K": K, "M": M, "ratios": np.logspace(-2, 2, 5 if quick else 9).tolist(),
                                 "scales": np.logspace(-3, 0, 4 if quick else 7).tolist(), "ref_scale": 0.1,
-                                "loss_level": 1e-4, "n_times": 120 if quick else 300, "seed": 0}),
+                                "loss_level": 1e-4, "n_times": 120 if quick else 300, "seed": 0,
+                                "slopes": {"K": 10, "M": 19, "ratios": [1.0, 100.0], "scales": [0.05, 0.5],
+                                           "levels": [1e-2, 1e-4, 1e-6, 1e-8]},
+                                "crossover": {"KM": [[4, 8], [10, 19]] if quick else [[4, 8], [10, 19], [20, 39]],
+                                              "ratios": [1.0, 10.0], "scales": [0.05, 0.5],
+                                              "n_times": 300 if quick else 600}}),
         ("simulate-paper", {"horizon_tau_rk4": 2e4 if quick else 2e5, "t_max": 1e9, "n_times": 200,
                             "loss_levels": 50, "seed": 0}),
     ]
@@ -62,7 +74,7 @@ def _reduction(cfg: dict, run: RunWriter) -> None:
 
     K, M, r, u0, v0, dt = cfg["K"], cfg["M"], cfg["ratio"], cfg["u0"], cfg["v0"], cfg["dt"]
     t = np.asarray(cfg["t"])
-    metrics, worst_asym, ratios = {}, 0.0, []
+    metrics, worst_asym, ratios, random_logs = {}, 0.0, [], {}
     for prm in PARAMS:
         ref = integrate(prm, K, M, r, 1.0, u0, v0, t)
         errs = {}
@@ -79,16 +91,36 @@ def _reduction(cfg: dict, run: RunWriter) -> None:
                         "rk4_rel_err": rk_err, "random_asym_ov_first": float(rnd.asym_ov[0]),
                         "random_asym_ov_last": float(rnd.asym_ov[-1]), "random_asym_qk_first": float(rnd.asym_qk[0]),
                         "random_asym_qk_last": float(rnd.asym_qk[-1]), "random_u_spread_last": float(rnd.u_spread[-1])}
+        random_logs[prm] = {"t": rnd.t, "asym_ov": rnd.asym_ov, "asym_qk": rnd.asym_qk}
         run.write_arrays(f"random_{prm}.npz", t=rnd.t, asym_ov=rnd.asym_ov, asym_qk=rnd.asym_qk, u=rnd.u, v=rnd.v,
                          p=rnd.p, loss=rnd.loss, u_spread=rnd.u_spread, v_spread=rnd.v_spread)
     run.write_json("reduction.json", metrics)
     rk_worst = max(m["rk4_rel_err"] for m in metrics.values())
-    ok = worst_asym < 1e-10 and all(1.7 < x < 2.3 for x in ratios) and rk_worst < 1e-5
-    run.write_json("claims.json", {"fixed-lines": {
-        "verdict": "supports" if ok else "mixed",
-        "evidence": (f"Full-matrix GD from balanced starts stays on the symmetric set (relative distance <= {worst_asym:.1e}) "
-                     f"and matches the reduced flow to O(dt): halving dt divides the error by "
-                     f"{min(ratios):.2f}-{max(ratios):.2f}; RK4 on the full matrices agrees to {rk_worst:.1e} (K={K}, M={M}).")}})
+    from simulation import plots
+
+    fig = plots.plot_reduction(random_logs, {p: (metrics[p]["gd_rel_err_dt"], metrics[p]["gd_rel_err_half_dt"])
+                                             for p in PARAMS}, dt)
+    run.write_figure("reduction", fig)
+    plots.close(fig)
+    o_dt = all(1.7 < x < 2.3 for x in ratios)
+    write_evidence(run, [
+        Evidence("symmetric-subspace", STAGE, judge_bound(worst_asym, 1e-10),
+                 f"full-matrix GD from balanced starts: relative distance from the symmetric set <= {worst_asym:.1e} "
+                 f"(bound 1e-10; K={K}, M={M})", "reduction",
+                 "The full matrices are integrated without any symmetry imposed; round-off is the only source of "
+                 "asymmetry, so a distance above 1e-10 would show a symmetry-breaking gradient."),
+        Evidence("reduced-odes", STAGE, judge_fraction(int(o_dt) + int(rk_worst < 1e-5), 2),
+                 f"full matrices vs reduced flow: error ratio dt/(dt/2) {min(ratios):.2f}-{max(ratios):.2f} "
+                 f"(O(dt): 1.7-2.3); RK4 {rk_worst:.1e} (bound 1e-5)", "reduction",
+                 "If the reduced ODEs are exact, full-matrix GD differs from them only by the O(dt) discretisation "
+                 "error (halving dt halves it), and RK4 on the full matrices agrees to its own small error."),
+        Evidence("fixed-lines", STAGE, judge_fraction(sum(hits := [worst_asym < 1e-10, o_dt, rk_worst < 1e-5]),
+                                                      len(hits)),
+                 f"symmetric set kept to {worst_asym:.1e}; reduced (u, v) flow reproduced to O(dt) "
+                 f"(ratio {min(ratios):.2f}-{max(ratios):.2f}) and by RK4 to {rk_worst:.1e}; {sum(hits)}/3 checks pass",
+                 "reduction",
+                 "The effective parameters of the full model are the reduced flow's (u, v): along the symmetric set "
+                 "each circuit moves on its line; random starts approach the set (left panel).")])
 
 
 def _asymptotics(cfg: dict, run: RunWriter) -> None:
@@ -129,52 +161,114 @@ def _asymptotics(cfg: dict, run: RunWriter) -> None:
     shrink = {prm: all(errors_r1[prm][law][-1] < errors_r1[prm][law][0] for law in ("u_of_t", "v_of_u", "residual_of_u"))
               for prm in PARAMS}
     dmax = max(drift.values())
-    claims = {
-        "first-integrals": {"verdict": "supports" if dmax < 1e-8 else "contradicts",
-                            "evidence": f"H(u, v) of theory is conserved along every solution to t = 1e12 (max relative drift "
-                                        f"{dmax:.1e} over 4 parametrizations x ratios {[float(x) for x in ratios]}); the (u, v) curves lie on "
-                                        f"its level sets (max |v - v_H| {max(pp['max_abs_v_minus_level_curve'].values()):.1e})."},
-    }
     g = growth
-    claims["growth-rates"] = {
-        "verdict": "mixed" if all(shrink.values()) else "contradicts",
-        "evidence": (f"u/log t at t=1e12: " + ", ".join(f"{p} {g[p]['u_over_log_t_at_1e12']:.2f}" for p in PARAMS)
-                     + f" (u = Theta(log t), leading constant independent of the ratio); v/log^2 t falls to "
-                     + ", ".join(f"{g[p]['v_over_log2_t_at_1e12']:.3f}" for p in PARAMS)
-                     + " so the paper's O(log^2 t) bound holds only loosely: v ~ 2 log log t (collapsed OV) or log log t "
-                     f"(factorized OV); theory's laws' relative errors shrink from t=1e4 to 1e12 for "
-                     f"{sum(shrink.values())}/4 parametrizations.")}
-    run.write_json("claims.json", claims)
+    # u = Theta(log t): u / log t at 1e12 within [0.5, 2]; v = O(log^2 t): v / log^2 t falls from 1e4 to 1e12;
+    # theory's laws converge (relative errors shrink).  Ratio-dependence of u's constant is reported, not judged
+    # (theory: the leading term is independent of the ratio, so "constants set by the ratio" holds for v only).
+    u_ok = {p: 0.5 <= g[p]["u_over_log_t_at_1e12"] <= 2.0 for p in PARAMS}
+    v_ok = {p: g[p]["v_over_log2_t_at_1e12"] < g[p]["v_over_log2_t_at_1e4"] for p in PARAMS}
+    hits = sum(u_ok.values()) + sum(v_ok.values()) + sum(shrink.values())
+    evidence = [
+        Evidence("first-integrals", STAGE, judge_bound(dmax, 1e-8),
+                 f"max relative drift of H {dmax:.1e} (bound 1e-8) to t = 1e12; max |v - v_H| "
+                 f"{max(pp['max_abs_v_minus_level_curve'].values()):.1e}", "phase_portraits",
+                 f"H(u, v) of theory is conserved along every solution (4 parametrizations x ratios "
+                 f"{[float(x) for x in ratios]}); the (u, v) curves lie on its level sets (dotted)."),
+        Evidence("growth-rates", STAGE, judge_fraction(hits, 12),
+                 "u/log t at 1e12: " + ", ".join(f"{p} {g[p]['u_over_log_t_at_1e12']:.2f}" for p in PARAMS)
+                 + "; v/log^2 t at 1e12: " + ", ".join(f"{p} {g[p]['v_over_log2_t_at_1e12']:.3f}" for p in PARAMS)
+                 + f"; {hits}/12 checks pass", "asymptotic_errors",
+                 "Checks per parametrization: u/log t at t = 1e12 within [0.5, 2] (u = Theta(log t)); v/log^2 t "
+                 "falls from t = 1e4 to 1e12 (v = O(log^2 t)); theory's laws' relative errors shrink from 1e4 to "
+                 f"1e12. The O(log^2 t) bound holds only loosely: v ~ 2 log log t (collapsed OV) or log log t "
+                 f"(factorized OV). Spread of u(1e12) over the ratios: "
+                 + ", ".join(f"{p} {g[p]['u_at_1e12_spread_over_ratios']:.2f}" for p in PARAMS)
+                 + " (theory: the leading term of u does not depend on the ratio; the spread is lower-order terms at finite t)."),
+    ]
+    write_evidence(run, evidence)
 
 
 def _sharpness(cfg: dict, run: RunWriter) -> None:
-    from simulation.figures import sharpness_figures
+    from simulation import plots
+    from simulation.figures import order_crossover, ratio_slopes, sharpness_figures
 
     out = sharpness_figures(run, cfg["K"], cfg["M"], 1.0, cfg["ratios"], cfg["scales"], cfg["ref_scale"],
                             cfg["loss_level"], cfg["n_times"])
     at = out["at_ref"]
-    monotone = {p: bool(np.all(np.diff(at[p]) < 0)) for p in PARAMS}
-    j1 = int(np.argmin(np.abs(out["ratios"] - 1)))
-    order = sorted(PARAMS, key=lambda p: at[p][j1])
+    ratios = np.asarray(out["ratios"])
+    # sharpness-ratio: consecutive ratios, residual must fall; steps within the resolution are ties (not counted)
+    steps = [(float(a), float(b)) for p in PARAMS for a, b in zip(at[p], at[p][1:])
+             if np.isfinite(a) and np.isfinite(b)]
+    decided = [(a, b) for a, b in steps if abs(b / a - 1) > RESIDUAL_RESOLUTION]
+    falls = sum(b < a for a, b in decided)
+    lr = np.log(ratios)
+    slopes = {p: float(np.polyfit(lr[np.isfinite(at[p])], np.log(at[p][np.isfinite(at[p])]), 1)[0])
+              if np.isfinite(at[p]).sum() >= 2 else float("nan") for p in PARAMS}
+    sl = cfg.get("slopes") or {}
+    finite_slopes = (ratio_slopes(sl["K"], sl["M"], sl["ratios"][0], sl["ratios"][1], sl["scales"], sl["levels"])
+                     if sl else {})
+    slope_range = {p: (float(np.nanmin(v)), float(np.nanmax(v))) for p, v in finite_slopes.items()
+                   if np.isfinite(v).any()}
+    slope_txt = (f"finite-loss slope between r = {sl['ratios'][0]:g} and {sl['ratios'][1]:g} (K={sl['K']}, M={sl['M']}, "
+                 f"losses {sl['levels'][0]:g}..{sl['levels'][-1]:g}, starts {sl['scales']}): "
+                 + ", ".join(f"{p} {a:.2f}..{b:.2f}" for p, (a, b) in slope_range.items())) if slope_range else ""
+    j1 = int(np.argmin(np.abs(ratios - 1)))
+    at1 = {p: float(at[p][j1]) for p in PARAMS}
+    order_verdict, order_hits, order_total = judge_order(at1, RESIDUAL_RESOLUTION)
     winners, counts = np.unique(out["winner"], return_counts=True)
-    share = {str(w): int(c) for w, c in zip(winners, counts)}
+    share = {str(w): int(c) for w, c in zip(winners, counts) if str(w)}
+    # finite-loss order against the asymptotic one: where CACO overtakes FAFO
+    cx = cfg.get("crossover") or {}
+    cases = [(K, M, r, s0) for K, M in cx.get("KM", []) for r in cx.get("ratios", []) for s0 in cx.get("scales", [])]
+    cross_rows, finite_orders, shown = [], set(), None
+    if cases:
+        Ks, Ms, rs, ss = (np.array(x, dtype=float) for x in zip(*cases))
+        for oc in order_crossover(Ks, Ms, rs, ss, n_times=int(cx.get("n_times", 300))):
+            lv = oc["levels"]
+            if (oc["K"], oc["M"]) == (10, 19):
+                finite_orders |= {o for o, l in zip(oc["orders"], lv) if o and l >= 1e-12}
+            cross_rows.append({"K": oc["K"], "M": oc["M"], "ratio": oc["ratio"], "scale": oc["scale"],
+                               "crossover_loss": oc["crossover"],
+                               "order_at_1e-4": oc["orders"][int(np.argmin(np.abs(np.log(lv / 1e-4))))],
+                               "order_at_smallest": next((o for o in oc["orders"][::-1] if o), "")})
+            if shown is None or (oc["K"], -oc["ratio"]) > (shown["K"], -shown["ratio"]):
+                shown = oc                                       # the largest K at the smallest ratio
+    if shown is not None:
+        fig = plots.plot_order_crossover(shown["levels"], shown["residual"],
+                                         f"K={shown['K']}, M={shown['M']}, ratio {shown['ratio']:g}, start {shown['scale']:g}",
+                                         shown["crossover"])
+        run.write_figure("order_crossover", fig)
+        plots.close(fig)
     run.write_json("sharpness.json", {"residual_at_loss_ref_scale": {p: at[p].tolist() for p in PARAMS},
-                                      "ratios": out["ratios"].tolist(), "order_at_ratio_1": order,
-                                      "phase_diagram_cells": share})
+                                      "ratios": ratios.tolist(), "order_at_ratio_1": sorted(PARAMS, key=at1.get),
+                                      "slope_dlog_residual_dlog_ratio": slopes,
+                                      "finite_loss_slopes": {p: v.tolist() for p, v in finite_slopes.items()},
+                                      "finite_loss_slope_config": sl, "phase_diagram_cells": share,
+                                      "crossover": cross_rows})
     lvl = cfg["loss_level"]
-    claims = {
-        "sharpness-ratio": {
-            "verdict": "supports" if all(monotone.values()) else "mixed",
-            "evidence": f"At loss {lvl:g} (scale {out['ref_scale']:g}) 1-p falls monotonically with eta_QK/eta_OV for "
-                        f"{sum(monotone.values())}/4 parametrizations, e.g. CACO {at['CACO'][0]:.2g} -> {at['CACO'][-1]:.2g} "
-                        f"from ratio {out['ratios'][0]:g} to {out['ratios'][-1]:g}."},
-        "sharpness-order": {
-            "verdict": "supports" if order[-1] == "FAFO" and set(order[:2]) == {"CACO", "FACO"} else "mixed",
-            "evidence": f"Order of 1-p at loss {lvl:g}, ratio 1 (sharpest first): "
-                        + " < ".join(f"{p} {at[p][j1]:.2g}" for p in order)
-                        + f"; sharpest over the (ratio, scale) grid: {share}."},
-    }
-    run.write_json("claims.json", claims)
+    cross_txt = "; ".join(f"K={c['K']}, M={c['M']}, r={c['ratio']:g}, start {c['scale']:g}: "
+                          + (f"{c['crossover_loss']:.1e}" if c["crossover_loss"] else "not reached")
+                          for c in cross_rows)
+    evidence = [
+        Evidence("sharpness-ratio", STAGE, judge_fraction(falls, len(decided)),
+                 f"1-p at loss {lvl:g} falls with the ratio in {falls}/{len(decided)} steps ({len(steps) - len(decided)} "
+                 f"ties within {RESIDUAL_RESOLUTION:g}); " + (slope_txt or "fitted slope d log(1-p)/d log r "
+                 + ", ".join(f"{p} {slopes[p]:.2f}" for p in PARAMS)), "residual_vs_ratio",
+                 f"Start {out['ref_scale']:g}, ratios {ratios[0]:g}..{ratios[-1]:g}; slope of a straight-line fit of "
+                 f"log(1-p) on log r over that range: " + ", ".join(f"{p} {slopes[p]:.2f}" for p in PARAMS)
+                 + ". Theory's slope -1 is a limit (u -> oo); the finite-loss slopes above are what holds at the "
+                 "losses reached."),
+        Evidence("sharpness-order", STAGE, order_verdict,
+                 "1-p at loss " + f"{lvl:g}, ratio 1 (sharpest first): "
+                 + " < ".join(f"{p} {at1[p]:.2g}" for p in sorted(PARAMS, key=at1.get))
+                 + f"; {order_hits}/{order_total} of the claim's pairwise orders hold", "phase_diagram",
+                 f"The claim's orders: collapsed OV (CACO, FACO) sharper than factorized OV (CAFO, FAFO), and FAFO "
+                 f"weakest. Sharpest over the (ratio, start) grid (cells): {share}. Loss where CACO overtakes FAFO "
+                 f"(the asymptotic order sets in): {cross_txt}. Finite-loss orders seen at K=10, M=19 down to 1e-12: "
+                 f"{sorted(finite_orders) or 'not computed'}. The crossover is late because the CACO/FAFO residual "
+                 "ratio tends to 0 only logarithmically in the margin u."),
+    ]
+    write_evidence(run, evidence)
 
 
 def _paper(cfg: dict, run: RunWriter) -> None:
@@ -205,15 +299,20 @@ def _paper(cfg: dict, run: RunWriter) -> None:
                                   "rk4_step10_max_abs_attention_error": rk_dev, "derived_K": res.ours_K,
                                   "derived_M": res.ours_M})
     both_increase = bool(np.all(np.diff(pa[:, k]) > 0) and np.all(np.diff(ou[:, k]) > 0))
-    run.write_json("claims.json", {"paper-equations": {
-        "verdict": "mixed" if both_increase else "contradicts",
-        "evidence": (f"With the paper's settings its equations give attention "
-                     + ", ".join(f"{a:.2f}" for a in pa[:, k]) + " at loss 1e-2 for ratios "
-                     + ", ".join(f"{r:g}" for r in res.ratios) + "; the derived flow of the model (K=20, M=9, score scale 1/b) gives "
-                     + ", ".join(f"{a:.2f}" for a in ou[:, k])
-                     + f" (max gap {diff.max():.2f}): same ordering in the ratio, different numbers, since the paper's QK rate "
-                     f"lacks the factor (K+M+1)/(M+1) and its OV rate carries a 1/b the model does not give. "
-                     f"Their RK4 step 10 is accurate (max attention error {rk_dev:.1e}).")}})
+    gap = float(np.nanmax(diff)) if np.isfinite(diff).any() else float("nan")
+    verdict = "insufficient" if not np.isfinite(gap) else "supports" if gap <= PAPER_GAP else "contradicts"
+    write_evidence(run, [Evidence(
+        "paper-equations", STAGE, verdict,
+        f"attention at loss 1e-2, paper's equations: " + ", ".join(f"{a:.2f}" for a in pa[:, k])
+        + "; derived flow: " + ", ".join(f"{a:.2f}" for a in ou[:, k])
+        + f" (ratios {', '.join(f'{r:g}' for r in res.ratios)}; max gap {gap:.2f}, resolution {PAPER_GAP:g})",
+        "paper_vs_derived",
+        f"With the paper's settings (m, n, b, M) = (5, 50, 50, 20) and the derived flow of the model (K=20, M=9, "
+        f"attention scores scaled by 1/b, our reading of b): "
+        + ("same ordering in the ratio, " if both_increase else "different ordering in the ratio, ")
+        + "different numbers: the paper's QK rate lacks the factor (K+M+1)/(M+1) of the gradient flow, and its OV "
+        f"rate carries a 1/b that a 1/b score scale does not give. Their RK4 step 10 is accurate (max attention "
+        f"error {rk_dev:.1e}).")])
 
 
 __all__ = ["study_runs", "execute"]

@@ -3,17 +3,27 @@
 Runs (kind ``synthetic``): full-batch GD on the exact population from the symmetric start (against
 the ODE and closed forms), the same from a small random start, AdamW on the population, SGD on
 sampled data and SGD on the paper's Figure-2 preset. Quick mode shortens each run so the stage takes
-about a minute on 2 cores; each run writes ``claims.json`` for the ids it tests.
+about a minute on 2 cores; each run writes ``claims.json`` (:mod:`qkov.study.claims` evidence) for the
+claims it tests: :func:`evidence` turns the run's summaries into verdicts that refuse vacuous evidence
+(0 comparisons, ties within :data:`ATTENTION_RESOLUTION`, loss levels not reached, runs that did not
+leave their start: ``insufficient``).
 """
 
 from __future__ import annotations
 
 import pathlib
+from typing import Any
 
 from qkov.core.config import parse_config
 from qkov.core.runstore import RunWriter
+from qkov.study.claims import Evidence, judge_bound, judge_fraction, judge_order, write_evidence
 from validation.synthetic.experiment import SyntheticConfig, run_grid
-from validation.synthetic.report import write_run
+from validation.synthetic.report import LOSS_LEVELS, RESCALING_TOL, SYMMETRIC_SPREAD, write_run
+
+STAGE = "synthetic"
+ATTENTION_RESOLUTION = 1e-3
+"""Two attention values closer than this are a tie (not a comparison): well above float64 round-off of p, and
+below any difference the claims are about."""
 
 
 def study_runs(quick: bool, data_dir: pathlib.Path | None) -> list[tuple[str, dict]]:
@@ -32,6 +42,149 @@ def study_runs(quick: bool, data_dir: pathlib.Path | None) -> list[tuple[str, di
     return [("synthetic", c.to_json_dict()) for c in cfgs]
 
 
+def _where(cfg: SyntheticConfig) -> str:
+    return f"{cfg.optimizer} on {cfg.data} data, {cfg.init} start"
+
+
+def evidence(cfg: SyntheticConfig, summaries: list[dict[str, Any]], rescale: dict[str, Any] | None) -> list[Evidence]:
+    """Evidence of one synthetic run on ``rescaling``, ``fixed-lines``, ``sharpness-ratio``, ``sharpness-order``."""
+    out: list[Evidence] = []
+    where = _where(cfg)
+    stuck = [f"{s['param']} r={s['ratio']:g}" for s in summaries if not s.get("left_start", True)]
+    moved = [s for s in summaries if s.get("left_start", True)]
+    stuck_txt = f"; did not leave the start: {', '.join(stuck)}" if stuck else ""
+    if rescale is not None:
+        n = len(rescale["states"])
+        err = rescale["max_rel_err"]
+        out.append(Evidence("rescaling", STAGE, "insufficient" if not n else judge_bound(err, RESCALING_TOL),
+                            f"{where}: max relative error {err if err is None else f'{err:.1e}'} over {n} states "
+                            f"(tolerance {RESCALING_TOL:g})", "theory_vs_training",
+                            "Factorized speed / collapsed speed at the same state against theory's rho_OV = 2u and "
+                            "rho_QK at the balanced start."))
+    if summaries and all("spread" in s for s in summaries):
+        if cfg.optimizer not in ("gd", "sgd"):
+            pass  # the claim is about gradient descent; Adam's per-coordinate scaling leaves the lines by design
+        elif cfg.init == "symmetric" and cfg.data == "population":
+            worst = max(max(s["spread"]["max_abs_u"], s["spread"]["max_abs_v"]) for s in summaries)
+            out.append(Evidence("fixed-lines", STAGE, judge_bound(worst, 1e-8),
+                                f"{where}: largest spread of u, v across classes/tokens {worst:.1e} over "
+                                f"{len(summaries)} runs (bound 1e-8)", "theory_vs_training",
+                                "From the symmetric start the trained model must stay on the symmetric set (spread 0 "
+                                "up to round-off)."))
+        else:
+            reached = [s["spread"]["t_reach_symmetric"] for s in moved]
+            ok = sum(r is not None for r in reached)
+            fin = max((max(s["spread"]["final_rel_u"], s["spread"]["final_rel_v"]) for s in moved), default=float("nan"))
+            out.append(Evidence("fixed-lines", STAGE, judge_fraction(ok, len(reached)),
+                                f"{where}: {ok}/{len(reached)} runs reach relative spread < {SYMMETRIC_SPREAD} in u "
+                                f"and v; largest final relative spread {fin:.3f}{stuck_txt}", "theory_vs_training",
+                                "Runs from a random start should approach the symmetric set."))
+    if len(cfg.ratios) > 1:
+        out.append(_sharpness_ratio(cfg, summaries, where, stuck_txt))
+    if set(cfg.params) >= {"CACO", "FACO", "CAFO", "FAFO"}:
+        out.append(_sharpness_order(cfg, summaries, where, stuck_txt))
+    return out
+
+
+def common_test_levels(summaries: list[dict[str, Any]], n: int = 5) -> "np.ndarray":
+    """``n`` log-spaced test-loss levels inside the range every run's held-out loss passed through
+    (below the largest final loss, above the smallest starting loss); empty when there is none."""
+    import numpy as np
+
+    curves = [s["test_curve"] for s in summaries if s.get("test_curve")]
+    if not curves:
+        return np.array([])
+    hi = min(max(x for x in c["loss"] if x is not None) for c in curves)
+    lo = max(min(x for x in c["loss"] if x is not None) for c in curves)
+    if not (0 < lo < hi):
+        return np.array([])
+    return np.exp(np.linspace(np.log(hi), np.log(lo), n + 2)[1:-1])
+
+
+def mass_at_test_loss(summary: dict[str, Any], level: float) -> float | None:
+    """Held-out distinct attention where the run's test loss first falls to ``level`` (linear interpolation
+    between the two logged points around it); None if it never does."""
+    c = summary.get("test_curve") or {}
+    loss, mass = c.get("loss") or [], c.get("mass") or []
+    for i in range(1, len(loss)):
+        a, b = loss[i - 1], loss[i]
+        if a is None or b is None or mass[i - 1] is None or mass[i] is None:
+            continue
+        if a >= level >= b and a != b:
+            w = (a - level) / (a - b)
+            return mass[i - 1] + w * (mass[i] - mass[i - 1])
+    return None
+
+
+def _sharpness_ratio(cfg: SyntheticConfig, summaries: list[dict[str, Any]], where: str, stuck_txt: str) -> Evidence:
+    """Attention at matched loss (or final held-out attention) must rise with the ratio: consecutive ratios
+    compared per parametrization and loss level; ties within ATTENTION_RESOLUTION and unreached levels skipped."""
+    by = {(s["param"], s["ratio"]): s for s in summaries}
+    ratios = sorted(cfg.ratios)
+    rises = compared = ties = 0
+    if all("p_at_loss" in s for s in summaries):
+        what, fig = "attention p at matched loss", "attention_vs_loss"
+        series = [[by[(p, r)]["p_at_loss"].get(f"{lev:g}") for r in ratios] for p in cfg.params for lev in LOSS_LEVELS]
+    else:
+        levels = common_test_levels([by[(p, r)] for p in cfg.params for r in ratios if by[(p, r)].get("left_start", True)])
+        what, fig = (f"held-out distinct-token attention at matched test loss ({len(levels)} levels "
+                     + (f"{levels[0]:.3g}..{levels[-1]:.3g})" if levels.size else "reached by every trained run: none)")
+                     ), "attention_vs_loss"
+        series = [[mass_at_test_loss(by[(p, r)], lev) if by[(p, r)].get("left_start", True) else None for r in ratios]
+                  for p in cfg.params for lev in levels]
+    for vals in series:
+        for a, b in zip(vals, vals[1:]):
+            if a is None or b is None:
+                continue
+            if abs(b - a) <= ATTENTION_RESOLUTION:
+                ties += 1
+                continue
+            compared += 1
+            rises += b > a
+    return Evidence("sharpness-ratio", STAGE, judge_fraction(rises, compared),
+                    f"{where}: {what} rises with eta_QK/eta_OV in {rises}/{compared} comparisons ({ties} ties within "
+                    f"{ATTENTION_RESOLUTION:g}){stuck_txt}", fig,
+                    f"Consecutive ratios {ratios} compared per parametrization"
+                    + (f" and loss level {[float(x) for x in LOSS_LEVELS]}" if "matched" in what else "")
+                    + "; a level not reached by both runs is not a comparison.")
+
+
+def _sharpness_order(cfg: SyntheticConfig, summaries: list[dict[str, Any]], where: str, stuck_txt: str) -> Evidence:
+    """The claim's pairwise orders (qkov.study.claims.SHARPNESS_ORDER_PAIRS) at the smallest ratio, at the
+    smallest loss level every parametrization reached (or on final held-out attention)."""
+    r0 = min(cfg.ratios)
+    at = {s["param"]: s for s in summaries if s["ratio"] == r0}
+    if all("p_at_loss" in s for s in at.values()):
+        lev = next((f"{lev:g}" for lev in LOSS_LEVELS[::-1]
+                    if all(at[p]["p_at_loss"].get(f"{lev:g}") is not None for p in cfg.params)), None)
+        residual = {p: 1 - at[p]["p_at_loss"][lev] for p in cfg.params} if lev else {}
+        what = f"1-p at loss {lev}" if lev else f"no loss level in {[float(x) for x in LOSS_LEVELS]} reached by all"
+    else:
+        moved = [p for p in cfg.params if at[p].get("left_start", True)]
+        levels = common_test_levels([at[p] for p in moved])
+        masses = {p: mass_at_test_loss(at[p], levels[-1]) for p in moved} if levels.size else {}
+        residual = {p: 1 - m for p, m in masses.items() if m is not None}
+        what = (f"1 - held-out distinct attention at test loss {levels[-1]:.3g}" if levels.size
+                else "no test loss reached by every trained run")
+    if len(residual) < 2:
+        return Evidence("sharpness-order", STAGE, "insufficient",
+                        f"{where}, ratio {r0:g}: {what}{stuck_txt}", "", "Nothing to compare: train longer.")
+    verdict, holds, compared = judge_order(residual, ATTENTION_RESOLUTION)
+    order = " < ".join(f"{p} {residual[p]:.3f}" for p in sorted(residual, key=residual.get))
+    return Evidence("sharpness-order", STAGE, verdict,
+                    f"{where}, ratio {r0:g}, {what} (sharpest first): {order}; {holds}/{compared} of the claim's "
+                    f"pairwise orders hold{stuck_txt}", "attention_vs_loss",
+                    f"Claim: collapsed OV (CACO, FACO) sharper than factorized OV, FAFO weakest; pairs closer than "
+                    f"{ATTENTION_RESOLUTION:g} in attention are ties and not compared.")
+
+
+def write_synthetic_run(cfg: SyntheticConfig, runs: list, run: RunWriter) -> dict[str, Any]:
+    """Metrics and figures (validation.synthetic.report.write_run), then ``claims.json``; returns both."""
+    res = write_run(cfg, runs, run)
+    ev = write_evidence(run, evidence(cfg, res["summaries"], res["rescaling"]))
+    return {"metrics": res["metrics"], "evidence": ev}
+
+
 def execute(kind: str, config: dict, run_dir: pathlib.Path) -> None:
     """Perform one run of :func:`study_runs` into ``run_dir``."""
     if kind != "synthetic":
@@ -39,4 +192,4 @@ def execute(kind: str, config: dict, run_dir: pathlib.Path) -> None:
     cfg = parse_config(SyntheticConfig, **config)
     runs = run_grid(cfg, progress=False)
     with RunWriter(run_dir, kind=kind, config=config, seed=cfg.seed) as run:
-        write_run(cfg, runs, run)
+        write_synthetic_run(cfg, runs, run)

@@ -71,3 +71,19 @@ def test_bad_options_exit_2_one_line_nothing_written(tmp_path, capsys, args, fie
     assert run_cli(cli, ["derive", "--out", str(out), *args]) == 2
     assert_one_line_error(capsys.readouterr().err, field)
     assert not out.exists()
+
+
+def test_ledger_separates_asymptotic_from_finite_loss_statements(derived):
+    _, d = derived
+    e = {x["id"]: x for x in d["ledger"]}
+    order = e["sharpness-order"]
+    assert order["order"] == d["ordering"]["asymptotic_order_sharpest_first"]
+    kinds = [s["status"] for s in order["statements"]]
+    assert kinds == ["derived", "simulated", "derived"]
+    assert "FACO > CACO > FAFO > CAFO" in order["statements"][0]["text"]
+    assert "initialisation" not in order["derived"]                   # the finite-loss order is not the start's
+    assert "logarithmically slow" in order["statements"][2]["text"] and "u* =" in order["statements"][2]["text"]
+    ratio = e["sharpness-ratio"]
+    assert [s["status"] for s in ratio["statements"]] == ["derived", "simulated"]
+    assert "-> -1 as u -> oo" in ratio["statements"][0]["text"] and "only as a limit" in ratio["derived"]
+    assert "does not define b" in e["paper-equations"]["derived"]      # the 1/b statement is conditional

@@ -83,8 +83,9 @@ def test_study_contract(tmp_path):
     kind, cfg = runs[3]
     study.execute(kind, cfg, tmp_path / "paper")
     assert is_complete(tmp_path / "paper")
-    claims = json.loads((tmp_path / "paper" / "claims.json").read_text())
-    assert claims["paper-equations"]["verdict"] in ("supports", "contradicts", "mixed", "n/a")
+    (ev,) = json.loads((tmp_path / "paper" / "claims.json").read_text())["evidence"]
+    assert ev["claim"] == "paper-equations" and ev["figure"] == "paper_vs_derived"
+    assert ev["verdict"] in ("supports", "contradicts", "insufficient")
     with pytest.raises(ValueError):
         study.execute("nope", {}, tmp_path / "x")
 

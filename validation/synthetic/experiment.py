@@ -14,6 +14,7 @@ Data: ``population`` (the exact MODEL.md population: full batch for ``gd``/``ada
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 from dataclasses import dataclass
 from typing import Annotated, Callable, Literal
 

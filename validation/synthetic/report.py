@@ -1,4 +1,4 @@
-r"""Turn trained pairs into the run's metrics, figures and ``claims.json``.
+r"""Turn trained pairs into the run's metrics and figures (the claims' evidence is the app's: qkov.study).
 
 Per (param, ratio) the summary holds the final observables, the ODE deviations with their tolerance
 (full-batch GD on the population from a symmetric start), the closed-form residuals, the drift of the
@@ -37,7 +37,11 @@ def pair_summary(cfg: SyntheticConfig, run: PairRun) -> tuple[dict[str, Any], An
     """Metrics of one pair and its ODE reference trajectory (or None)."""
     L = run.log
     out: dict[str, Any] = {"param": run.param, "ratio": run.ratio, "wall_s": run.wall_s,
-                           "final": {k: _f(v[-1]) for k, v in L.items() if k not in ("step",)}}
+                           "final": {k: _f(v[-1]) for k, v in L.items() if k not in ("step",)},
+                           "left_start": left_start(L)}
+    if "test_loss" in L and "test_mass" in L:  # held-out curve, for comparisons at matched test loss
+        out["test_curve"] = {"loss": [_f(x) for x in np.asarray(L["test_loss"], float)],
+                             "mass": [_f(x) for x in np.asarray(L["test_mass"], float)]}
     traj = None
     if cfg.compares_to_ode:
         traj = reference_trajectory(run.param, cfg.K, cfg.M, run.ratio * cfg.eta_ov, cfg.eta_ov, cfg.u0, cfg.v0, L["t"])
@@ -86,108 +90,85 @@ def rescaling_check(cfg: SyntheticConfig, runs: list[PairRun], n_states: int = 3
     return {"states": rows, "max_rel_err": max((r["rel_err"] for r in rows), default=None)}
 
 
-def _sharpness(cfg: SyntheticConfig, summaries: list[dict[str, Any]], key: str) -> dict[str, Any]:
-    """Per param: is attention at matched loss non-decreasing in the ratio? Order of params at ratio min."""
-    by = {(s["param"], s["ratio"]): s for s in summaries}
-    ratios = sorted(cfg.ratios)
-    checks, total = 0, 0
-    for p in cfg.params:
-        for lev in LOSS_LEVELS:
-            vals = [by[(p, r)]["p_at_loss"].get(f"{lev:g}") for r in ratios]
-            vals = [x for x in vals if x is not None]
-            for a, b in zip(vals, vals[1:]):
-                total += 1
-                checks += b >= a - 1e-9
-    return {"monotone_pairs": checks, "compared_pairs": total}
-
-
 RESCALING_TOL = 1e-3
 """Relative tolerance of the measured rescaling (one GD step, forward difference) against theory's."""
+LEFT_START_FRACTION = 0.05
+"""A run has left its start once its (test) loss fell by at least this fraction of its first logged value."""
 
 
-def claims(cfg: SyntheticConfig, summaries: list[dict[str, Any]], rescale: dict[str, Any] | None) -> dict[str, Any]:
-    """``claims.json`` verdicts for ``rescaling``, ``fixed-lines``, ``sharpness-ratio``, ``sharpness-order``."""
-    out: dict[str, Any] = {}
-    where = f"{cfg.optimizer} on {cfg.data} data, {cfg.init} start"
-    if rescale and rescale["max_rel_err"] is not None:
-        err = rescale["max_rel_err"]
-        out["rescaling"] = {"verdict": "supports" if err < RESCALING_TOL else "contradicts",
-                            "evidence": f"{where}: factorized speed / collapsed speed at the same state matches "
-                                        f"theory's rho_OV = 2u and rho_QK at the balanced start to {err:.1e} (tolerance {RESCALING_TOL:g}) over "
-                                        f"{len(rescale['states'])} states."}
-    if all("spread" in s for s in summaries):
-        if cfg.init == "symmetric" and cfg.data == "population":
-            worst = max(max(s["spread"]["max_abs_u"], s["spread"]["max_abs_v"]) for s in summaries)
-            out["fixed-lines"] = {"verdict": "supports" if worst < 1e-8 else "contradicts",
-                                  "evidence": f"{where}: largest spread of u, v across classes/tokens {worst:.1e} "
-                                              f"over {len(summaries)} runs (0 on the symmetric set)."}
-        else:
-            reached = [s["spread"]["t_reach_symmetric"] for s in summaries]
-            ok = sum(r is not None for r in reached)
-            fin = max(max(s["spread"]["final_rel_u"], s["spread"]["final_rel_v"]) for s in summaries)
-            out["fixed-lines"] = {"verdict": "supports" if ok == len(reached) else ("mixed" if ok else "contradicts"),
-                                  "evidence": f"{where}: {ok}/{len(reached)} runs reach relative spread < "
-                                              f"{SYMMETRIC_SPREAD} in u and v; largest final relative spread {fin:.3f}."}
-    if all("p_at_loss" in s for s in summaries) and len(cfg.ratios) > 1:
-        sh = _sharpness(cfg, summaries, "p")
-        frac = sh["monotone_pairs"] / max(sh["compared_pairs"], 1)
-        out["sharpness-ratio"] = {"verdict": "supports" if frac == 1 else ("mixed" if frac >= 0.5 else "contradicts"),
-                                  "evidence": f"{where}: attention p at matched loss rises with eta_QK/eta_OV in "
-                                              f"{sh['monotone_pairs']}/{sh['compared_pairs']} comparisons."}
-    elif len(cfg.ratios) > 1:
-        masses = {(s["param"], s["ratio"]): s["dtap"]["mean_mass"] for s in summaries}
-        r0, r1 = min(cfg.ratios), max(cfg.ratios)
-        up = sum(masses[(p, r1)] > masses[(p, r0)] for p in cfg.params)
-        out["sharpness-ratio"] = {"verdict": "supports" if up == len(cfg.params) else ("mixed" if up else "contradicts"),
-                                  "evidence": f"{where}: held-out distinct-token attention at the end is higher at ratio "
-                                              f"{r1:g} than {r0:g} for {up}/{len(cfg.params)} parametrizations."}
-    r0 = min(cfg.ratios)
-    if set(cfg.params) >= {"CACO", "FACO", "FAFO"}:
-        at = {s["param"]: s for s in summaries if s["ratio"] == r0}
-        if all("p_at_loss" in s for s in at.values()):
-            lev = next((f"{lev:g}" for lev in LOSS_LEVELS[::-1]
-                        if all(at[p]["p_at_loss"].get(f"{lev:g}") is not None for p in cfg.params)), None)
-            vals = {p: at[p]["p_at_loss"][lev] for p in cfg.params} if lev else {}
-            what = f"p at loss {lev}" if lev else "no common loss level"
-        else:
-            vals = {p: at[p]["dtap"]["mean_mass"] for p in cfg.params}
-            what = "final held-out distinct attention"
-        if vals:
-            ok = vals["FAFO"] < min(vals["CACO"], vals["FACO"])
-            order = " > ".join(f"{p} {vals[p]:.3f}" for p in sorted(vals, key=vals.get, reverse=True))
-            out["sharpness-order"] = {"verdict": "supports" if ok else "contradicts",
-                                      "evidence": f"{where}, ratio {r0:g}, {what}: {order} (claim: CACO, FACO "
-                                                  f"concentrate, FAFO weakest)."}
-        else:
-            out["sharpness-order"] = {"verdict": "n/a",
-                                      "evidence": f"{where}: no loss level in {[float(x) for x in LOSS_LEVELS]} reached by every "
-                                                  f"parametrization at ratio {r0:g}; train longer."}
-    return out
+def left_start(log: dict[str, np.ndarray]) -> bool:
+    """True iff the loss (``loss``, or ``test_loss`` on sampled/paper data) fell by >= LEFT_START_FRACTION."""
+    loss = np.asarray(log["loss"] if "loss" in log else log["test_loss"], dtype=float)
+    return bool(loss.size >= 2 and np.isfinite(loss[-1]) and loss[-1] <= (1 - LEFT_START_FRACTION) * loss[0])
+
+
+def theory_curves(cfg: SyntheticConfig, run: PairRun) -> Any:
+    """Theory's reduced flow on the run's clock from the run's own first logged (u, v) (None without u, v).
+
+    For the discrete gradient flow from the symmetric start this is MODEL.md's reference; for other
+    optimizers and starts it is the gradient flow the run would follow if it were one.
+    """
+    L = run.log
+    if "u" not in L or "t" not in L:
+        return None
+    u0, v0 = (cfg.u0, cfg.v0) if cfg.compares_to_ode else (float(L["u"][0]), float(L["v"][0]))
+    try:
+        return reference_trajectory(run.param, cfg.K, cfg.M, run.ratio * cfg.eta_ov, cfg.eta_ov, u0, v0, L["t"])
+    except (ValueError, RuntimeError):
+        return None
 
 
 # -- figures --------------------------------------------------------------------------------
+RATIO_COLORS = ("#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#000000")
+"""Okabe-Ito colours (colour-blind safe) for the ratios, in order."""
+
+
 def theory_vs_training_figure(cfg: SyntheticConfig, runs: list[PairRun], trajs: list[Any]) -> Figure:
-    """Rows: params; columns: u, v, 1 - p against t; solid = training, dashed black = ODE."""
+    """Per parametrization and observable (u, v, 1 - p): training (solid) and theory (dashed, same colour) against t,
+    and beneath, the relative deviation ``|train / theory - 1|`` on a log axis (where the eye cannot separate the
+    curves, this panel can). One colour per ratio; every run that logs (u, v) has its theory curve."""
     params = list(dict.fromkeys(r.param for r in runs))
-    fig = Figure(figsize=(12, 2.6 * len(params)))
-    axes = fig.subplots(len(params), 3, squeeze=False)
-    colors = {r: f"C{i}" for i, r in enumerate(cfg.ratios)}
+    fig = Figure(figsize=(12, 3.9 * len(params)))
+    outer = fig.add_gridspec(len(params), 3, hspace=0.32, wspace=0.28)
+    colors = {r: RATIO_COLORS[i % len(RATIO_COLORS)] for i, r in enumerate(cfg.ratios)}
+    axes = {}
+    for row, prm in enumerate(params):
+        for col in range(3):
+            inner = outer[row, col].subgridspec(2, 1, height_ratios=[2.2, 1], hspace=0.06)
+            top = fig.add_subplot(inner[0])
+            axes[(prm, col)] = (top, fig.add_subplot(inner[1], sharex=top))
     for run, traj in zip(runs, trajs):
-        row = params.index(run.param)
         L = run.log
+        t = np.asarray(L["t"], dtype=float)
+        m = t > 0
         for col, (name, y, yt) in enumerate((("u", L["u"], None if traj is None else traj.u),
                                              ("v", L["v"], None if traj is None else traj.v),
                                              ("1 - p", 1 - L["p"], None if traj is None else 1 - np.asarray(traj.p)))):
-            ax = axes[row, col]
-            ax.plot(L["t"], y, color=colors[run.ratio], label=f"train, ratio {run.ratio:g}")
+            top, bottom = axes[(run.param, col)]
+            c = colors[run.ratio]
+            top.plot(t[m], np.asarray(y)[m], color=c, lw=2.2, alpha=0.6, label=f"training, ratio {run.ratio:g}")
             if yt is not None:
-                ax.plot(L["t"], yt, "k--", lw=0.8, label="ODE" if run.ratio == cfg.ratios[0] else None)
-            ax.set_title(f"{run.param}: {name}")
-            ax.set_xlabel("t = step * dt")
-            if name == "1 - p":
-                ax.set_yscale("log")
-    axes[0, 0].legend(fontsize=7)
-    fig.tight_layout()
+                yt = np.asarray(yt, dtype=float)
+                top.plot(t[m], yt[m], color=c, ls="--", lw=1.1, label=f"theory, ratio {run.ratio:g}")
+                with np.errstate(divide="ignore", invalid="ignore"):
+                    rel = np.abs(np.asarray(y, dtype=float) / yt - 1)
+                ok = m & np.isfinite(rel) & (rel > 0)
+                bottom.plot(t[ok], rel[ok], color=c, lw=1.2)
+            top.set_title(f"{run.param}: {name}", fontsize=9)
+            top.set_xscale("log")
+            top.tick_params(which="both", labelbottom=False)
+            yv = np.asarray(y, dtype=float)[m]
+            if name == "1 - p" and yv.size and np.nanmin(yv) > 0 and np.nanmax(yv) / np.nanmin(yv) > 10:
+                top.set_yscale("log")                    # log only where the residual spans decades
+            bottom.set_yscale("log")
+            bottom.set_xlabel("t = step * dt")
+            if col == 0:
+                bottom.set_ylabel("|train/theory - 1|", fontsize=8)
+    first = axes[(params[0], 0)][0]
+    first.legend(fontsize=7, ncol=2)
+    fig.suptitle(f"{cfg.optimizer} on {cfg.data} data, {cfg.init} start: training (solid) vs theory (dashed); "
+                 "relative deviation beneath", fontsize=10)
+    fig.subplots_adjust(left=0.07, right=0.98, top=1 - 0.25 / len(params), bottom=0.04)
     return fig
 
 
@@ -200,9 +181,13 @@ def attention_vs_loss_figure(cfg: SyntheticConfig, runs: list[PairRun]) -> Figur
         ax = axes[params.index(run.param)]
         L = run.log
         loss, att = (L["loss"], L["p"]) if "p" in L else (L["test_loss"], L["test_mass"])
-        ax.plot(loss, att, label=f"ratio {run.ratio:g}")
-        ax.set_xscale("log")
-        ax.invert_xaxis()
+        ax.plot(loss, att, color=RATIO_COLORS[list(cfg.ratios).index(run.ratio) % len(RATIO_COLORS)],
+                label=f"eta_QK/eta_OV = {run.ratio:g}")
+        lo, hi = np.nanmin(loss), np.nanmax(loss)
+        if lo > 0 and hi / lo > 10:                      # log axis only where the losses span decades
+            ax.set_xscale("log")
+        if not ax.xaxis_inverted():
+            ax.invert_xaxis()
         ax.set_title(run.param)
         ax.set_xlabel("loss")
         ax.set_ylabel("attention on distinct tokens")
@@ -226,7 +211,7 @@ def dtap_grid_figure(cfg: SyntheticConfig, runs: list[PairRun], summaries: list[
 
 
 def write_run(cfg: SyntheticConfig, runs: list[PairRun], run: Any) -> dict[str, Any]:
-    """Write ``metrics.json``, ``claims.json``, ``trajectories.npz``, ``dtap.npz`` and figures into ``run`` (a RunWriter)."""
+    """Write ``metrics.json``, ``trajectories.npz``, ``dtap.npz`` and figures into ``run`` (a RunWriter)."""
     summaries, trajs = [], []
     for r in runs:
         s, t = pair_summary(cfg, r)
@@ -234,14 +219,12 @@ def write_run(cfg: SyntheticConfig, runs: list[PairRun], run: Any) -> dict[str, 
         trajs.append(t)
     rescale = (rescaling_check(cfg, runs) if cfg.data == "population" and cfg.init == "symmetric"
                and cfg.optimizer == "gd" else None)
-    cl = claims(cfg, summaries, rescale)
     ode = [s["ode"] for s in summaries if "ode" in s]
     metrics = {"config": cfg.to_json_dict(), "pairs": summaries, "rescaling": rescale,
                "ode_all_within_tolerance": (all(o.get("within_tolerance", False) for o in ode)
                                             if ode and all(o["available"] for o in ode) else None),
                "wall_s": sum(r.wall_s for r in runs)}
     run.write_json("metrics.json", metrics)
-    run.write_json("claims.json", cl)
     arrays = {f"{r.param}_r{r.ratio:g}_{k}": v for r in runs for k, v in r.log.items()}
     for r, t in zip(runs, trajs):
         if t is not None:
@@ -251,7 +234,8 @@ def write_run(cfg: SyntheticConfig, runs: list[PairRun], run: Any) -> dict[str, 
     run.write_arrays("dtap.npz", **{f"{r.param}_r{r.ratio:g}_{k}": getattr(r, k)
                                     for r in runs for k in ("mass", "p_true", "correct")})
     if "u" in runs[0].log:
-        run.write_figure("theory_vs_training", theory_vs_training_figure(cfg, runs, trajs))
+        curves = [t if t is not None else theory_curves(cfg, r) for r, t in zip(runs, trajs)]
+        run.write_figure("theory_vs_training", theory_vs_training_figure(cfg, runs, curves))
     run.write_figure("attention_vs_loss", attention_vs_loss_figure(cfg, runs))
     run.write_figure("dtap_heatmaps", dtap_grid_figure(cfg, runs, summaries))
-    return {"metrics": metrics, "claims": cl}
+    return {"metrics": metrics, "summaries": summaries, "rescaling": rescale}

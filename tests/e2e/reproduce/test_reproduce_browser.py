@@ -1,4 +1,5 @@
-"""The report in a real browser: headless Chromium renders the ledger, the figures and the equations."""
+"""The report in a real browser: headless Chromium renders one section per claim with its figures, the
+equations as MathML, and, with every results file poisoned (injection fixtures), no event-handler attribute."""
 
 from __future__ import annotations
 
@@ -9,45 +10,67 @@ from pathlib import Path
 import pytest
 
 from qkov.report import build_report
+from qkov.study.claims import CLAIMS
 
 from browser import chromium_missing, open_driver
+from injection import inject
 from report_fixture import build_fake_results
 
 pytestmark = pytest.mark.browser
 
+SECTIONS_JS = """
+return [...document.querySelectorAll('section.claim')].map(s => ({
+    id: s.id,
+    images: [...s.querySelectorAll('img')].map(i => ({ok: i.complete, w: i.naturalWidth, h: i.naturalHeight}))}));"""
+HANDLERS_JS = """
+const bad = [];
+for (const el of document.querySelectorAll('*'))
+    for (const a of el.attributes)
+        if (a.name.toLowerCase().startsWith('on')) bad.push(el.tagName + ' ' + a.name);
+return {bad: bad, scripts: document.scripts.length,
+        svgs: document.getElementsByTagName('svg').length, iframes: document.getElementsByTagName('iframe').length};"""
 
-def test_report_renders_offline_in_chromium(tmp_path):
+
+@pytest.fixture(scope="module")
+def chromium(tmp_path_factory):
     missing = chromium_missing()
     if missing:
         pytest.skip(missing)
+    driver = open_driver(tmp_path_factory.mktemp("profile"))
+    yield driver
+    driver.quit()
+
+
+@pytest.mark.parametrize("poisoned", [False, True], ids=["clean", "injected"])
+def test_report_has_a_section_with_figures_per_claim_and_no_handlers(chromium, tmp_path, poisoned):
     build_fake_results(tmp_path / "out", tmp_path)
+    if poisoned:
+        inject(tmp_path / "out")
     html_path, _ = build_report(tmp_path / "out")
-    driver = open_driver(tmp_path / "profile")
-    try:
-        driver.get(html_path.resolve().as_uri())
-        ledger = driver.execute_script("""
-            const t = document.getElementById('ledger');
-            return t ? {rows: t.tBodies[0].rows.length, w: t.getBoundingClientRect().width,
-                        head: [...t.tHead.rows[0].cells].map(c => c.textContent)} : null;""")
-        assert ledger is not None and ledger["rows"] == 10 and ledger["w"] > 400
-        assert ledger["head"] == ["paper's claim", "derived", "simulation", "synthetic training", "real data",
-                                  "verdict"]
-        images = driver.execute_script("""
-            return [...document.images].map(i => ({ok: i.complete, w: i.naturalWidth, h: i.naturalHeight}));""")
-        assert len(images) == 7 and all(i["ok"] and i["w"] > 0 and i["h"] > 0 for i in images), images
-        maths = driver.execute_script("""
-            return [...document.getElementsByTagName('math')].map(m => {
-                const r = m.getBoundingClientRect(); return [r.width, r.height]; });""")
-        assert len(maths) == 2 and all(w > 10 and h > 10 for w, h in maths), maths
-        # a fraction renders taller than one line of text: the MathML is laid out as math, not as plain text
-        assert max(h for _, h in maths) > 30
-        height = driver.execute_script("return document.documentElement.scrollHeight")
-        driver.set_window_size(1280, min(int(height), 10000))
-        shot = tmp_path / "report.png"
-        driver.save_screenshot(str(shot))
-        assert shot.stat().st_size > 10_000
-        keep = os.environ.get("QKOV_SCREENSHOT_DIR")
-        if keep:
-            shutil.copy(shot, Path(keep) / "report.png")
-    finally:
-        driver.quit()
+    chromium.get(html_path.resolve().as_uri())
+    sections = chromium.execute_script(SECTIONS_JS)
+    assert [s["id"] for s in sections] == [f"claim-{c}" for c in CLAIMS]
+    for s in sections:
+        assert s["images"] and all(i["ok"] and i["w"] > 0 and i["h"] > 0 for i in s["images"]), s
+    found = chromium.execute_script(HANDLERS_JS)
+    assert found == {"bad": [], "scripts": 0, "svgs": 0, "iframes": 0}, found
+    table = chromium.execute_script("""
+        const t = document.getElementById('claims-table');
+        return {rows: t.tBodies[0].rows.length, w: t.getBoundingClientRect().width,
+                head: [...t.tHead.rows[0].cells].map(c => c.textContent)};""")
+    assert table["rows"] == len(CLAIMS) and table["w"] > 400
+    assert table["head"] == ["claim", "verdict", "derivation", "simulation", "synthetic training", "real data",
+                             "headline figure"]
+    maths = chromium.execute_script("""
+        return [...document.getElementsByTagName('math')].map(m => {
+            const r = m.getBoundingClientRect(); return [r.width, r.height]; });""")
+    assert len(maths) == 2 and all(w > 10 and h > 10 for w, h in maths), maths
+    assert max(h for _, h in maths) > 30   # a fraction renders taller than a line: laid out as math, not text
+    height = chromium.execute_script("return document.documentElement.scrollHeight")
+    chromium.set_window_size(1280, min(int(height), 10000))
+    shot = tmp_path / "report.png"
+    chromium.save_screenshot(str(shot))
+    assert shot.stat().st_size > 10_000
+    keep = os.environ.get("QKOV_SCREENSHOT_DIR")
+    if keep:
+        shutil.copy(shot, Path(keep) / f"report-{'injected' if poisoned else 'clean'}.png")

@@ -11,14 +11,13 @@ from qkov.core.runstore import atomic_write_json
 from qkov.cli.main import cli, run_cli
 from qkov.report import build_report
 from qkov.report.collect import collect_runs
-from qkov.report.ledger import CLAIMS, build_ledger, combine_verdicts, overall_verdict
+from qkov.report.ledger import build_ledger
+from qkov.study.claims import CLAIMS
 from qkov.report.mathml import math_block, sanitise_mathml
 from qkov.report.tables import flatten_metrics, metric_tables
 
 from report_fixture import build_fake_results
 from tests.cli_errors import assert_one_line_error
-
-STAGE_VERDICTS = st.sampled_from(["supports", "contradicts", "mixed", "n/a", ""])
 
 
 @pytest.fixture(scope="module")
@@ -31,38 +30,6 @@ def study(tmp_path_factory):
     plan = build_fake_results(base / "out", base)
     html_path, md_path = build_report(base / "out")
     return plan, html_path, md_path
-
-
-def test_combine_verdicts_hand_cases():
-    assert combine_verdicts([]) == ""
-    assert combine_verdicts(["n/a", "n/a"]) == "n/a"
-    assert combine_verdicts(["supports", "n/a", "supports"]) == "supports"
-    assert combine_verdicts(["contradicts"]) == "contradicts"
-    assert combine_verdicts(["supports", "contradicts"]) == "mixed"
-
-
-def test_overall_verdict_rule_hand_cases():
-    assert overall_verdict("derived", ["supports", "", "n/a"]) == "supported"
-    assert overall_verdict("refined", ["supports", "supports", ""]) == "supported as refined"
-    assert overall_verdict("derived", ["supports", "contradicts", ""]) == "mixed"
-    assert overall_verdict("derived", ["mixed", "", ""]) == "mixed"
-    assert overall_verdict("refuted", ["contradicts", "", ""]) == "refuted"
-    assert overall_verdict("refuted", ["supports", "", ""]) == "mixed"
-    assert overall_verdict("", ["contradicts", "", ""]) == "contradicted"
-    assert overall_verdict("derived", ["", "n/a", ""]) == "derived only"
-    assert overall_verdict("refined", []) == "refined only"
-    assert overall_verdict("", []) == "untested"
-
-
-@given(st.sampled_from(["derived", "refined", "refuted", ""]), st.lists(STAGE_VERDICTS, min_size=3, max_size=3),
-       st.randoms())
-def test_overall_verdict_ignores_order_and_untested_stages(status, verdicts, rnd):
-    shuffled = list(verdicts)
-    rnd.shuffle(shuffled)
-    v = overall_verdict(status, verdicts)
-    assert v == overall_verdict(status, shuffled) == overall_verdict(status, verdicts + ["n/a", ""])
-    if "supports" in verdicts and "contradicts" in verdicts:
-        assert v == "mixed"
 
 
 def test_metric_table_mean_and_sample_std_by_hand(study, tmp_path):
@@ -80,29 +47,32 @@ def test_metric_table_mean_and_sample_std_by_hand(study, tmp_path):
         "a": 1.0, "b.c": 2.5, "x.m": (1.0, 0.5)}
 
 
-def test_ledger_joins_theory_and_stage_claims(study):
+def test_ledger_joins_theory_and_stage_evidence(study):
     plan, _, _ = study
     rows = {r.id: r for r in build_ledger(collect_runs(plan.out))}
-    assert list(rows)[: len(CLAIMS)] == list(CLAIMS)
+    assert list(rows) == list(CLAIMS)
     g = rows["growth-rates"]
-    assert (g.status, g.stages["simulate"].verdict, g.stages["synthetic"].verdict, g.stages["real"].verdict,
-            g.verdict) == ("derived", "supports", "supports", "", "supported")
-    assert rows["paper-equations"].verdict == "refuted"
+    assert (g.status, g.stages["derive"].verdict, g.stages["simulate"].verdict, g.stages["real"].verdict,
+            g.verdict) == ("derived", "supports", "supports", "", "supports")
+    assert len(g.stages["simulate"].evidence) == 3 and g.stages["simulate"].line.endswith("(+2 more runs)")
+    assert rows["paper-equations"].verdict == "contradicts"     # derivation refutes, simulation contradicts
     assert rows["real-data"].stages["real"].verdict == "supports"
-    assert rows["fixed-lines"].verdict == "untested"          # not in the fake derivation, no stage tested it
-    assert rows["rescaling"].verdict == "refined only"
+    # one synthetic run is insufficient, three support: insufficient does not count
+    assert [e.verdict for _, e in rows["fixed-lines"].stages["synthetic"].evidence].count("insufficient") == 2
+    assert rows["fixed-lines"].verdict == "supports"
+    assert rows["sharpness-order"].headline is not None        # every claim of the fake study has a figure
+    assert all(r.figures for r in rows.values())
 
 
-def test_html_is_self_contained_with_ledger_equations_figures(study):
+def test_html_is_self_contained_with_claims_equations_figures(study):
     plan, html_path, _ = study
     text = html_path.read_text()
-    assert '<table id="ledger">' in text and text.count('<tr id="claim-') == len(CLAIMS)
+    assert '<table id="claims-table">' in text and text.count('<tr id="row-') == len(CLAIMS)
+    assert text.count('<section class="claim" id="claim-') == len(CLAIMS)
     assert text.count('<math xmlns="http://www.w3.org/1998/Math/MathML" display="block">') == 2
-    assert text.count('<img src="data:image/png;base64,') == 3 + 4      # simulation curves + DTAP heatmaps
     assert not re.search(r"""(src|href)\s*=\s*["']?(https?:)?//""", text)  # nothing fetched from a network
     assert "<script" not in text
-    for section in ("Claims ledger", "Derivation", "Theory versus training", "DTAP heatmaps", "Real data",
-                    "Run provenance"):
+    for section in ("Claims", "The evidence, claim by claim", "Derivation", "Real data", "Run provenance"):
         assert section in text
     assert all(r.name in text for r in plan.runs)               # provenance lists every run
 
@@ -111,9 +81,9 @@ def test_markdown_twin_links_figures_relative(study):
     plan, _, md_path = study
     md = md_path.read_text()
     links = re.findall(r"!\[[^\]]*\]\(([^)]+)\)", md)
-    assert len(links) == 7 and all((md_path.parent / link).is_file() for link in links)
-    assert "| paper's claim | derived | simulation | synthetic training | real data | verdict |" in md
-    assert "$$\n\\frac{e^{u}}{e^{u} + 19}\n$$" in md
+    assert links and all((md_path.parent / link).is_file() for link in links)
+    assert "| claim | verdict | derivation | simulation | synthetic training | real data |" in md
+    assert "```math\n\\frac{e^{u}}{e^{u} + 19}\n```" in md
     assert re.search(r"\| 1\.0 \| 3 \| 0\.9\d+ ± 0\.0\d+", md)  # real-data mean ± std
 
 
@@ -123,7 +93,7 @@ def test_incomplete_run_is_listed_not_reported(tmp_path):
     half.mkdir(parents=True)
     atomic_write_json(half / "metrics.json", {"loss": 1.0})     # no COMPLETE
     html, md = build_report(out)
-    assert "incomplete (not shown): synthetic-000000000000" in md.read_text()
+    assert "incomplete \\(not shown\\): synthetic-000000000000" in md.read_text()
     assert "untested" in html.read_text()
 
 

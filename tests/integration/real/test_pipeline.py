@@ -77,7 +77,9 @@ def test_summary_tables_pairs_and_claim(tmp_path):
              for s in (0, 1)] for r in (1.0, 10.0)}
     assert p["n"] == 2 and p["mean_diff"] == pytest.approx(np.mean(m[10.0]) - np.mean(m[1.0]))
     claims = json.loads((tmp_path / "summary" / "claims.json").read_text())
-    assert claims["real-data"]["verdict"] in ("supports", "contradicts", "mixed")
+    (ev,) = claims["evidence"]
+    assert ev["claim"] == "real-data" and ev["verdict"] in ("supports", "contradicts", "mixed", "inconclusive",
+                                                             "insufficient")
     assert (tmp_path / "summary" / "dtap_sva_adamw_r10.png").is_file() and is_complete(tmp_path / "summary")
 
 

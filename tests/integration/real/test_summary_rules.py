@@ -32,10 +32,10 @@ def test_judge_group(g, outcome):
 def test_judge_combines_groups():
     s = group("sva", 0.1, 0.01, 0.0)
     c = group("sva", -0.1, 0.01, 0.0)
-    assert judge({"a": s, "b": s})["verdict"] == "supports"
-    assert judge({"a": c})["verdict"] == "contradicts"
-    assert judge({"a": s, "b": c})["verdict"] == "mixed"
-    assert judge({"a": {"dataset": "sva", "paired": {}}})["verdict"] == "n/a"
+    assert judge({"a": s, "b": s}).verdict == "supports"
+    assert judge({"a": c}).verdict == "contradicts"
+    assert judge({"a": s, "b": c}).verdict == "mixed"
+    assert judge({"a": {"dataset": "sva", "paired": {}}}).verdict == "insufficient"
 
 
 def test_paired_hand_computed():
@@ -45,3 +45,12 @@ def test_paired_hand_computed():
     assert r["n"] == 3 and r["mean_diff"] == pytest.approx(d.mean())
     assert r["t_p"] == pytest.approx(0.03775, abs=1e-4)
     assert r["wilcoxon_p"] == pytest.approx(0.25)
+
+
+def test_judge_group_without_two_seeds_or_a_p_value_is_insufficient():
+    one = group("sva", 0.5, 0.01, 0.0)
+    one["paired"]["10"]["relevant_mass_mean"]["n"] = 1
+    assert judge_group(one)[0] == "insufficient"
+    assert judge_group(group("sva", 0.5, float("nan"), 0.0))[0] == "insufficient"
+    # insufficient groups do not count: one supporting group decides
+    assert judge({"a": group("sva", 0.1, 0.01, 0.0), "b": one}).verdict == "supports"

@@ -8,7 +8,7 @@ from validation.synthetic.compare import (max_relative_deviation, measured_resca
                                           predicted_rescaling, values_at_loss)
 from validation.synthetic.experiment import SyntheticConfig, run_grid, run_pair
 from validation.synthetic.reference import ode_tolerance, reference_trajectory
-from validation.synthetic.report import pair_summary, write_run
+from validation.synthetic.report import pair_summary
 
 PARAMS = ("CACO", "FACO", "CAFO", "FAFO")
 
@@ -80,14 +80,16 @@ def test_gd_matches_the_reduced_ode_within_tolerance(param):
 
 
 def test_write_run_is_complete_with_claims(gd_runs, tmp_path):
+    from qkov.study.synthetic_stage import write_synthetic_run
+
     cfg, runs = gd_runs
     with RunWriter(tmp_path / "r", kind="synthetic", config=cfg.to_json_dict()) as run:
-        res = write_run(cfg, runs, run)
+        res = write_synthetic_run(cfg, runs, run)
     assert is_complete(tmp_path / "r")
     for f in ("metrics.json", "claims.json", "trajectories.npz", "dtap_heatmaps.png", "theory_vs_training.svg"):
         assert (tmp_path / "r" / f).is_file()
-    cl = res["claims"]
+    cl = {e.claim: e.verdict for e in res["evidence"]}
     assert {"rescaling", "fixed-lines", "sharpness-ratio", "sharpness-order"} <= set(cl)
-    assert cl["fixed-lines"]["verdict"] == "supports" and cl["rescaling"]["verdict"] == "supports"
+    assert cl["fixed-lines"] == "supports" and cl["rescaling"] == "supports"
     for p in res["metrics"]["pairs"]:
         assert sum(map(sum, p["dtap"]["hist_percent"])) == pytest.approx(100.0)

@@ -3,6 +3,8 @@
 import json
 
 import pytest
+
+from qkov.core.config import parse_config
 import torch
 
 from qkov.core.runstore import is_complete
@@ -31,7 +33,7 @@ def test_cli_writes_a_complete_run(tmp_path, capsys):
     out = json.loads(capsys.readouterr().out)
     run_dir = out["run_dir"]
     assert is_complete(run_dir)
-    assert out["claims"]["fixed-lines"]["verdict"] == "supports"
+    assert {e["claim"]: e["verdict"] for e in out["claims"]}["fixed-lines"] == "supports"
     assert len(out["pairs"]) == 4
 
 
@@ -48,7 +50,7 @@ def test_study_runs_parse_and_one_executes(tmp_path):
     assert {k for k, _ in runs} == {"synthetic"}
     cfgs = [parse_config(SyntheticConfig, **c) for _, c in runs]
     assert {c.data for c in cfgs} == {"population", "sampled", "paper"}
-    small = cfgs[3].replace(**{"steps": 20, "log_every": 10, "params": ("CACO",), "test_size": 50})
+    small = cfgs[3].replace(steps=20, log_every=10, params=("CACO",), test_size=50)
     study.execute("synthetic", small.to_json_dict(), tmp_path / "run")
     assert is_complete(tmp_path / "run")
-    assert json.loads((tmp_path / "run" / "claims.json").read_text())
+    assert json.loads((tmp_path / "run" / "claims.json").read_text())["evidence"]

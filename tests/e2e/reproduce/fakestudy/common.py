@@ -56,15 +56,20 @@ def numbers(seed: int, n: int = 4) -> list[float]:
     return [float(x) for x in np.random.default_rng(seed).normal(size=n)]
 
 
+def ev(claim: str, stage: str, verdict: str, numbers: str, figure: str = "", text: str = "") -> dict[str, str]:
+    """One evidence entry of ``claims.json`` (qkov.study.claims.Evidence as JSON)."""
+    return {"claim": claim, "stage": stage, "verdict": verdict, "numbers": numbers, "figure": figure, "text": text}
+
+
 def write_run(kind: str, config: dict[str, Any], run_dir: Path, *, metrics: dict[str, Any],
-              claims: dict[str, Any] | None = None, figure: str | None = None, extra: dict[str, Any] | None = None):
+              claims: list[dict[str, str]] | None = None, figure: str | None = None, extra: dict[str, Any] | None = None):
     """Write one run; sleeps (if asked) after the first file so an interrupt leaves it half-written."""
     before_writing(config, run_dir)
     with RunWriter(run_dir, kind=kind, config=config, seed=config.get("seed")) as run:
         run.write_json("metrics.json", metrics)
         time.sleep(config.get("behaviour", {}).get("sleep", 0.0))
         if claims is not None:
-            run.write_json("claims.json", claims)
+            run.write_json("claims.json", {"evidence": claims})
         for name, obj in (extra or {}).items():
             run.write_json(name, obj)
         if figure is not None:

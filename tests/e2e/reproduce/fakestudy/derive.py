@@ -31,4 +31,8 @@ def derivation() -> dict:
 
 
 def execute(kind: str, config: dict, run_dir: Path) -> None:
-    write_run(kind, config, run_dir, metrics={"n_equations": 2}, extra={"derivation.json": derivation()})
+    from qkov.study.derive_stage import derivation_evidence
+
+    d = derivation()
+    write_run(kind, config, run_dir, metrics={"n_equations": 2}, extra={"derivation.json": d},
+              claims=[e.to_json() for e in derivation_evidence(d)])

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from fakestudy.common import behaviour, numbers, write_run
+from fakestudy.common import behaviour, ev, numbers, write_run
 
 
 def study_runs(quick, data_dir):
@@ -23,4 +23,4 @@ def skipped_runs(quick, data_dir):
 def execute(kind: str, config: dict, run_dir: Path) -> None:
     x = numbers(config["seed"])
     write_run(kind, config, run_dir, metrics={"accuracy": 0.9 + x[0] / 100, "ac": 0.1 * config["ratio"] ** 0.3},
-              claims={"real-data": {"verdict": "supports", "evidence": "AC rises with the ratio"}})
+              claims=[ev("real-data", "real", "supports", "AC rises with the ratio", "dtap_real")], figure="dtap_real")

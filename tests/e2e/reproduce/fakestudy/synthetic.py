@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from fakestudy.common import behaviour, numbers, write_run
+from fakestudy.common import behaviour, ev, numbers, write_run
 
 
 def study_runs(quick, data_dir):
@@ -23,7 +23,9 @@ def study_runs(quick, data_dir):
 def execute(kind: str, config: dict, run_dir: Path) -> None:
     x = numbers(config["seed"])
     write_run(kind, config, run_dir, metrics={"loss": abs(x[0]), "attention": {"distinct": 0.5 + x[1] / 10}},
-              claims={"sharpness-ratio": {"verdict": "supports", "evidence": f"attention {0.5 + x[1] / 10:.3f}"},
-                      "growth-rates": {"verdict": "supports" if config["ratio"] > 1 else "n/a",
-                                       "evidence": "log fit"}},
+              claims=[ev("sharpness-ratio", "synthetic", "supports", f"attention {0.5 + x[1] / 10:.3f}",
+                         f"dtap_ratio{config['ratio']:g}"),
+                      ev("fixed-lines", "synthetic", "supports" if config["ratio"] > 1 else "insufficient",
+                         "spread 1e-12", f"dtap_ratio{config['ratio']:g}"),
+                      ev("rescaling", "synthetic", "supports", "rho_OV = 2u to 1e-6", f"dtap_ratio{config['ratio']:g}")],
               figure=f"dtap_ratio{config['ratio']:g}")
