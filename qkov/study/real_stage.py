@@ -10,6 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import json
+import os
 
 import torch
 
@@ -17,7 +18,7 @@ from qkov.core.config import parse_config
 from qkov.core.runstore import RunWriter
 
 from validation.real.config import DATASETS, RATIOS, SEEDS, RealRunConfig, default_config
-from validation.real.errors import DataError
+from validation.real.errors import DataError, file_problem
 from validation.real.hatexplain_data import HATEXPLAIN_FETCH
 from validation.real.run import train_and_evaluate
 from validation.real.squad_data import SQUAD_FETCH, SQUAD_FILE
@@ -28,18 +29,31 @@ NO_DATA = "real data: no data directory (give --data-dir or set $QKOV_DATA_DIR; 
 
 
 def missing_data(dataset: str, data_dir: Path) -> str | None:
-    """``None`` when the files of ``dataset`` are present, else one line saying what to fetch."""
+    """``None`` when the files of ``dataset`` are there, else one line saying what is wrong or what to fetch.
+
+    A directory, symlink loop or empty file in place of a data file is named as such (not as
+    "missing"); the records themselves are validated when the dataset is loaded.
+    """
     d = Path(data_dir)
+
+    def why(path: Path, fetch: str) -> str | None:
+        problem = file_problem(path)
+        if problem is None:
+            return None
+        return f"{path} missing: {fetch}" if problem == "is missing" else f"{path} {problem}"
+
     if dataset == "squad":
-        return None if (d / SQUAD_FILE).is_file() else f"{d / SQUAD_FILE} missing: {SQUAD_FETCH}"
+        return why(d / SQUAD_FILE, SQUAD_FETCH)
     if dataset == "hatexplain":
         h = d / "hatexplain"
-        ok = any((h / p).is_file() for p in ("Data/dataset.json", "dataset.json")) or all(
-            (h / f"{s}.jsonl").is_file() for s in ("train", "test"))
-        return None if ok else f"{h / 'Data' / 'dataset.json'} missing: {HATEXPLAIN_FETCH}"
+        for p in (h / "Data" / "dataset.json", h / "dataset.json"):
+            if os.path.lexists(p):
+                return why(p, HATEXPLAIN_FETCH)
+        if os.path.lexists(h / "train.jsonl"):
+            return next((w for s in ("train", "test") if (w := why(h / f"{s}.jsonl", HATEXPLAIN_FETCH))), None)
+        return f"{h / 'Data' / 'dataset.json'} missing: {HATEXPLAIN_FETCH}"
     if dataset == "sva":
-        gone = [f for f in SVA_FILES if not (d / SVA_DIR / f).is_file()]
-        return None if not gone else f"{d / SVA_DIR / gone[0]} missing: {SVA_FETCH}"
+        return next((w for f in SVA_FILES if (w := why(d / SVA_DIR / f, SVA_FETCH))), None)
     raise DataError(f"dataset {dataset!r}: must be one of {', '.join(DATASETS)}")
 
 
