@@ -1,8 +1,9 @@
 """The real-data stage of ``qkov reproduce`` (contract in ``docs/architecture.md``).
 
-One run = one ``(dataset, ratio, seed, optimizer)`` with the dataset's default settings.
-Quick: ratios {1, 2, 5, 10, 30} x seeds {0, 1, 2}, AdamW, subsampled data (under 3 minutes
-per dataset on 2 cores). Full: the same grid on the full splits, with AdamW and SGD+momentum.
+One run = one ``(dataset, ratio, seed, optimizer, model)`` with the dataset's default settings.
+Quick: the small models, AdamW, ratios ``QUICK_RATIOS`` (1, an intermediate one and the paper's;
+SQuAD 1 and 20) x seeds {0, 1, 2}, subsampled data. Full: the paper models with the paper's
+optimizer, ratios ``RATIOS`` (including the paper's 30 / 100 / 20) x seeds {0..4} on the full splits.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ import torch
 from qkov.core.config import parse_config
 from qkov.core.runstore import RunWriter
 
-from validation.real.config import DATASETS, RATIOS, SEEDS, RealRunConfig, default_config
+from validation.real.config import (DATASETS, QUICK_SEEDS, SEEDS, RealRunConfig, default_config, default_ratios)
 from validation.real.errors import DataError, file_problem
 from validation.real.hatexplain_data import HATEXPLAIN_FETCH
 from validation.real.run import train_and_evaluate
@@ -60,12 +61,20 @@ def missing_data(dataset: str, data_dir: Path) -> str | None:
 def sweep_configs(datasets, ratios, seeds, optimizers, quick: bool, data_dir: Path,
                   **overrides) -> list[RealRunConfig]:
     """Every run configuration of a sweep, datasets outermost (``data_dir`` made absolute, so a
-    run does not depend on the working directory of the process that executes it). ``overrides``
-    (e.g. ``param``, ``layers``) replace dataset defaults in every run."""
+    run does not depend on the working directory of the process that executes it). ``ratios``,
+    ``seeds`` or ``optimizers`` ``None`` take each dataset's defaults; ``overrides`` (e.g. ``model``,
+    ``param``, ``layers``) replace dataset defaults in every run."""
     data_dir = Path(data_dir).resolve()
-    return [default_config(ds, ratio=float(r), seed=int(s), optimizer=opt, quick=quick, data_dir=str(data_dir),
-                           **overrides)
-            for ds in datasets for opt in optimizers for r in ratios for s in seeds]
+    out = []
+    for ds in datasets:
+        rs = ratios if ratios is not None else default_ratios(ds, quick)
+        ss = seeds if seeds is not None else (QUICK_SEEDS if quick else SEEDS)
+        for opt in (optimizers if optimizers is not None else (None,)):
+            for r in rs:
+                for s in ss:
+                    out.append(default_config(ds, ratio=float(r), seed=int(s), optimizer=opt, quick=quick,
+                                              data_dir=str(data_dir), **overrides))
+    return out
 
 
 def study_runs(quick: bool, data_dir: Path | None) -> list[tuple[str, dict]]:
@@ -73,8 +82,7 @@ def study_runs(quick: bool, data_dir: Path | None) -> list[tuple[str, dict]]:
     if data_dir is None:
         return []
     present = [ds for ds in DATASETS if missing_data(ds, data_dir) is None]
-    optimizers = ("adamw",) if quick else ("adamw", "sgd")
-    return [(KIND, c.to_json_dict()) for c in sweep_configs(present, RATIOS, SEEDS, optimizers, quick, data_dir)]
+    return [(KIND, c.to_json_dict()) for c in sweep_configs(present, None, None, None, quick, data_dir)]
 
 
 def skipped_runs(quick: bool, data_dir: Path | None) -> list[str]:

@@ -62,8 +62,12 @@ def _classify(model, data: ClassTensors, keep: torch.Tensor | None = None) -> tu
     return torch.cat(probs).numpy().astype(np.float64), torch.cat(attn).numpy().astype(np.float64)
 
 
-def evaluate_classifier(model, data: ClassTensors, dataset: str) -> tuple[dict[str, Any], dict[str, np.ndarray], Any]:
-    """Metrics, per-instance arrays and the ERASER :class:`FaithfulnessResult` (annotated instances)."""
+def evaluate_classifier(model, data: ClassTensors, dataset: str, *, faithfulness: bool = True
+                        ) -> tuple[dict[str, Any], dict[str, np.ndarray], Any]:
+    """Metrics, per-instance arrays and the ERASER :class:`FaithfulnessResult` (annotated instances).
+
+    ``faithfulness=False`` (checkpoints along training, baselines) skips ERASER and returns ``None``
+    in its place."""
     model.eval()
     probs, attn = _classify(model, data)
     labels = data.labels.numpy()
@@ -84,6 +88,8 @@ def evaluate_classifier(model, data: ClassTensors, dataset: str) -> tuple[dict[s
     hard = hard_rationale(attn[ann], words[ann], k)
     metrics.update(token_f1=token_f1(hard, rel[ann]), iou_f1=iou_f1(hard, rel[ann]),
                    auprc=auprc(attn[ann], rel[ann], words[ann]), hard_rationale_tokens=k)
+    if not faithfulness:
+        return metrics, {"mass": mass, "p_true": p_true[ann], "pred": pred, "labels": labels}, None
     # ERASER faithfulness: removal = the word is masked out of the query's attention
     sub = data.take(torch.from_numpy(np.flatnonzero(ann)))
 
