@@ -91,8 +91,8 @@ def train_and_evaluate_squad(cfg: RealRunConfig, train_ex: list[SquadExample], v
     hist = train(model, tr, cfg, decoder_loss, progress=progress, desc=f"squad r={cfg.ratio:g} s={cfg.seed}",
                  on_checkpoint=tracker)
     metrics, arrays, preds = evaluate_decoder(model, te, test_ex, vocab, cfg, full=True)
-    baseline, best, best_arrays = tracker.finish(
-        lambda m: evaluate_decoder(m, te, test_ex, vocab, cfg, full=True)[:2], hist.checkpoints)
+    baseline, best, best_arrays = tracker.finish(     # best-val: decoded, without the two controls
+        lambda m: evaluate_decoder(m, te, test_ex, vocab, cfg, full=False)[:2], hist.checkpoints)
     arrays.update({f"best_val_{k}": best_arrays[k] for k in ("f1", "em", "mass", "p_true")})
     with uniform_attention(model):     # the uniform baseline decodes too (checkpoints do not)
         baseline["uniform"] = evaluate_decoder(model, te, test_ex, vocab, cfg, full=False)[0]
