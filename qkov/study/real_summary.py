@@ -324,7 +324,9 @@ def judge_group(g: dict[str, Any]) -> tuple[str, str]:
     the 95 % bootstrap interval of the task-metric difference at the best-validation checkpoint
     against :data:`MARGIN`.
 
-    - ``insufficient``: fewer than 2 paired seeds, no matched-loss level, or no interval;
+    - ``insufficient``: fewer than 2 paired seeds, no matched-loss level, no interval, or an attention
+      that never left uniform (best-val mass within :data:`MIN_EFFECT` of the uniform baseline's at
+      both ratio 1 and the claim ratio: nothing was learned that the claim is about);
     - ``supports``: (a) and (b) both rise by >= :data:`MIN_EFFECT` with p_holm < :data:`ALPHA` and the
       interval's lower end is > -margin ("no worse");
     - ``contradicts``: (a) or (b) falls by >= MIN_EFFECT with p_holm < ALPHA, or the interval's upper
@@ -342,6 +344,9 @@ def judge_group(g: dict[str, Any]) -> tuple[str, str]:
         why = ("no best-validation pair" if a is None or a["n"] < 2 else
                "no matched-loss level reached by every run" if b is None or b["n"] < 2 else "no per-item scores")
         return "insufficient", f"ratio {r} vs 1: {why} -> insufficient"
+    if _never_left_uniform(g, (1.0, g["claim_ratio"])):
+        return "insufficient", (f"ratio {r} vs 1: the attention never left uniform (best-val mass within "
+                                f"{MIN_EFFECT} of the uniform baseline at both ratios) -> insufficient")
 
     def up(x):
         return x["mean_diff"] >= MIN_EFFECT and x.get("p_holm", math.nan) < ALPHA
@@ -360,6 +365,14 @@ def judge_group(g: dict[str, Any]) -> tuple[str, str]:
             f"n={a['n']}), at matched loss {levels[0]:.3g} {b['mean_diff']:+.3f} (Holm p={b.get('p_holm', math.nan):.2g}); "
             f"{tm} diff {ci['diff']:+.3g} [95% CI {ci['lo']:+.3g}, {ci['hi']:+.3g}], margin {margin:g} -> {outcome}")
     return outcome, note
+
+
+def _never_left_uniform(g: dict[str, Any], ratios: tuple[float, ...]) -> bool:
+    best = {row["ratio"]: row.get("relevant_mass_mean") for row in g.get("best_val", {}).get("rows", [])}
+    uni = {row["ratio"]: row.get("relevant_mass_mean") for row in g.get("baseline", {}).get("uniform", {}).get("rows", [])}
+    if not all(isinstance(best.get(r), dict) and isinstance(uni.get(r), dict) for r in ratios):
+        return False
+    return all(abs(best[r]["mean"] - uni[r]["mean"]) < MIN_EFFECT for r in ratios)
 
 
 def combine_outcomes(outcomes: Iterable[str]) -> str:

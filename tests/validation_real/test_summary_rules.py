@@ -40,6 +40,16 @@ def test_judge_group(g, outcome):
     assert judge_group(g)[0] == outcome
 
 
+def test_attention_that_never_left_uniform_is_insufficient():
+    g = group()
+    g["best_val"] = {"rows": [{"ratio": 1.0, "relevant_mass_mean": {"mean": 0.178}},
+                              {"ratio": 30.0, "relevant_mass_mean": {"mean": 0.181}}]}
+    g["baseline"] = {"uniform": {"rows": [{"ratio": r, "relevant_mass_mean": {"mean": 0.178}} for r in (1.0, 30.0)]}}
+    assert judge_group(g)[0] == "insufficient"
+    g["best_val"]["rows"][1]["relevant_mass_mean"]["mean"] = 0.25          # the claim ratio's attention moved
+    assert judge_group(g)[0] == "supports"
+
+
 def test_combine_outcomes():
     assert combine_outcomes([]) == "insufficient"
     assert combine_outcomes(["insufficient"]) == "insufficient"
