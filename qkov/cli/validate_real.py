@@ -42,7 +42,8 @@ def _seeds(text: str) -> tuple[int, ...]:
               help="Circuits of the attention layer: CACO, FACO, CAFO or FAFO (C = collapsed, F = factorized).")
 @click.option("--layers", type=int, default=1, show_default=True,
               help="Attention layers (lower ones: single-head self-attention with collapsed circuits).")
-@click.option("--quick", is_flag=True, help="Subsampled data and fewer epochs (< 3 min per dataset on 2 cores).")
+@click.option("--quick", is_flag=True, help="Small models, subsampled data, fewer epochs (idle 2-core machine: "
+              "HateXplain, SVA about 2 min; SQuAD about 4 min).")
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
 @click.option("--out", type=click.Path(file_okay=False, path_type=Path), default=Path("qkov-results"),
               show_default=True, help="Results directory (runs go to OUT/runs/, the summary to OUT/).")
