@@ -7,17 +7,17 @@ from pathlib import Path
 
 import click
 
-from qkov.cli.options import Choice, Integer, ListOf, out_option, ratios_option, seeds_option
+from qkov.cli.options import RATIO, Choice, Integer, ListOf, out_option
 from qkov.cli.support import CONTEXT_SETTINGS
 from theory.parametrization import PARAMETRIZATIONS
 import torch
 from tqdm.auto import tqdm
 
-from qkov.core.config import ConfigError, resolve_data_dir
+from qkov.core.config import ConfigError, parse_config, resolve_data_dir
 from qkov.core.runstore import is_complete, run_dir_for, to_json_text
 from qkov.core.lock import results_lock
 
-from validation.real.config import DATASETS, OPTIMIZERS
+from validation.real.config import DATASETS, OPTIMIZERS, RealRunConfig
 from validation.real.run import load_dataset
 from qkov.study.real_stage import execute_run
 from qkov.study.real_stage import KIND, NO_DATA, sweep_configs
@@ -31,28 +31,39 @@ SWEEP_SUMMARY_KIND = "real-sweep-summary"
 @click.command(context_settings=CONTEXT_SETTINGS)
 @click.option("--dataset", "datasets", type=ListOf(Choice(DATASETS)), default="all", show_default=True,
               help="squad, hatexplain, sva, comma-separated, or all.")
-@ratios_option("1,2,5,10,30")
-@seeds_option("0,1,2")
-@click.option("--optimizer", "optimizers", type=ListOf(Choice(OPTIMIZERS)), default="adamw", show_default=True,
-              help="adamw, sgd, comma-separated, or all.")
+@click.option("--ratios", type=ListOf(RATIO), default=None,
+              help="eta_QK/eta_OV values [default: the dataset's; quick: 1, an intermediate ratio and the paper's "
+                   "(SQuAD 1,20); full: 1,2,5,10,30,100 (SQuAD 1,2,5,10,20)].")
+@click.option("--seeds", type=ListOf(Integer(0, 2**32 - 1)), default=None,
+              help="Training seeds [default: quick 0,1,2; full 0,1,2,3,4].")
+@click.option("--optimizer", "optimizers", type=ListOf(Choice(OPTIMIZERS)), default=None,
+              help="adamw, sgd, comma-separated, or all [default: the paper's for --model paper (HateXplain AdamW, "
+                   "SVA SGD+momentum 0.99), AdamW for small].")
+@click.option("--model", "model", type=Choice(("paper", "small")), default=None,
+              help="paper: the official code's models; small: for --quick/CI [default: small with --quick, else paper].")
 @click.option("--param", type=Choice(PARAMETRIZATIONS), default="CACO", show_default=True,
               help="Circuits of the attention layer: CACO, FACO, CAFO or FAFO (C = collapsed, F = factorized).")
 @click.option("--layers", type=Integer(1, 6), default=1, show_default=True,
               help="Attention layers (lower ones: single-head self-attention with collapsed circuits).")
-@click.option("--quick", is_flag=True, help="Subsampled data and fewer epochs (< 3 min per dataset on 2 cores).")
+@click.option("--quick", is_flag=True, help="Small models, subsampled data, fewer epochs (idle 2-core machine: "
+              "HateXplain, SVA about 2 min; SQuAD about 4 min).")
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
 @out_option()
 @click.option("--data-dir", type=str, default=None, help="Real-data directory (else $QKOV_DATA_DIR).")
-def real(datasets, ratios, seeds, optimizers, param: str, layers: int, quick: bool,
+def real(datasets, ratios, seeds, optimizers, model: str | None, param: str, layers: int, quick: bool,
          as_json: bool, out: Path, data_dir: str | None) -> None:
     """Train the QKOV models at each eta_QK/eta_OV ratio and seed, then tabulate and compare with ratio 1."""
     torch.set_num_threads(1)  # small models: one thread is fastest and shares a busy machine well
-    ratio_list, seed_list = tuple(ratios), tuple(seeds)
+    ratio_list = tuple(ratios) if ratios is not None else None
+    seed_list = tuple(seeds) if seeds is not None else None
     data = resolve_data_dir(data_dir)
     if data is None:
         raise ConfigError(NO_DATA)
     extra = {k: v for k, v in (("param", param), ("layers", layers)) if (k, v) not in (("param", "CACO"), ("layers", 1))}
-    configs = sweep_configs(datasets, ratio_list, seed_list, optimizers, quick, data, **extra)
+    if model is not None:
+        extra["model"] = model
+    configs = [parse_config(RealRunConfig, **c.to_json_dict())
+               for c in sweep_configs(datasets, ratio_list, seed_list, optimizers, quick, data, **extra)]
     for ds in datasets:  # validate every file before training anything
         load_dataset(ds, str(data))
     run_dirs = []
@@ -63,15 +74,16 @@ def real(datasets, ratios, seeds, optimizers, param: str, layers: int, quick: bo
             if not is_complete(run_dir):
                 execute_run(cfg, run_dir, kind=KIND, progress=not as_json)
             run_dirs.append(run_dir)
-        summary_cfg = {"datasets": list(datasets), "ratios": list(ratio_list), "seeds": list(seed_list),
-                       "optimizers": list(optimizers), "quick": quick, **extra, "data_dir": str(data),
+        summary_cfg = {"datasets": list(datasets), "ratios": list(ratio_list or []), "seeds": list(seed_list or []),
+                       "optimizers": list(optimizers or []), "quick": quick, **extra, "data_dir": str(data),
                        "runs": [d.name for d in run_dirs]}
         summary_dir = run_dir_for(out, SWEEP_SUMMARY_KIND, summary_cfg)
         result = summarise(run_dirs, summary_dir, kind=SWEEP_SUMMARY_KIND, config=summary_cfg)
     if as_json:
         click.echo(to_json_text({"summary_dir": str(summary_dir.resolve()), "runs": [str(d) for d in run_dirs],
-                                 "claims": result["claims"], "groups": result["groups"]}), nl=False)
+                                 "claims": result["claims"], "groups": result["groups"], "tests": result["tests"]}),
+                   nl=False)
     else:
-        click.echo(markdown_tables(result["groups"]))
+        click.echo(markdown_tables(result["groups"], result["tests"], result["claims"]["real-data"]))
         click.echo(f"claim real-data: {json.dumps(result['claims']['real-data'])}")
         click.echo(f"summary: {summary_dir.resolve()}")

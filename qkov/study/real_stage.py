@@ -1,8 +1,9 @@
 """The real-data stage of ``qkov reproduce`` (contract in ``docs/architecture.md``).
 
-One run = one ``(dataset, ratio, seed, optimizer)`` with the dataset's default settings.
-Quick: ratios {1, 2, 5, 10, 30} x seeds {0, 1, 2}, AdamW, subsampled data (under 3 minutes
-per dataset on 2 cores). Full: the same grid on the full splits, with AdamW and SGD+momentum.
+One run = one ``(dataset, ratio, seed, optimizer, model)`` with the dataset's default settings.
+Quick: the small models, AdamW, ratios ``QUICK_RATIOS`` (1, an intermediate one and the paper's;
+SQuAD 1 and 20) x seeds {0, 1, 2}, subsampled data. Full: the paper models with the paper's
+optimizer, ratios ``RATIOS`` (including the paper's 30 / 100 / 20) x seeds {0..4} on the full splits.
 """
 
 from __future__ import annotations
@@ -10,14 +11,15 @@ from __future__ import annotations
 from pathlib import Path
 
 import json
+import os
 
 import torch
 
 from qkov.core.config import parse_config
 from qkov.core.runstore import RunWriter
 
-from validation.real.config import DATASETS, RATIOS, SEEDS, RealRunConfig, default_config
-from validation.real.errors import DataError
+from validation.real.config import (DATASETS, QUICK_SEEDS, SEEDS, RealRunConfig, default_config, default_ratios)
+from validation.real.errors import DataError, file_problem
 from validation.real.hatexplain_data import HATEXPLAIN_FETCH
 from validation.real.run import train_and_evaluate
 from validation.real.squad_data import SQUAD_FETCH, SQUAD_FILE
@@ -28,30 +30,51 @@ NO_DATA = "real data: no data directory (give --data-dir or set $QKOV_DATA_DIR; 
 
 
 def missing_data(dataset: str, data_dir: Path) -> str | None:
-    """``None`` when the files of ``dataset`` are present, else one line saying what to fetch."""
+    """``None`` when the files of ``dataset`` are there, else one line saying what is wrong or what to fetch.
+
+    A directory, symlink loop or empty file in place of a data file is named as such (not as
+    "missing"); the records themselves are validated when the dataset is loaded.
+    """
     d = Path(data_dir)
+
+    def why(path: Path, fetch: str) -> str | None:
+        problem = file_problem(path)
+        if problem is None:
+            return None
+        return f"{path} missing: {fetch}" if problem == "is missing" else f"{path} {problem}"
+
     if dataset == "squad":
-        return None if (d / SQUAD_FILE).is_file() else f"{d / SQUAD_FILE} missing: {SQUAD_FETCH}"
+        return why(d / SQUAD_FILE, SQUAD_FETCH)
     if dataset == "hatexplain":
         h = d / "hatexplain"
-        ok = any((h / p).is_file() for p in ("Data/dataset.json", "dataset.json")) or all(
-            (h / f"{s}.jsonl").is_file() for s in ("train", "test"))
-        return None if ok else f"{h / 'Data' / 'dataset.json'} missing: {HATEXPLAIN_FETCH}"
+        for p in (h / "Data" / "dataset.json", h / "dataset.json"):
+            if os.path.lexists(p):
+                return why(p, HATEXPLAIN_FETCH)
+        if os.path.lexists(h / "train.jsonl"):
+            return next((w for s in ("train", "test") if (w := why(h / f"{s}.jsonl", HATEXPLAIN_FETCH))), None)
+        return f"{h / 'Data' / 'dataset.json'} missing: {HATEXPLAIN_FETCH}"
     if dataset == "sva":
-        gone = [f for f in SVA_FILES if not (d / SVA_DIR / f).is_file()]
-        return None if not gone else f"{d / SVA_DIR / gone[0]} missing: {SVA_FETCH}"
+        return next((w for f in SVA_FILES if (w := why(d / SVA_DIR / f, SVA_FETCH))), None)
     raise DataError(f"dataset {dataset!r}: must be one of {', '.join(DATASETS)}")
 
 
 def sweep_configs(datasets, ratios, seeds, optimizers, quick: bool, data_dir: Path,
                   **overrides) -> list[RealRunConfig]:
     """Every run configuration of a sweep, datasets outermost (``data_dir`` made absolute, so a
-    run does not depend on the working directory of the process that executes it). ``overrides``
-    (e.g. ``param``, ``layers``) replace dataset defaults in every run."""
+    run does not depend on the working directory of the process that executes it). ``ratios``,
+    ``seeds`` or ``optimizers`` ``None`` take each dataset's defaults; ``overrides`` (e.g. ``model``,
+    ``param``, ``layers``) replace dataset defaults in every run."""
     data_dir = Path(data_dir).resolve()
-    return [default_config(ds, ratio=float(r), seed=int(s), optimizer=opt, quick=quick, data_dir=str(data_dir),
-                           **overrides)
-            for ds in datasets for opt in optimizers for r in ratios for s in seeds]
+    out = []
+    for ds in datasets:
+        rs = ratios if ratios is not None else default_ratios(ds, quick)
+        ss = seeds if seeds is not None else (QUICK_SEEDS if quick else SEEDS)
+        for opt in (optimizers if optimizers is not None else (None,)):
+            for r in rs:
+                for s in ss:
+                    out.append(default_config(ds, ratio=float(r), seed=int(s), optimizer=opt, quick=quick,
+                                              data_dir=str(data_dir), **overrides))
+    return out
 
 
 def study_runs(quick: bool, data_dir: Path | None) -> list[tuple[str, dict]]:
@@ -59,8 +82,7 @@ def study_runs(quick: bool, data_dir: Path | None) -> list[tuple[str, dict]]:
     if data_dir is None:
         return []
     present = [ds for ds in DATASETS if missing_data(ds, data_dir) is None]
-    optimizers = ("adamw",) if quick else ("adamw", "sgd")
-    return [(KIND, c.to_json_dict()) for c in sweep_configs(present, RATIOS, SEEDS, optimizers, quick, data_dir)]
+    return [(KIND, c.to_json_dict()) for c in sweep_configs(present, None, None, None, quick, data_dir)]
 
 
 def skipped_runs(quick: bool, data_dir: Path | None) -> list[str]:

@@ -1,15 +1,25 @@
-r"""Turn completed real-data runs into tables, paired comparisons, DTAP heatmaps and ``claims.json``.
+r"""Turn completed real-data runs into tables, paired tests (Holm), bootstrap intervals, DTAP heatmaps
+and ``claims.json``.
 
-For each (dataset, optimizer) and ratio: mean :math:`\pm` sample std over seeds of every
-metric. Paired comparison with ratio 1 on the same seeds: mean difference
-:math:`\bar d = \frac1n\sum_s (x_{r,s} - x_{1,s})`, paired t-test and Wilcoxon signed-rank
-p-values (``scipy.stats``; with :math:`n = 3` seeds the smallest possible two-sided Wilcoxon
-p is 0.25, so the t-test is the informative one). The ``real-data`` claim is judged a priori
-at :data:`CLAIM_RATIO` (= 10): a group *supports* when the relevant attention mass rises
-(:math:`\bar d \ge` :data:`MIN_EFFECT` = 0.01, t-test :math:`p < 0.05`) and the task metric drops by no more than
-:data:`TOLERANCE` (1 point of accuracy, or of F1 for SQuAD); it *contradicts* when the mass
-falls significantly or the task metric drops beyond the tolerance; otherwise it is inconclusive
-(see :func:`judge`).
+Groups are (dataset, optimizer, model). For each group and ratio the tables give mean :math:`\pm`
+sample std over seeds of every metric in five **views**: the fixed-epoch model (``fixed_epoch``),
+the best-validation checkpoint (``best_val``: lowest validation loss), the first checkpoint whose
+training loss (on a fixed probe of the training split) falls below each **matched-loss level**
+(``matched_loss``), and the two baselines (``baseline.uniform``: the trained model with zeroed QK
+circuits, i.e. uniform attention; ``baseline.step0``: the untrained model). AC/ACMC are also given
+as gains over uniform.
+
+Matched-loss levels (:func:`loss_levels`): with :math:`L_\mathrm{lo}` the largest over runs of the
+smallest training loss a run reaches and :math:`L_\mathrm{hi}` the smallest step-0 loss, the levels
+:math:`L_\mathrm{lo}(L_\mathrm{hi}/L_\mathrm{lo})^{k/N}`, :math:`k = 0..N-1` (:data:`N_LEVELS`), are
+reached by every run of the group (every ratio and seed); none when :math:`L_\mathrm{lo}\ge L_\mathrm{hi}`.
+
+Statistics: paired over seeds with ratio 1, mean difference, paired t-test and Wilcoxon p
+(``scipy.stats``); the t-test p-values of **all** groups, views, ratios and metrics are corrected
+together by Holm's step-down method (:func:`holm`) in one table. The task-metric difference gets a
+95 % bootstrap interval (:func:`bootstrap_diff`: test items and seeds resampled with replacement,
+:data:`N_BOOT` resamples, percentile interval). The verdict rule is :func:`judge_group` /
+:func:`combine_outcomes`.
 """
 
 from __future__ import annotations
@@ -24,22 +34,30 @@ import numpy as np
 from scipy import stats
 
 from qkov.core.runstore import RunWriter, is_complete
-from qkov.study.claims import Evidence, combine, write_evidence
+from qkov.study.claims import Evidence, write_evidence
 from validation.metrics.dtap import plot_dtap
+from validation.real.config import PAPER_RATIO
 
-CLAIM_RATIO = 10.0
 MIN_EFFECT = 0.01
 """Smallest change of the mean relevant mass (1 percentage point) that counts as a change."""
-TOLERANCE = 0.01  # as a fraction (accuracy); SQuAD EM/F1 are in percent -> 1 point
+MARGIN = {"accuracy": 0.01, "f1": 1.0}
+"""'No worse' margin of the task metric: 1 point (accuracy as a fraction, SQuAD F1 in percent)."""
+ALPHA = 0.05
+N_LEVELS = 3
+N_BOOT = 2000
+BOOT_SEED = 20260101
 PAPER = {
-    "squad": {"attention_confidence": "about 12% -> 43% (official code: 6-layer GPT-2-tokenizer decoder, "
-                                      "SQuAD v2.0, QK multiplier 20)"},
+    "squad": "AC about 12% -> 43% at QK multiplier 20 (6-layer GPT-2-tokenizer decoder, GloVe-300, SQuAD v2.0)",
+    "hatexplain": "numbers not in PAPER.md (QK multiplier 30, 1 layer, 4 heads)",
+    "sva": "numbers not in PAPER.md (QK multiplier 100, SGD momentum 0.99)",
 }
-CLASS_METRICS = ("accuracy", "macro_f1", "relevant_mass_mean", "attention_confidence", "acmc",
-                 "comprehensiveness_aopc", "sufficiency_aopc", "token_f1", "iou_f1", "auprc")
-SQUAD_METRICS = ("exact_match", "f1", "relevant_mass_mean", "attention_confidence", "acmc", "sentence_mass_mean",
-                 "sentence_attention_confidence", "token_f1", "iou_f1", "auprc")
+CLASS_METRICS = ("accuracy", "macro_f1", "relevant_mass_mean", "attention_confidence", "acmc", "token_f1",
+                 "auprc", "comprehensiveness_aopc", "sufficiency_aopc")
+SQUAD_METRICS = ("f1", "exact_match", "relevant_mass_mean", "attention_confidence", "acmc",
+                 "layer_average.relevant_mass_mean", "max_over_layers.relevant_mass_mean", "token_f1", "auprc",
+                 "answer_prob_geomean", "f1_shuffled_contexts", "faithfulness_check.spearman_rollout_vs_grad_input")
 PAIRED = ("relevant_mass_mean", "attention_confidence", "acmc")
+VIEWS = ("fixed_epoch", "best_val")
 
 
 def task_metric(dataset: str) -> str:
@@ -51,8 +69,23 @@ def metric_names(dataset: str) -> tuple[str, ...]:
     return SQUAD_METRICS if dataset == "squad" else CLASS_METRICS
 
 
+def flat(m: dict[str, Any], prefix: str = "") -> dict[str, float]:
+    """Numeric entries of a metrics dict, nested dicts as ``outer.inner`` (views and lists skipped)."""
+    out: dict[str, float] = {}
+    for k, v in m.items():
+        if k in ("baseline", "best_val", "checkpoints", "gain_over_uniform") and not prefix:
+            continue
+        if isinstance(v, bool):
+            continue
+        if isinstance(v, (int, float)):
+            out[prefix + k] = float(v)
+        elif isinstance(v, dict):
+            out.update(flat(v, prefix + k + "."))
+    return out
+
+
 def load_runs(run_dirs: Iterable[Path]) -> list[dict[str, Any]]:
-    """Config, metrics and DTAP histogram of every *complete* real-data run among ``run_dirs``."""
+    """Config, metrics and per-item arrays of every *complete* real-data run among ``run_dirs``."""
     out = []
     for d in map(Path, run_dirs):
         if not (d / "metrics.json").is_file() or not is_complete(d):
@@ -61,20 +94,35 @@ def load_runs(run_dirs: Iterable[Path]) -> list[dict[str, Any]]:
         if "dataset" not in cfg or "ratio" not in cfg:
             continue
         m = json.loads((d / "metrics.json").read_text())
-        if "sentence_variant" in m:
-            m["sentence_mass_mean"] = m["sentence_variant"]["relevant_mass_mean"]
-            m["sentence_attention_confidence"] = m["sentence_variant"]["attention_confidence"]
-        out.append({"dir": d, "config": cfg, "metrics": m})
+        arrays = {}
+        if (d / "instances.npz").is_file():
+            with np.load(d / "instances.npz") as z:
+                arrays = {k: z[k] for k in z.files}
+        out.append({"dir": d, "config": cfg, "metrics": m, "arrays": arrays})
     return out
 
 
-def _paired(x1: np.ndarray, xr: np.ndarray) -> dict[str, Any]:
+def item_scores(run: dict[str, Any], view: str) -> np.ndarray | None:
+    """Per-test-item task score of a run (correct 0/1, or SQuAD F1) in ``view``, if stored."""
+    a = run["arrays"]
+    key = {"fixed_epoch": "", "best_val": "best_val_"}[view]
+    if key + "f1" in a:
+        return np.asarray(a[key + "f1"], float)
+    if key + "pred" in a and "labels" in a:
+        return (np.asarray(a[key + "pred"]) == np.asarray(a["labels"])).astype(float)
+    return None
+
+
+# --- statistics ------------------------------------------------------------------------------------------
+
+def paired(x1: np.ndarray, xr: np.ndarray) -> dict[str, Any]:
+    """Mean difference ``xr - x1`` over paired seeds, paired t-test and Wilcoxon p (NaN when undefined)."""
     d = xr - x1
     res: dict[str, Any] = {"n": int(d.size), "mean_diff": float(d.mean()) if d.size else math.nan}
     if d.size >= 2 and np.any(d != d[0]):
         res["t_p"] = float(stats.ttest_rel(xr, x1).pvalue)
     else:
-        res["t_p"] = math.nan if not np.all(d == 0) else 1.0
+        res["t_p"] = 1.0 if d.size >= 2 and np.all(d == 0) else math.nan
     try:
         res["wilcoxon_p"] = float(stats.wilcoxon(xr, x1).pvalue) if d.size >= 1 and np.any(d != 0) else 1.0
     except ValueError:
@@ -82,135 +130,361 @@ def _paired(x1: np.ndarray, xr: np.ndarray) -> dict[str, Any]:
     return res
 
 
-def summarise_groups(runs: list[dict[str, Any]]) -> dict[str, Any]:
-    """``{"<dataset>/<optimizer>": {"rows": [...], "paired": {...}, "dtap": {...}}}``."""
-    groups: dict[str, dict[float, dict[int, dict]]] = defaultdict(lambda: defaultdict(dict))
-    for r in runs:
-        c = r["config"]
-        groups[f"{c['dataset']}/{c['optimizer']}"][float(c["ratio"])][int(c["seed"])] = r["metrics"]
-    out: dict[str, Any] = {}
-    for name, by_ratio in sorted(groups.items()):
-        dataset = name.split("/")[0]
-        names = metric_names(dataset)
-        rows = []
-        for ratio in sorted(by_ratio):
-            seeds = by_ratio[ratio]
-            row: dict[str, Any] = {"ratio": ratio, "n_seeds": len(seeds), "seeds": sorted(seeds)}
-            for k in names:
-                v = np.array([seeds[s][k] for s in sorted(seeds) if k in seeds[s]], dtype=float)
-                if v.size:
-                    row[k] = {"mean": float(v.mean()), "std": float(v.std(ddof=1)) if v.size > 1 else 0.0}
-            rows.append(row)
-        paired: dict[str, Any] = {}
-        base = by_ratio.get(1.0)
-        if base:
-            for ratio in sorted(by_ratio):
-                if ratio == 1.0:
-                    continue
-                common = sorted(set(base) & set(by_ratio[ratio]))
-                paired[f"{ratio:g}"] = {
-                    k: _paired(np.array([base[s][k] for s in common], float),
-                               np.array([by_ratio[ratio][s][k] for s in common], float))
-                    for k in PAIRED + (task_metric(dataset),)}
-        dtap = {}
-        for ratio in sorted(by_ratio):
-            hs = [np.array(m["dtap"]) for m in by_ratio[ratio].values()]
-            edges = next(iter(by_ratio[ratio].values()))["dtap_edges"]
-            dtap[f"{ratio:g}"] = {"edges": edges, "mean_percent": np.mean(hs, axis=0).tolist()}
-        out[name] = {"dataset": dataset, "rows": rows, "paired": paired, "dtap": dtap}
+def holm(pvalues: list[float]) -> list[float]:
+    r"""Holm's step-down adjusted p-values: sort :math:`p_{(1)}\le\dots\le p_{(m)}`,
+    :math:`\tilde p_{(i)} = \max_{j\le i} \min(1, (m-j+1)\,p_{(j)})`. NaN stays NaN and does not count in ``m``."""
+    p = np.asarray(pvalues, float)
+    ok = np.flatnonzero(np.isfinite(p))
+    out = np.full(p.shape, np.nan)
+    m = ok.size
+    running = 0.0
+    for rank, i in enumerate(ok[np.argsort(p[ok], kind="stable")]):
+        running = max(running, min(1.0, (m - rank) * p[i]))
+        out[i] = running
+    return out.tolist()
+
+
+def bootstrap_diff(base: np.ndarray, other: np.ndarray, *, n_boot: int = N_BOOT, seed: int = BOOT_SEED
+                   ) -> dict[str, float]:
+    """95 % percentile interval of the mean of ``other - base`` (arrays ``(seeds, items)``, paired by seed
+    and item), resampling seeds and items with replacement."""
+    base, other = np.asarray(base, float), np.asarray(other, float)
+    d = other - base
+    rng = np.random.default_rng(seed)
+    S, N = d.shape
+    si = rng.integers(0, S, size=(n_boot, S))
+    ii = rng.integers(0, N, size=(n_boot, N))
+    means = np.array([d[s][:, i].mean() for s, i in zip(si, ii)])
+    lo, hi = np.percentile(means, [2.5, 97.5])
+    return {"diff": float(d.mean()), "lo": float(lo), "hi": float(hi), "n_seeds": int(S), "n_items": int(N)}
+
+
+# --- views -----------------------------------------------------------------------------------------------
+
+def loss_levels(curves: list[list[float]], n: int = N_LEVELS) -> list[float]:
+    """Matched-loss levels reached by every run (module docstring); ``curves[r]`` = the training loss at
+    each checkpoint of run ``r`` (step 0 first)."""
+    if not curves or any(len(c) < 2 for c in curves):
+        return []
+    lo = max(min(c) for c in curves)
+    hi = min(c[0] for c in curves)
+    if not (lo < hi) or lo <= 0:
+        return []
+    return [float(lo * (hi / lo) ** (k / n)) for k in range(n)]
+
+
+def at_level(checkpoints: list[dict[str, Any]], level: float) -> dict[str, Any] | None:
+    """The test metrics (plus step, epoch, loss) of the first checkpoint after step 0 with training
+    loss <= ``level``."""
+    for c in checkpoints:
+        if c["step"] > 0 and c["train_loss"] <= level:
+            return {**c["test"], "step": c["step"], "epoch": c["epoch"], "train_loss": c["train_loss"]}
+    return None
+
+
+def _rows(by_ratio: dict[float, dict[int, dict[str, float]]], names: Iterable[str]) -> list[dict[str, Any]]:
+    rows = []
+    for ratio in sorted(by_ratio):
+        seeds = by_ratio[ratio]
+        row: dict[str, Any] = {"ratio": ratio, "n_seeds": len(seeds), "seeds": sorted(seeds)}
+        for k in names:
+            v = np.array([seeds[s][k] for s in sorted(seeds) if k in seeds[s]], dtype=float)
+            v = v[np.isfinite(v)]
+            if v.size:
+                row[k] = {"mean": float(v.mean()), "std": float(v.std(ddof=1)) if v.size > 1 else 0.0}
+        rows.append(row)
+    return rows
+
+
+def _with_gains(m: dict[str, float], uniform: dict[str, float]) -> dict[str, float]:
+    out = dict(m)
+    for k in ("attention_confidence", "acmc", "relevant_mass_mean"):
+        if k in m and k in uniform:
+            out[f"{k}_gain_over_uniform"] = m[k] - uniform[k]
     return out
 
 
-def judge_group(g: dict[str, Any]) -> tuple[str, str] | None:
-    """``(outcome, note)`` of one dataset/optimizer group at :data:`CLAIM_RATIO`, or ``None``.
+def _paired_view(by_ratio: dict[float, dict[int, dict[str, float]]], keys: Iterable[str]) -> dict[str, Any]:
+    base = by_ratio.get(1.0)
+    out: dict[str, Any] = {}
+    if not base:
+        return out
+    for ratio in sorted(by_ratio):
+        if ratio == 1.0:
+            continue
+        res = {}
+        for k in keys:
+            common = [s for s in sorted(set(base) & set(by_ratio[ratio])) if k in base[s] and k in by_ratio[ratio][s]
+                      and np.isfinite(base[s][k]) and np.isfinite(by_ratio[ratio][s][k])]
+            res[k] = paired(np.array([base[s][k] for s in common]), np.array([by_ratio[ratio][s][k] for s in common]))
+        out[f"{ratio:g}"] = res
+    return out
 
-    outcome: ``insufficient`` (fewer than 2 paired seeds, or no t-test p: nothing can be significant),
-    ``supports`` (mass up by at least :data:`MIN_EFFECT` with t-test p < 0.05, task
-    metric within tolerance), ``contradicts`` (mass down by at least :data:`MIN_EFFECT` with
-    p < 0.05, or the task metric drops beyond tolerance),
-    else ``inconclusive``.
+
+def summarise_groups(runs: list[dict[str, Any]]) -> dict[str, Any]:
+    """Per ``"<dataset>/<optimizer>/<model>"`` group: rows of every view, paired tests, bootstrap, DTAP."""
+    grouped: dict[str, dict[float, dict[int, dict]]] = defaultdict(lambda: defaultdict(dict))
+    for r in runs:
+        c = r["config"]
+        grouped[f"{c['dataset']}/{c['optimizer']}/{c.get('model', 'small')}"][float(c["ratio"])][int(c["seed"])] = r
+    out: dict[str, Any] = {}
+    for name, by_ratio in sorted(grouped.items()):
+        dataset = name.split("/")[0]
+        tm = task_metric(dataset)
+        names = metric_names(dataset)
+        gain_names = names + tuple(f"{k}_gain_over_uniform" for k in ("attention_confidence", "acmc",
+                                                                        "relevant_mass_mean"))
+        views: dict[str, dict[float, dict[int, dict[str, float]]]] = {v: defaultdict(dict) for v in
+                                                                      ("fixed_epoch", "best_val", "uniform", "step0")}
+        for ratio, seeds in by_ratio.items():
+            for s, run in seeds.items():
+                m = run["metrics"]
+                uni = flat(m.get("baseline", {}).get("uniform") or {})
+                views["fixed_epoch"][ratio][s] = _with_gains(flat(m), uni)
+                if m.get("best_val"):
+                    views["best_val"][ratio][s] = _with_gains(flat(m["best_val"]), uni)
+                if uni:
+                    views["uniform"][ratio][s] = uni
+                if m.get("baseline", {}).get("step0"):
+                    views["step0"][ratio][s] = flat(m["baseline"]["step0"])
+        # matched loss
+        all_runs = [run for seeds in by_ratio.values() for run in seeds.values()]
+        curves = [[c["train_loss"] for c in run["metrics"].get("checkpoints", [])] for run in all_runs]
+        levels = loss_levels(curves)
+        matched = []
+        for lev in levels:
+            byr: dict[float, dict[int, dict[str, float]]] = defaultdict(dict)
+            for ratio, seeds in by_ratio.items():
+                for s, run in seeds.items():
+                    hit = at_level(run["metrics"].get("checkpoints", []), lev)
+                    if hit is not None:
+                        uni = flat(run["metrics"].get("baseline", {}).get("uniform") or {})
+                        byr[ratio][s] = _with_gains({k: v for k, v in hit.items() if not isinstance(v, list)}, uni)
+            matched.append({"level": lev, "rows": _rows(byr, gain_names + ("step", "epoch", "train_loss")),
+                            "paired": _paired_view(byr, PAIRED + (tm if dataset != "squad" else "answer_prob_geomean",)),
+                            "_by_ratio": byr})
+        # bootstrap of the task metric difference from per-item scores
+        boot: dict[str, Any] = {}
+        for view in VIEWS:
+            boot[view] = {}
+            base = by_ratio.get(1.0, {})
+            for ratio in sorted(by_ratio):
+                if ratio == 1.0 or not base:
+                    continue
+                common = sorted(set(base) & set(by_ratio[ratio]))
+                b = [item_scores(base[s], view) for s in common]
+                o = [item_scores(by_ratio[ratio][s], view) for s in common]
+                if common and all(x is not None for x in b + o) and len({x.size for x in b + o}) == 1:
+                    boot[view][f"{ratio:g}"] = bootstrap_diff(np.array(b), np.array(o))
+        dtap = {}
+        for ratio in sorted(by_ratio):
+            hs = [np.array(run["metrics"]["dtap"]) for run in by_ratio[ratio].values() if "dtap" in run["metrics"]]
+            if hs:
+                edges = next(iter(by_ratio[ratio].values()))["metrics"]["dtap_edges"]
+                dtap[f"{ratio:g}"] = {"edges": edges, "mean_percent": np.mean(hs, axis=0).tolist()}
+        claim_ratio = PAPER_RATIO.get(dataset) if PAPER_RATIO.get(dataset) in by_ratio else max(by_ratio)
+        out[name] = {
+            "dataset": dataset, "claim_ratio": claim_ratio, "task_metric": tm,
+            "rows": _rows(views["fixed_epoch"], gain_names),
+            "best_val": {"rows": _rows(views["best_val"], gain_names + ("epoch", "val_loss"))},
+            "baseline": {"uniform": {"rows": _rows(views["uniform"], names)},
+                         "step0": {"rows": _rows(views["step0"], names)}},
+            "matched_loss": {"levels": levels, "by_level": [{k: v for k, v in x.items() if k != "_by_ratio"}
+                                                            for x in matched]},
+            "paired": {"fixed_epoch": _paired_view(views["fixed_epoch"], PAIRED + (tm,)),
+                       "best_val": _paired_view(views["best_val"], PAIRED + (tm,)),
+                       **{f"matched_loss@{x['level']:.4g}": x["paired"] for x in matched}},
+            "bootstrap": boot, "dtap": dtap, "paper": PAPER.get(dataset, ""),
+        }
+    return out
+
+
+def holm_table(groups: dict[str, Any]) -> list[dict[str, Any]]:
+    """Every paired t-test of every group, view, ratio and metric, with Holm-adjusted p (one family);
+    the adjusted p is also written back into ``groups[...]["paired"]`` as ``p_holm``."""
+    rows, refs = [], []
+    for name, g in groups.items():
+        for view, by_ratio in g["paired"].items():
+            for ratio, mets in by_ratio.items():
+                for k, v in mets.items():
+                    rows.append({"group": name, "view": view, "ratio": ratio, "metric": k, "n": v["n"],
+                                 "mean_diff": v["mean_diff"], "t_p": v["t_p"], "wilcoxon_p": v["wilcoxon_p"]})
+                    refs.append(v)
+    for row, ref, ph in zip(rows, refs, holm([r["t_p"] for r in rows])):
+        row["p_holm"] = ref["p_holm"] = ph
+    return rows
+
+
+# --- the verdict -----------------------------------------------------------------------------------------
+
+def judge_group(g: dict[str, Any]) -> tuple[str, str]:
+    """``(outcome, note)`` of one group at its claim ratio (the paper's, else the largest).
+
+    Evidence: the mass difference with ratio 1 (paired over seeds, Holm-adjusted p from
+    :func:`holm_table`) (a) at the best-validation checkpoint and (b) at the lowest matched-loss level;
+    the 95 % bootstrap interval of the task-metric difference at the best-validation checkpoint
+    against :data:`MARGIN`.
+
+    - ``insufficient``: fewer than 2 paired seeds, no matched-loss level, no interval, or an attention
+      that never left uniform (best-val mass within :data:`MIN_EFFECT` of the uniform baseline's at
+      both ratio 1 and the claim ratio: nothing was learned that the claim is about);
+    - ``supports``: (a) and (b) both rise by >= :data:`MIN_EFFECT` with p_holm < :data:`ALPHA` and the
+      interval's lower end is > -margin ("no worse");
+    - ``contradicts``: (a) or (b) falls by >= MIN_EFFECT with p_holm < ALPHA, or the interval's upper
+      end is < -margin (clearly worse);
+    - ``inconclusive`` otherwise.
     """
-    p = g["paired"].get(f"{CLAIM_RATIO:g}")
-    if not p:
-        return None
-    tm = task_metric(g["dataset"])
-    tol = TOLERANCE * (100 if g["dataset"] == "squad" else 1)
-    mass = p["relevant_mass_mean"]
-    significant = mass["t_p"] < 0.05
-    hurt = p[tm]["mean_diff"] < -tol
-    if mass["n"] < 2 or not math.isfinite(mass["t_p"]):
-        outcome = "insufficient"
-    elif significant and mass["mean_diff"] >= MIN_EFFECT and not hurt:
+    r = f"{g['claim_ratio']:g}"
+    tm = g["task_metric"]
+    margin = MARGIN[tm]
+    a = g["paired"].get("best_val", {}).get(r, {}).get("relevant_mass_mean")
+    levels = g["matched_loss"]["levels"]
+    b = g["paired"].get(f"matched_loss@{levels[0]:.4g}", {}).get(r, {}).get("relevant_mass_mean") if levels else None
+    ci = g["bootstrap"].get("best_val", {}).get(r)
+    if a is None or b is None or ci is None or a["n"] < 2 or b["n"] < 2:
+        why = ("no best-validation pair" if a is None or a["n"] < 2 else
+               "no matched-loss level reached by every run" if b is None or b["n"] < 2 else "no per-item scores")
+        return "insufficient", f"ratio {r} vs 1: {why} -> insufficient"
+    if _never_left_uniform(g, (1.0, g["claim_ratio"])):
+        return "insufficient", (f"ratio {r} vs 1: the attention never left uniform (best-val mass within "
+                                f"{MIN_EFFECT} of the uniform baseline at both ratios) -> insufficient")
+
+    def up(x):
+        return x["mean_diff"] >= MIN_EFFECT and x.get("p_holm", math.nan) < ALPHA
+
+    def down(x):
+        return x["mean_diff"] <= -MIN_EFFECT and x.get("p_holm", math.nan) < ALPHA
+
+    no_worse, worse = ci["lo"] > -margin, ci["hi"] < -margin
+    if up(a) and up(b) and no_worse:
         outcome = "supports"
-    elif hurt or (significant and mass["mean_diff"] <= -MIN_EFFECT):
+    elif down(a) or down(b) or worse:
         outcome = "contradicts"
     else:
         outcome = "inconclusive"
-    note = (f"mass {mass['mean_diff']:+.3f} (t-test p={mass['t_p']:.2g}, n={mass['n']}), "
-            f"{tm} {p[tm]['mean_diff']:+.3g} -> {outcome}")
+    note = (f"ratio {r} vs 1: mass at best-val {a['mean_diff']:+.3f} (Holm p={a.get('p_holm', math.nan):.2g}, "
+            f"n={a['n']}), at matched loss {levels[0]:.3g} {b['mean_diff']:+.3f} (Holm p={b.get('p_holm', math.nan):.2g}); "
+            f"{tm} diff {ci['diff']:+.3g} [95% CI {ci['lo']:+.3g}, {ci['hi']:+.3g}], margin {margin:g} -> {outcome}")
     return outcome, note
 
 
-def judge(groups: dict[str, Any]) -> Evidence:
-    """The ``real-data`` evidence: each group's outcome (:func:`judge_group`), combined by
-    :func:`qkov.study.claims.combine` (``insufficient`` groups do not count); ``insufficient`` without runs
-    at ratios 1 and :data:`CLAIM_RATIO`."""
-    judged = {name: j for name, g in groups.items() if (j := judge_group(g)) is not None}
+def _never_left_uniform(g: dict[str, Any], ratios: tuple[float, ...]) -> bool:
+    best = {row["ratio"]: row.get("relevant_mass_mean") for row in g.get("best_val", {}).get("rows", [])}
+    uni = {row["ratio"]: row.get("relevant_mass_mean") for row in g.get("baseline", {}).get("uniform", {}).get("rows", [])}
+    if not all(isinstance(best.get(r), dict) and isinstance(uni.get(r), dict) for r in ratios):
+        return False
+    return all(abs(best[r]["mean"] - uni[r]["mean"]) < MIN_EFFECT for r in ratios)
+
+
+def combine_outcomes(outcomes: Iterable[str]) -> str:
+    """Overall verdict: ``insufficient`` without any judged group; ``supports``/``contradicts`` when every
+    judged group says so; ``inconclusive`` when every group is inconclusive or insufficient; else ``mixed``."""
+    o = list(outcomes)
+    judged = {x for x in o if x != "insufficient"}
     if not judged:
-        return Evidence("real-data", "real", "insufficient", f"no completed runs at ratios 1 and {CLAIM_RATIO:g}",
-                        "", "Run qkov validate real (or reproduce with data) to test this claim.")
-    verdict = combine(o for o, _ in judged.values())
-    first = next((n for n in judged if judged[n][0] != "insufficient"), next(iter(judged)))
-    return Evidence("real-data", "real", verdict,
-                    f"ratio {CLAIM_RATIO:g} vs 1, paired over seeds: " + "; ".join(
-                        f"{name}: {note}" for name, (_, note) in judged.items()),
-                    f"dtap_{first.replace('/', '_')}_r{CLAIM_RATIO:g}",
-                    f"A group supports when the relevant attention mass rises by >= {MIN_EFFECT:g} (t-test p < 0.05) "
-                    f"and the task metric drops by no more than {TOLERANCE:g} (1 point); it contradicts when the mass "
-                    "falls significantly or the task metric drops beyond that; fewer than 2 paired seeds is insufficient.")
+        return "insufficient"
+    if judged == {"supports"}:
+        return "supports"
+    if judged == {"contradicts"}:
+        return "contradicts"
+    if judged == {"inconclusive"}:
+        return "inconclusive"
+    return "mixed"
 
 
-def _fmt(cell: Any, pct: bool) -> str:
+def judge(groups: dict[str, Any]) -> dict[str, Any]:
+    """The ``real-data`` claim entry ``{"verdict", "evidence", "groups"}`` (needs :func:`holm_table` first)."""
+    if not groups:
+        return {"verdict": "insufficient", "evidence": "no completed real-data runs", "groups": {}}
+    judged = {name: judge_group(g) for name, g in groups.items()}
+    return {"verdict": combine_outcomes(o for o, _ in judged.values()),
+            "evidence": "; ".join(f"{name}: {note}" for name, (_, note) in judged.items()),
+            "groups": {name: o for name, (o, _) in judged.items()}}
+
+
+def claim_evidence(claim: dict[str, Any], groups: dict[str, Any]) -> Evidence:
+    """The ``real-data`` claim as a registry :class:`~qkov.study.claims.Evidence` (what the report reads)."""
+    first = next((n for n, o in claim.get("groups", {}).items() if o != "insufficient"), next(iter(groups), ""))
+    ratio = next((r for r in sorted(groups.get(first, {}).get("dtap", {}), key=float, reverse=True)), None)
+    figure = f"dtap_{first.replace('/', '_')}_r{ratio}" if first and ratio is not None else ""
+    return Evidence("real-data", "real", claim["verdict"], claim["evidence"] or "no completed real-data runs", figure,
+                    "Per group: the paper's ratio against 1 at the best-validation checkpoint and at matched training "
+                    "loss, paired over seeds, Holm-corrected; 'no worse' by the bootstrap interval's lower end against "
+                    "a 1-point margin; attention that never left uniform, or too few seeds, is insufficient.")
+
+
+# --- rendering -------------------------------------------------------------------------------------------
+
+def _fmt(cell: Any, scale: float = 1.0) -> str:
     if not isinstance(cell, dict):
         return "-"
-    f = 100.0 if pct else 1.0
-    return f"{cell['mean'] * f:.3g} ± {cell['std'] * f:.2g}"
+    return f"{cell['mean'] * scale:.3g} ± {cell['std'] * scale:.2g}"
 
 
-def markdown_tables(groups: dict[str, Any]) -> str:
-    """Tables (mean ± std over seeds) and the paired comparisons, as Markdown."""
+TABLE_COLS = {"class": ("accuracy", "relevant_mass_mean", "attention_confidence",
+                        "attention_confidence_gain_over_uniform", "acmc", "acmc_gain_over_uniform", "token_f1",
+                        "auprc", "comprehensiveness_aopc", "sufficiency_aopc"),
+              "squad": ("f1", "exact_match", "relevant_mass_mean", "layer_average.relevant_mass_mean",
+                        "max_over_layers.relevant_mass_mean", "attention_confidence",
+                        "attention_confidence_gain_over_uniform", "acmc", "acmc_gain_over_uniform", "token_f1",
+                        "auprc", "answer_prob_geomean", "f1_shuffled_contexts",
+                        "faithfulness_check.spearman_rollout_vs_grad_input")}
+
+
+def markdown_tables(groups: dict[str, Any], tests: list[dict[str, Any]] | None = None,
+                    claim: dict[str, Any] | None = None) -> str:
+    """Per group one table (every view x ratio, baselines included), the Holm table and the verdicts."""
     lines = []
     for name, g in groups.items():
-        names = metric_names(g["dataset"])
-        lines += [f"### {name}", "", "| ratio | seeds | " + " | ".join(names) + " |",
-                  "| --- | --- | " + " | ".join("---" for _ in names) + " |"]
-        for row in g["rows"]:
-            lines.append(f"| {row['ratio']:g} | {row['n_seeds']} | "
-                         + " | ".join(_fmt(row.get(k), False) for k in names) + " |")
-        lines += ["", "Paired with ratio 1 (mean difference; paired t-test p; Wilcoxon p; n seeds):", "",
-                  "| ratio | metric | mean diff | t-test p | Wilcoxon p | n |", "| --- | --- | --- | --- | --- | --- |"]
-        for ratio, mets in g["paired"].items():
-            for k, v in mets.items():
-                lines.append(f"| {ratio} | {k} | {v['mean_diff']:+.4g} | {v['t_p']:.3g} | {v['wilcoxon_p']:.3g} | {v['n']} |")
-        if g["dataset"] in PAPER:
-            lines += ["", "Paper's headline: " + "; ".join(f"{k}: {v}" for k, v in PAPER[g["dataset"]].items())]
+        cols = TABLE_COLS["squad" if g["dataset"] == "squad" else "class"]
+        lines += [f"### {name} (claim ratio {g['claim_ratio']:g}; paper: {g['paper']})", "",
+                  "| view | ratio | seeds | " + " | ".join(cols) + " |",
+                  "| --- | --- | --- | " + " | ".join("---" for _ in cols) + " |"]
+        views = [("fixed epoch", g["rows"]), ("best val", g["best_val"]["rows"])]
+        views += [(f"matched loss {x['level']:.3g}", x["rows"]) for x in g["matched_loss"]["by_level"]]
+        views += [("uniform attention", g["baseline"]["uniform"]["rows"]),
+                  ("untrained (step 0)", g["baseline"]["step0"]["rows"])]
+        for label, rows in views:
+            for row in rows:
+                lines.append(f"| {label} | {row['ratio']:g} | {row['n_seeds']} | "
+                             + " | ".join(_fmt(row.get(k)) for k in cols) + " |")
+        boots = [(v, r, c) for v, by in g["bootstrap"].items() for r, c in by.items()]
+        if boots:
+            lines += ["", f"{g['task_metric']} difference with ratio 1, 95 % bootstrap interval (seeds and items "
+                      "resampled):", ""]
+            lines += [f"- {v}, ratio {r}: {c['diff']:+.3g} [{c['lo']:+.3g}, {c['hi']:+.3g}] "
+                      f"({c['n_seeds']} seeds x {c['n_items']} items)" for v, r, c in boots]
         lines.append("")
+    if tests:
+        lines += ["### Paired tests with ratio 1 (all groups, views, ratios and metrics; Holm-corrected together)", "",
+                  "| group | view | ratio | metric | n | mean diff | t-test p | Holm p | Wilcoxon p |",
+                  "| --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
+        lines += [f"| {t['group']} | {t['view']} | {t['ratio']} | {t['metric']} | {t['n']} | {t['mean_diff']:+.4g} | "
+                  f"{t['t_p']:.3g} | {t['p_holm']:.3g} | {t['wilcoxon_p']:.3g} |" for t in tests]
+        lines.append("")
+    if claim:
+        lines += [f"**real-data verdict: {claim['verdict']}** — {claim['evidence']}", ""]
     return "\n".join(lines)
 
 
 def summarise(run_dirs: Iterable[Path], out_dir: Path, *, kind: str = "validate-real-summary",
               config: dict[str, Any] | None = None) -> dict[str, Any]:
-    """Write ``tables.json``, ``tables.md``, ``claims.json`` and one DTAP heatmap per group and ratio."""
+    """Write ``tables.json``, ``tables.md``, ``tests.json``, ``claims.json`` and one DTAP heatmap per group
+    and ratio; return ``{"groups", "tests", "claims", "n_runs"}``."""
     runs = load_runs(run_dirs)
     groups = summarise_groups(runs)
+    tests = holm_table(groups)
     claim = judge(groups)
+    evidence = claim_evidence(claim, groups)
     with RunWriter(out_dir, kind=kind, config=config or {"runs": sorted(str(r["dir"].name) for r in runs)}) as w:
         w.write_json("tables.json", groups)
-        w.write_text("tables.md", markdown_tables(groups))
-        write_evidence(w, [claim])
+        w.write_json("tests.json", tests)
+        w.write_text("tables.md", markdown_tables(groups, tests, claim))
+        write_evidence(w, [evidence])
         for name, g in groups.items():
             for ratio, h in g["dtap"].items():
                 fig = plot_dtap(np.array(h["mean_percent"]), h["edges"],
                                 title=f"{name}, eta_QK/eta_OV = {ratio} (mean over seeds)")
                 w.write_figure(f"dtap_{name.replace('/', '_')}_r{ratio}", fig)
-    return {"groups": groups, "claims": {"real-data": claim.to_json()}, "evidence": claim, "n_runs": len(runs)}
+    return {"groups": groups, "tests": tests, "claims": {"real-data": claim}, "evidence": evidence,
+            "n_runs": len(runs)}

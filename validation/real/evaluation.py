@@ -61,9 +61,12 @@ def _classify(model, data: ClassTensors, keep: torch.Tensor | None = None) -> tu
     return torch.cat(probs).numpy().astype(np.float64), torch.cat(attn).numpy().astype(np.float64)
 
 
-def evaluate_classifier(model, data: ClassTensors, dataset: str) -> tuple[dict[str, Any], dict[str, np.ndarray], Any]:
-    """Metrics, per-instance arrays and the ERASER inputs of the annotated instances:
-    ``(FaithfulnessResult, hard masks, attention, word masks, row indices, (p without hard, p hard only))``."""
+def evaluate_classifier(model, data: ClassTensors, dataset: str, *, faithfulness: bool = True
+                        ) -> tuple[dict[str, Any], dict[str, np.ndarray], Any]:
+    """Metrics, per-instance arrays and the ERASER :class:`FaithfulnessResult` (annotated instances).
+
+    ``faithfulness=False`` (checkpoints along training, baselines) skips ERASER and returns ``None``
+    in its place."""
     from sklearn.metrics import accuracy_score, f1_score  # heavy: load on use
 
     model.eval()
@@ -96,6 +99,8 @@ def evaluate_classifier(model, data: ClassTensors, dataset: str) -> tuple[dict[s
                    auprc=auprc(attn[ann], rel[ann], words[ann]),
                    auprc_trapezoid=auprc(attn[ann], rel[ann], words[ann], method="trapezoid"),
                    hard_rationale_tokens=k)
+    if not faithfulness:
+        return metrics, {"mass": mass, "p_true": p_true[ann], "pred": pred, "labels": labels}, None
     # ERASER faithfulness: removal = the word is masked out of the query's attention
     sub = data.take(torch.from_numpy(np.flatnonzero(ann)))
 

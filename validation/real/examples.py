@@ -41,9 +41,13 @@ class SquadExample:
 
 @dataclass
 class Splits:
-    """Train and test lists of one dataset plus a description of how they were split."""
+    """Train, validation and test lists of one dataset plus a description of how they were split.
+
+    ``val`` may be empty: the run then holds out a fixed share of ``train`` for validation.
+    """
 
     train: list = field(default_factory=list)
     test: list = field(default_factory=list)
+    val: list = field(default_factory=list)
     classes: tuple[str, ...] = ()
     description: str = ""

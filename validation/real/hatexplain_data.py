@@ -9,17 +9,18 @@ Two layouts under ``<data-dir>/hatexplain/`` are read, the official one first:
 2. rebuilt: ``{train,val,test}.jsonl`` with ``post_tokens``, ``label``, ``rationale``
    (see the data directory's ``SOURCE.md``), already in the official division.
 
-Training uses the official train split, evaluation the official test split (val is unused:
-no early stopping or tuning on it).
+Training uses the official train split, early stopping the official val split, evaluation
+the official test split.
 """
 
 from __future__ import annotations
 
 import json
+import os
 from collections import Counter
 from pathlib import Path
 
-from .errors import DataError, bad_record, missing_file
+from .errors import DataError, bad_record, missing_file, no_records, read_data_text, truncated
 from .examples import ClassExample, Splits
 
 CLASSES = ("hatespeech", "normal", "offensive")
@@ -28,7 +29,9 @@ HATEXPLAIN_FETCH = ("fetch Data/dataset.json and Data/post_id_divisions.json fro
 
 
 def _first_existing(*paths: Path) -> Path | None:
-    return next((p for p in paths if p.is_file()), None)
+    """The first path that exists as anything (a directory or a symlink loop in its place is
+    then reported by the checked reader rather than taken for a missing file)."""
+    return next((p for p in paths if os.path.lexists(p)), None)
 
 
 def _check_tokens(tokens, path: Path, rec) -> tuple[str, ...]:
@@ -45,27 +48,44 @@ def _check_mask(mask, n: int, path: Path, rec) -> tuple[int, ...]:
 
 def load_jsonl_split(path: Path) -> list[ClassExample]:
     """Read one rebuilt split file (one JSON object per line), validating every record."""
-    if not path.is_file():
-        raise missing_file(path, HATEXPLAIN_FETCH)
+    text = read_data_text(path, HATEXPLAIN_FETCH)
+    lines = text.split("\n")
+    complete = text.endswith("\n")
+    if complete:
+        lines.pop()
     out = []
-    with open(path, encoding="utf-8") as fh:
-        for lineno, line in enumerate(fh, 1):
-            if not line.strip():
-                continue
-            try:
-                rec = json.loads(line)
-            except ValueError:
-                raise bad_record(path, lineno, "one JSON object per line") from None
-            if not isinstance(rec, dict):
-                raise bad_record(path, lineno, "a JSON object")
-            tokens = _check_tokens(rec.get("post_tokens"), path, lineno)
-            if rec.get("label") not in CLASSES:
-                raise bad_record(path, lineno, f"'label' one of {', '.join(CLASSES)}")
-            r = rec.get("rationale")
-            mask = None if r is None else _check_mask(r, len(tokens), path, lineno)
-            out.append(ClassExample(uid=str(rec.get("post_id") or f"{path.stem}:{lineno}"), tokens=tokens,
-                                    label=CLASSES.index(rec["label"]), relevant=mask))
+    for lineno, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
+        try:
+            rec = json.loads(line)
+        except ValueError:
+            if lineno == len(lines) and not complete:
+                raise truncated(path, lineno, "a JSON record") from None
+            raise bad_record(path, lineno, "one JSON object per line") from None
+        if not isinstance(rec, dict):
+            raise bad_record(path, lineno, "a JSON object")
+        tokens = _check_tokens(rec.get("post_tokens"), path, lineno)
+        if rec.get("label") not in CLASSES:
+            raise bad_record(path, lineno, f"'label' one of {', '.join(CLASSES)}")
+        r = rec.get("rationale")
+        mask = None if r is None else _check_mask(r, len(tokens), path, lineno)
+        out.append(ClassExample(uid=str(rec.get("post_id") or f"{path.stem}:{lineno}"), tokens=tokens,
+                                label=CLASSES.index(rec["label"]), relevant=mask))
+    if not out:
+        raise no_records(path, "JSON records")
     return out
+
+
+def parse_json_file(path: Path, what: str):
+    """The JSON document of a checked file; a syntax error names the line, a cut-off file says so."""
+    text = read_data_text(path, HATEXPLAIN_FETCH)
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        if exc.pos >= len(text.rstrip()):
+            raise truncated(path, exc.lineno, "the JSON document") from None
+        raise DataError(f"data file {str(path)!r}, line {exc.lineno}: expected {what} ({exc.msg})") from None
 
 
 def majority_label(labels: list[str]) -> str | None:
@@ -76,14 +96,8 @@ def majority_label(labels: list[str]) -> str | None:
 
 def load_official(dataset: Path, divisions: Path) -> dict[str, list[ClassExample]]:
     """Read the official ``dataset.json`` and ``post_id_divisions.json`` into train/val/test."""
-    try:
-        posts = json.loads(dataset.read_text(encoding="utf-8"))
-    except ValueError as exc:
-        raise DataError(f"data file {str(dataset)!r}: expected HateXplain dataset.json ({exc})") from None
-    try:
-        div = json.loads(divisions.read_text(encoding="utf-8"))
-    except ValueError as exc:
-        raise DataError(f"data file {str(divisions)!r}: expected post_id_divisions.json ({exc})") from None
+    posts = parse_json_file(dataset, "HateXplain dataset.json")
+    div = parse_json_file(divisions, "post_id_divisions.json")
     if not (isinstance(div, dict) and all(isinstance(div.get(k), list) for k in ("train", "val", "test"))):
         raise bad_record(divisions, "<top level>", "an object with 'train', 'val', 'test' lists of post ids")
     if not isinstance(posts, dict):
@@ -123,10 +137,15 @@ def load_hatexplain(data_dir: Path) -> Splits:
             raise missing_file(root / "Data" / "post_id_divisions.json", HATEXPLAIN_FETCH)
         splits = load_official(dataset, divisions)
         source = f"official {dataset.relative_to(root)} + {divisions.relative_to(root)}"
-    elif (root / "train.jsonl").is_file():
-        splits = {s: load_jsonl_split(root / f"{s}.jsonl") for s in ("train", "test")}
-        source = "rebuilt train.jsonl / test.jsonl (official division)"
+    elif os.path.lexists(root / "train.jsonl"):
+        names = ("train", "val", "test") if os.path.lexists(root / "val.jsonl") else ("train", "test")
+        splits = {s: load_jsonl_split(root / f"{s}.jsonl") for s in names}
+        source = f"rebuilt {' / '.join(n + '.jsonl' for n in names)} (official division)"
     else:
         raise missing_file(root / "Data" / "dataset.json", HATEXPLAIN_FETCH)
-    return Splits(train=splits["train"], test=splits["test"], classes=CLASSES,
-                  description=f"HateXplain {source}: {len(splits['train'])} train / {len(splits['test'])} test posts")
+    for name in ("train", "test"):
+        if not splits[name]:
+            raise DataError(f"HateXplain {source}: the {name} split holds no post with a majority label")
+    return Splits(train=splits["train"], val=splits.get("val", []), test=splits["test"], classes=CLASSES,
+                  description=(f"HateXplain {source}: {len(splits['train'])} train / {len(splits.get('val', []))} "
+                               f"val / {len(splits['test'])} test posts"))

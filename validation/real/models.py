@@ -145,3 +145,57 @@ class SpanModel(_Circuits):
         end = torch.einsum("bnd,bd->bn", h, self.W_end(z)) + self.u_end(h)[..., 0]
         neg = torch.finfo(start.dtype).min
         return start.masked_fill(~ctx_valid, neg), end.masked_fill(~ctx_valid, neg), a[:, :n]
+
+
+class MultiHeadClassifier(nn.Module):
+    r"""The paper's HateXplain/SVA model: one attention layer with ``heads`` heads of ``d_head``, read
+    at the last token (``[CLS]``), then a linear classifier.
+
+    .. math::
+        x_j = E[w_j] + P[L-1-j],\quad a^h = \mathrm{softmax}_j\big((W_Q^h x_q)^\top W_K^h x_j/\sqrt{d_h}\big),
+        \quad z = x_q + W_O\,[\textstyle\sum_j a^h_j W_V^h x_j]_{h},\quad
+        \text{logits} = W\,\mathrm{LN}(z) + b .
+
+    QK circuit: ``W_Q, W_K (H, d_head, d)``; OV circuit: ``W_V (H, d_head, d)``, ``W_O (d, H d_head)``.
+    ``forward(ids (B,L), valid (B,L), query_index (B,))`` returns ``(logits (B,C), attention (B,L))``
+    where the attention is the **mean over heads** (what every metric uses); the per-head rows are
+    in ``self.last_head_attention (B,H,L)`` after a call.
+    """
+
+    def __init__(self, vocab_size: int, n_classes: int, *, d: int = 64, heads: int = 4, d_head: int = 64,
+                 max_len: int = 256, init_std: float = 0.02):
+        super().__init__()
+        self.max_len = max_len
+        self.emb = nn.Embedding(vocab_size, d, padding_idx=0)
+        self.dist = nn.Embedding(max_len + 1, d)
+        nn.init.normal_(self.emb.weight, 0.0, 1.0 / math.sqrt(d))
+        nn.init.normal_(self.dist.weight, 0.0, 1.0 / math.sqrt(d))
+        self.W_Q = nn.Parameter(torch.randn(heads, d_head, d) * init_std)
+        self.W_K = nn.Parameter(torch.randn(heads, d_head, d) * init_std)
+        self.W_V = nn.Parameter(torch.randn(heads, d_head, d) * init_std)
+        self.W_O = nn.Parameter(torch.randn(d, heads * d_head) * init_std)
+        self.scale = 1.0 / math.sqrt(d_head)
+        self.ln = nn.LayerNorm(d)
+        self.head = nn.Linear(d, n_classes)
+        self.last_head_attention: torch.Tensor | None = None
+
+    def qk_parameters(self) -> Iterator[nn.Parameter]:
+        yield from (self.W_Q, self.W_K)
+
+    def ov_parameters(self) -> Iterator[nn.Parameter]:
+        yield from (self.W_V, self.W_O)
+
+    def forward(self, ids: torch.Tensor, valid: torch.Tensor,
+                query_index: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        pos = torch.arange(ids.shape[1], device=ids.device)[None, :]
+        x = self.emb(ids) + self.dist((query_index[:, None] - pos).clamp(0, self.max_len))
+        xq = x[torch.arange(x.shape[0]), query_index]                        # (B, d)
+        q = torch.einsum("hed,bd->bhe", self.W_Q, xq)
+        k = torch.einsum("hed,bld->bhle", self.W_K, x)
+        s = torch.einsum("bhe,bhle->bhl", q, k) * self.scale
+        a = torch.softmax(s.masked_fill(~valid[:, None, :], float("-inf")), dim=-1)   # (B, H, L)
+        v = torch.einsum("hed,bld->bhle", self.W_V, x)
+        o = torch.einsum("bhl,bhle->bhe", a, v).reshape(x.shape[0], -1)
+        z = xq + o @ self.W_O.T
+        self.last_head_attention = a.detach()
+        return self.head(self.ln(z)), a.mean(1)

@@ -1,9 +1,11 @@
-"""One real-data run: load, subsample, build the vocabulary, train, evaluate (:func:`train_and_evaluate`)."""
+"""One real-data run: load, subsample, build the vocabulary, train with checkpoints, evaluate
+(:func:`train_and_evaluate`): fixed-epoch metrics, ``best_val``, ``baseline`` and ``checkpoints``."""
 
 from __future__ import annotations
 
 import functools
 import json
+
 import random
 from pathlib import Path
 from typing import Any
@@ -12,27 +14,37 @@ import torch
 
 from validation.metrics.eraser_export import eraser_docid, to_eraser_annotations, to_eraser_results
 
-from .batching import encode_classification, encode_squad
+from .batching import encode_classification
 from .config import RealRunConfig
-from .evaluation import evaluate_classifier, evaluate_span
+from .errors import DataError
+from .evaluation import evaluate_classifier
 from .examples import Splits
 from .hatexplain_data import load_hatexplain
-from .models import AttentionClassifier, SpanModel
+from .models import AttentionClassifier, MultiHeadClassifier
 from .squad_data import load_squad
 from .sva_data import load_sva
-from .training import classification_loss, span_loss, train
+from .tracking import Tracker, gain_over_uniform, mean_batch_loss
+from .training import classification_loss, train
 from .vocab import Vocab
 
 LOADERS = {"squad": load_squad, "hatexplain": load_hatexplain, "sva": load_sva}
 SUBSAMPLE_SEED = 12345
-"""Subsamples (``max_train``/``max_test``) are drawn with this fixed seed, the same for every
-ratio and training seed, so runs compared pairwise see the same data."""
+"""Subsamples (``max_train``/``max_val``/``max_test``) and a held-out validation share are drawn
+with this fixed seed, the same for every ratio and training seed, so runs compared pairwise see
+the same data."""
+PROBE = 1000
+"""Training loss along training is measured on the first ``PROBE`` training items (fixed)."""
 
 
 @functools.lru_cache(maxsize=8)
 def load_dataset(dataset: str, data_dir: str) -> Splits:
-    """The validated splits of ``dataset`` under ``data_dir`` (cached per process)."""
-    return LOADERS[dataset](Path(data_dir))
+    """The validated splits of ``dataset`` under ``data_dir`` (cached per process); a split without
+    any item is a :class:`DataError` (one line), raised before any training."""
+    splits = LOADERS[dataset](Path(data_dir))
+    for name in ("train", "test"):
+        if not getattr(splits, name):
+            raise DataError(f"{dataset}: {splits.description}: the {name} split is empty")
+    return splits
 
 
 def subsample(items: list, n: int | None) -> list:
@@ -43,32 +55,51 @@ def subsample(items: list, n: int | None) -> list:
     return [items[i] for i in idx]
 
 
+def train_val(splits: Splits, fraction: float) -> tuple[list, list]:
+    """The training items and the validation items: the dataset's own validation split, else a
+    fixed share ``fraction`` of its training split (drawn with :data:`SUBSAMPLE_SEED`)."""
+    if splits.val:
+        return list(splits.train), list(splits.val)
+    n_val = max(1, int(round(fraction * len(splits.train))))
+    held = set(random.Random(SUBSAMPLE_SEED + 1).sample(range(len(splits.train)), n_val))
+    return ([ex for i, ex in enumerate(splits.train) if i not in held],
+            [ex for i, ex in enumerate(splits.train) if i in held])
+
+
+def build_classifier(cfg: RealRunConfig, vocab_size: int, n_classes: int) -> torch.nn.Module:
+    """The paper's multi-head classifier or the small single-head QKOV classifier."""
+    if cfg.model == "paper":
+        return MultiHeadClassifier(vocab_size, n_classes, d=cfg.d, heads=cfg.heads, d_head=cfg.d_head,
+                                   max_len=cfg.max_len, init_std=cfg.init_std)
+    return AttentionClassifier(vocab_size, n_classes, d=cfg.d, param=cfg.param, max_len=cfg.max_len,
+                               layers=cfg.layers, init_std=cfg.init_std)
+
+
 def train_and_evaluate(cfg: RealRunConfig, *, progress: bool = True) -> dict[str, Any]:
     """Train one model for ``cfg`` and evaluate it; returns metrics, arrays and extras for writing."""
     splits = load_dataset(cfg.dataset, cfg.data_dir)
-    train_ex, test_ex = subsample(splits.train, cfg.max_train), subsample(splits.test, cfg.max_test)
+    train_all, val_all = train_val(splits, cfg.val_fraction)
+    train_ex, val_ex = subsample(train_all, cfg.max_train), subsample(val_all, cfg.max_val)
+    test_ex = subsample(splits.test, cfg.max_test)
     torch.manual_seed(cfg.seed)
     if cfg.dataset == "squad":
-        vocab = Vocab.train([ex.context for ex in train_ex] + [ex.question for ex in train_ex])
-        tr = encode_squad(train_ex, vocab, cfg.max_len)
-        keep = torch.nonzero(tr.start >= 0).flatten()
-        tr = tr.take(keep)
-        te = encode_squad(test_ex, vocab, cfg.max_len)
-        model = SpanModel(len(vocab), d=cfg.d, param=cfg.param, layers=cfg.layers, init_std=cfg.init_std,
-                          cls_id=vocab.cls)
-        hist = train(model, tr, cfg, span_loss, progress=progress, desc=f"squad r={cfg.ratio:g} s={cfg.seed}")
-        metrics, arrays, preds = evaluate_span(model, te, test_ex)
-        extras = {"predictions.json": preds}
+        from .squad_run import train_and_evaluate_squad
+        out = train_and_evaluate_squad(cfg, train_ex, val_ex, test_ex, progress=progress)
+        model, hist, vocab, n_train = out["model"], out["hist"], out["vocab"], out["n_train"]
+        metrics, arrays, extras, eraser = out["metrics"], out["arrays"], out["extras"], None
         extras_text = {}
-        eraser = None
     else:
         vocab = Vocab.train([ex.tokens for ex in train_ex])
         tr = encode_classification(train_ex, vocab, cfg.max_len)
+        va = encode_classification(val_ex, vocab, cfg.max_len)
         te = encode_classification(test_ex, vocab, cfg.max_len)
-        model = AttentionClassifier(len(vocab), len(splits.classes), d=cfg.d, param=cfg.param, max_len=cfg.max_len,
-                                    layers=cfg.layers, init_std=cfg.init_std)
+        n_train = len(tr)
+        model = build_classifier(cfg, len(vocab), len(splits.classes))
+        tracker = Tracker(model, probe=tr.take(torch.arange(min(PROBE, len(tr)))), val=va,
+                          loss_of=mean_batch_loss(classification_loss),
+                          light_eval=lambda m: evaluate_classifier(m, te, cfg.dataset, faithfulness=False)[0])
         hist = train(model, tr, cfg, classification_loss, progress=progress,
-                     desc=f"{cfg.dataset} r={cfg.ratio:g} s={cfg.seed}")
+                     desc=f"{cfg.dataset} r={cfg.ratio:g} s={cfg.seed}", on_checkpoint=tracker)
         metrics, arrays, (faith, hard, attn, words, rows, (p_without, p_only)) = evaluate_classifier(
             model, te, cfg.dataset)
         ids = [test_ex[i].uid for i in rows]
@@ -87,9 +118,26 @@ def train_and_evaluate(cfg: RealRunConfig, *, progress: bool = True) -> dict[str
         extras_text = {"eraser_annotations.jsonl": "".join(json.dumps(a) + "\n" for a in annotations),
                        "eraser_docs.jsonl": "".join(json.dumps({"docid": d, "tokens": t}) + "\n"
                                                     for d, t in docs.items())}
-    metrics.update(dataset=cfg.dataset, ratio=cfg.ratio, seed=cfg.seed, optimizer=cfg.optimizer,
-                   n_train=len(tr), vocab_size=len(vocab), split=splits.description,
+        baseline, best, best_arrays = tracker.finish(lambda m: evaluate_classifier(m, te, cfg.dataset)[:2],
+                                                     hist.checkpoints)
+        metrics.update(baseline=baseline, best_val=best)
+        arrays.update({f"best_val_{k}": best_arrays[k] for k in ("pred", "mass", "p_true") if k in best_arrays})
+    metrics["gain_over_uniform"] = gain_over_uniform(metrics, metrics["baseline"]["uniform"])
+    metrics.update(dataset=cfg.dataset, ratio=cfg.ratio, seed=cfg.seed, optimizer=cfg.optimizer, model=cfg.model,
+                   attention_measured=ATTENTION_MEASURED[(cfg.dataset == "squad", cfg.model)],
+                   n_train=n_train, n_val=len(val_ex), vocab_size=len(vocab), split=splits.description,
                    train_loss=hist.epoch_loss, train_seconds=hist.seconds,
+                   checkpoint_seconds=hist.checkpoint_seconds, checkpoints=hist.checkpoints,
                    train_examples_per_second=hist.examples_per_second,
                    parameters=sum(p.numel() for p in model.parameters()))
     return {"metrics": metrics, "arrays": arrays, "extras": extras, "eraser": eraser, "extras_text": extras_text}
+
+
+ATTENTION_MEASURED = {
+    (False, "small"): "the single head of the QKOV layer, row of [CLS] (the query) over the words",
+    (False, "paper"): "the mean over the 4 heads of the row of [CLS] (the last token) over the words",
+    (True, "small"): "rollout of the head-averaged attention of all layers, rows predicting answer words, "
+                     "mass on the gold answer's context positions (layer average and max over layers also given)",
+    (True, "paper"): "rollout of the head-averaged attention of all layers, rows predicting answer words, "
+                     "mass on the gold answer's context positions (layer average and max over layers also given)",
+}

@@ -12,7 +12,7 @@ from pathlib import Path
 
 from tokenizers.pre_tokenizers import Whitespace
 
-from .errors import DataError, bad_record, missing_file
+from .errors import DataError, bad_record, no_records, read_data_text, truncated
 from .examples import SquadExample, Splits
 
 SQUAD_FILE = Path("squad") / "dev-v1.1.json"
@@ -66,12 +66,13 @@ def load_squad_file(path: Path) -> list[tuple[str, list[SquadExample]]]:
     :class:`DataError` naming the file, the record and what was expected.
     """
     path = Path(path)
-    if not path.is_file():
-        raise missing_file(path, SQUAD_FETCH)
+    text = read_data_text(path, SQUAD_FETCH)
     try:
-        doc = json.loads(path.read_text(encoding="utf-8"))
-    except (ValueError, UnicodeDecodeError) as exc:
-        raise DataError(f"data file {str(path)!r}: expected SQuAD v1.1 JSON ({exc})") from None
+        doc = json.loads(text)
+    except json.JSONDecodeError as exc:
+        if exc.pos >= len(text.rstrip()):
+            raise truncated(path, exc.lineno, "the JSON document") from None
+        raise DataError(f"data file {str(path)!r}, line {exc.lineno}: expected SQuAD v1.1 JSON ({exc.msg})") from None
     _need(isinstance(doc, dict) and isinstance(doc.get("data"), list), path, "<top level>",
           "an object with a 'data' list")
     articles = []
@@ -111,6 +112,8 @@ def load_squad_file(path: Path) -> list[tuple[str, list[SquadExample]]]:
                     offsets=tuple(offsets), context_text=context, spans=tuple(spans), answers=tuple(texts),
                     sentence=sentence_span(words, spans[0][0])))
         articles.append((art["title"], examples))
+    if not any(exs for _, exs in articles):
+        raise no_records(path, "question (the 'data' list has no article with a question)")
     return articles
 
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 import hashlib
 from pathlib import Path
 
-from .errors import bad_record, missing_file
+from .errors import bad_record, no_records, read_data_text, truncated
 from .examples import ClassExample, Splits
 
 CLASSES = ("singular", "plural")
@@ -28,34 +28,40 @@ _LABEL = {"VBZ": 0, "VBP": 1}
 
 
 def load_sva_file(path: Path) -> list[tuple[str, ClassExample]]:
-    """Validated ``(sentence, example)`` pairs of one TSV file."""
-    if not path.is_file():
-        raise missing_file(path, SVA_FETCH)
+    """Validated ``(sentence, example)`` pairs of one TSV file (checked with :func:`read_data_text`)."""
+    text = read_data_text(path, SVA_FETCH)
+    lines = text.split("\n")
+    complete = text.endswith("\n")
+    if complete:
+        lines.pop()
     out = []
-    with open(path, encoding="utf-8") as fh:
-        for lineno, line in enumerate(fh, 1):
-            cols = line.rstrip("\n").split("\t")
-            if lineno == 1:
-                if cols != HEADER:
-                    raise bad_record(path, 1, "the header " + " <tab> ".join(HEADER))
-                continue
-            if not line.strip():
-                continue
-            if len(cols) != len(HEADER):
-                raise bad_record(path, lineno, f"{len(HEADER)} tab-separated fields ({', '.join(HEADER)})")
-            words = cols[0].split()
-            try:
-                subj, verb = int(cols[1]), int(cols[2])
-            except ValueError:
-                raise bad_record(path, lineno, "integer subj_idx and verb_idx") from None
-            if not (0 <= subj < verb < len(words)):
-                raise bad_record(path, lineno,
-                                 f"0 <= subj_idx ({subj}) < verb_idx ({verb}) < number of words ({len(words)})")
-            if cols[3] not in _LABEL:
-                raise bad_record(path, lineno, "verb_pos VBZ or VBP")
-            rel = tuple(int(i == subj) for i in range(verb))
-            out.append((cols[0], ClassExample(uid=f"{path.name}:{lineno}", tokens=tuple(words[:verb]),
-                                              label=_LABEL[cols[3]], relevant=rel)))
+    for lineno, line in enumerate(lines, 1):
+        cols = line.rstrip("\r").split("\t")
+        if lineno == 1:
+            if cols != HEADER:
+                raise bad_record(path, 1, "the header " + " <tab> ".join(HEADER))
+            continue
+        if not line.strip():
+            continue
+        if len(cols) != len(HEADER):
+            if lineno == len(lines) and not complete and len(cols) < len(HEADER):
+                raise truncated(path, lineno, "a row")
+            raise bad_record(path, lineno, f"{len(HEADER)} tab-separated fields ({', '.join(HEADER)})")
+        words = cols[0].split()
+        try:
+            subj, verb = int(cols[1]), int(cols[2])
+        except ValueError:
+            raise bad_record(path, lineno, "integer subj_idx and verb_idx") from None
+        if not (0 <= subj < verb < len(words)):
+            raise bad_record(path, lineno,
+                             f"0 <= subj_idx ({subj}) < verb_idx ({verb}) < number of words ({len(words)})")
+        if cols[3] not in _LABEL:
+            raise bad_record(path, lineno, "verb_pos VBZ or VBP")
+        rel = tuple(int(i == subj) for i in range(verb))
+        out.append((cols[0], ClassExample(uid=f"{path.name}:{lineno}", tokens=tuple(words[:verb]),
+                                          label=_LABEL[cols[3]], relevant=rel)))
+    if not out:
+        raise no_records(path, "data rows after the header")
     return out
 
 

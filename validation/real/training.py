@@ -2,13 +2,17 @@ r"""Training with per-circuit learning rates: the only intervention is :math:`\e
 
 The QK parameters (``W_KQ`` or ``W_K, W_Q`` of every attention layer) train at
 ``ratio * lr_ov``, the OV parameters at ``lr_ov``, everything else (embeddings, positions,
-convolution, heads) at ``lr_other`` (default ``lr_ov``) for every ratio. Constant rates, no
-schedule; the gradient is clipped to global norm :data:`CLIP_NORM` (a global rescaling keeps
-the ratio between the circuits' steps).
+convolution, heads) at ``lr_other`` (default ``lr_ov``) for every ratio. The schedule
+(``constant``, or ``cosine``: linear warm-up over the first ``warmup`` share of the steps, then
+cosine decay to 0) multiplies every group's rate by the same factor, so the ratio is kept; the
+gradient is clipped to global norm :data:`CLIP_NORM` (a global rescaling keeps the ratio between
+the circuits' steps). ``on_checkpoint`` is called at step 0 and ``checkpoints_per_epoch`` times
+per epoch; what it returns is kept in :attr:`TrainHistory.checkpoints`.
 """
 
 from __future__ import annotations
 
+import math
 import time
 from dataclasses import dataclass, field
 from typing import Callable
@@ -33,6 +37,8 @@ class TrainHistory:
     epoch_loss: list[float] = field(default_factory=list)
     seconds: float = 0.0
     examples: int = 0
+    checkpoints: list[dict] = field(default_factory=list)
+    checkpoint_seconds: float = 0.0
 
     @property
     def examples_per_second(self) -> float:
@@ -45,6 +51,16 @@ def build_optimizer(model: nn.Module, cfg: RealRunConfig) -> torch.optim.Optimiz
     if cfg.optimizer == "sgd":
         return make_optimizer("sgd", groups, momentum=cfg.momentum, weight_decay=cfg.weight_decay)
     return make_optimizer("adamw", groups, weight_decay=cfg.weight_decay)
+
+
+def lr_factor(step: int, total: int, schedule: str, warmup: float) -> float:
+    """The rate multiplier at optimizer step ``step`` of ``total`` (1 for ``constant``)."""
+    if schedule == "constant":
+        return 1.0
+    w = int(round(warmup * total))
+    if step < w:
+        return (step + 1) / w
+    return 0.5 * (1.0 + math.cos(math.pi * (step - w) / max(total - w, 1)))
 
 
 def classification_loss(model: nn.Module, b: ClassTensors) -> torch.Tensor:
@@ -61,32 +77,49 @@ def span_loss(model: nn.Module, b: SpanTensors) -> torch.Tensor:
 
 def train(model: nn.Module, data: ClassTensors | SpanTensors, cfg: RealRunConfig,
           loss_fn: Callable[[nn.Module, object], torch.Tensor], *, progress: bool = True,
-          desc: str = "train") -> TrainHistory:
+          desc: str = "train", on_checkpoint: Callable[[int, float], dict] | None = None) -> TrainHistory:
     """Minibatch training for ``cfg.epochs`` epochs, shuffled by a generator seeded with ``cfg.seed``."""
     opt = build_optimizer(model, cfg)
     gen = torch.Generator().manual_seed(cfg.seed)
     hist = TrainHistory()
     n = len(data)
+    per_epoch = (n + cfg.batch_size - 1) // cfg.batch_size
+    total = cfg.epochs * per_epoch
+    sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: lr_factor(s, total, cfg.schedule, cfg.warmup))
+    marks = {round(per_epoch * (k + 1) / cfg.checkpoints_per_epoch) for k in range(cfg.checkpoints_per_epoch)}
+
+    def checkpoint(step: int) -> None:
+        if on_checkpoint is not None:
+            t = time.perf_counter()
+            hist.checkpoints.append(on_checkpoint(step, step / per_epoch))
+            hist.checkpoint_seconds += time.perf_counter() - t
+            model.train()
+
     t0 = time.perf_counter()
+    checkpoint(0)
     model.train()
-    bar = tqdm(total=cfg.epochs * ((n + cfg.batch_size - 1) // cfg.batch_size), desc=desc, disable=not progress,
-               leave=False, mininterval=1.0)
+    bar = tqdm(total=total, desc=desc, disable=not progress, leave=False, mininterval=1.0)
+    step = 0
     for _ in range(cfg.epochs):
         perm = torch.randperm(n, generator=gen)
-        total, count = 0.0, 0
-        for i in range(0, n, cfg.batch_size):
+        total_loss, count = 0.0, 0
+        for j, i in enumerate(range(0, n, cfg.batch_size), 1):
             idx = perm[i:i + cfg.batch_size]
             loss = loss_fn(model, data.take(idx))
             opt.zero_grad(set_to_none=True)
             loss.backward()
             torch.nn.utils.clip_grad_norm_(model.parameters(), CLIP_NORM)
             opt.step()
-            total += float(loss.detach()) * len(idx)
+            sched.step()
+            step += 1
+            total_loss += float(loss.detach()) * len(idx)
             count += len(idx)
             bar.update(1)
-        hist.epoch_loss.append(total / max(count, 1))
+            if j in marks:
+                checkpoint(step)
+        hist.epoch_loss.append(total_loss / max(count, 1))
     bar.close()
-    hist.seconds = time.perf_counter() - t0
+    hist.seconds = time.perf_counter() - t0 - hist.checkpoint_seconds
     hist.examples = n * cfg.epochs
     model.eval()
     return hist

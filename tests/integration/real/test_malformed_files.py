@@ -17,7 +17,7 @@ from validation.real.sva_data import HEADER, load_sva
 def one_line(err: Exception) -> str:
     msg = str(err)
     assert "\n" not in msg
-    assert isinstance(err, InputError)
+    assert isinstance(err, InputError)   # the CLI prints it as one line and exits 2
     return msg
 
 
@@ -185,3 +185,108 @@ def test_sva_prefix_label_and_subject(tmp_path):
     exs = {ex.tokens: ex for ex in s.train + s.test}
     ex = exs[("the", "keys", "to", "the", "cabinet")]
     assert s.classes[ex.label] == "plural" and ex.relevant == (0, 1, 0, 0, 0)
+
+
+# --- every kind of malformed file, for each of the three datasets -------------------------------------------
+
+SQUAD_OK = json.dumps(squad_doc())
+HATE_OK = json.dumps({"post_id": "a", "post_tokens": ["a", "b"], "label": "normal", "rationale": None}) + "\n"
+SVA_OK = "\t".join(HEADER) + "\n" + "the dog runs fast .\t1\t2\tVBZ\truns\trun\n"
+
+
+def layout(tmp_path: Path, dataset: str) -> tuple[Path, callable]:
+    """A valid data directory for ``dataset``; returns (the file the faults go into, the loader)."""
+    if dataset == "squad":
+        (tmp_path / "squad").mkdir()
+        target = tmp_path / "squad" / "dev-v1.1.json"
+        target.write_text(SQUAD_OK)
+        return target, load_squad
+    if dataset == "hatexplain":
+        d = tmp_path / "hatexplain"
+        d.mkdir()
+        for s in ("train", "test"):
+            (d / f"{s}.jsonl").write_text(HATE_OK * 2)
+        return d / "train.jsonl", load_hatexplain
+    d = tmp_path / "sva" / "linzen_edinburgh_nlu"
+    d.mkdir(parents=True)
+    (d / "wiki-dev.txt").write_text(SVA_OK)
+    (d / "wiki-test.txt").write_text(SVA_OK)
+    return d / "wiki-test.txt", load_sva
+
+
+def _replace(target: Path, fault: str) -> None:
+    text = target.read_text()
+    if fault == "bad encoding":
+        i = text.index("\n", 1) + 3 if "\n" in text[1:-1] else 5     # a byte on line 2 (line 1 for SQuAD)
+        target.write_bytes(text[:i].encode() + b"\xff" + text[i:].encode())
+    elif fault == "empty":
+        target.write_bytes(b"")
+    elif fault == "directory":
+        target.unlink()
+        target.mkdir()
+    elif fault == "symlink loop":
+        target.unlink()
+        target.symlink_to(target.name)          # points at itself
+    elif fault == "truncated":
+        body = text.rstrip("\n")
+        target.write_text(body[:len(body) - 7])   # cut inside the last record, no final newline
+    elif fault == "no records":
+        target.write_text({"squad": json.dumps({"version": "1.1", "data": []}), "hatexplain": "\n\n",
+                           "sva": "\t".join(HEADER) + "\n"}[target.parent.parent.name if target.suffix == ".txt"
+                                                           else ("squad" if target.suffix == ".json" else "hatexplain")])
+    else:
+        raise AssertionError(fault)
+
+
+EXPECTED = {"bad encoding": "not valid UTF-8 (byte 0xff", "empty": "is empty", "directory": "is a directory",
+            "symlink loop": "symlink loop", "truncated": "truncated", "no records": "holds no"}
+
+
+@pytest.mark.parametrize("dataset", ["squad", "hatexplain", "sva"])
+@pytest.mark.parametrize("fault", sorted(EXPECTED))
+def test_each_malformed_file_is_one_line_naming_the_file(tmp_path, dataset, fault):
+    target, load = layout(tmp_path, dataset)
+    load(tmp_path)                      # valid before the fault: the fault alone causes the error
+    _replace(target, fault)
+    with pytest.raises(DataError) as e:
+        load(tmp_path)
+    msg = one_line(e.value)
+    assert str(target) in msg and EXPECTED[fault] in msg, msg
+    if fault in ("bad encoding", "truncated"):
+        assert "line " in msg
+
+
+@pytest.mark.parametrize("dataset", ["hatexplain", "sva"])
+def test_bad_encoding_names_the_line_and_column(tmp_path, dataset):
+    target, load = layout(tmp_path, dataset)
+    raw = target.read_bytes()
+    cut = raw.index(b"\n") + 1 + 4                    # line 2, after its first 4 bytes
+    target.write_bytes(raw[:cut] + b"\xe9" + raw[cut:])
+    with pytest.raises(DataError) as e:
+        load(tmp_path)
+    assert "line 2: not valid UTF-8 (byte 0xe9 at column 5)" in one_line(e.value)
+
+
+@pytest.mark.parametrize("dataset", ["squad", "hatexplain", "sva"])
+@pytest.mark.parametrize("fault", ["directory", "symlink loop", "empty"])
+def test_study_names_the_fault_not_missing(tmp_path, dataset, fault):
+    from qkov.study.real_stage import missing_data
+    target, _ = layout(tmp_path, dataset)
+    assert missing_data(dataset, tmp_path) is None
+    _replace(target, fault)
+    why = missing_data(dataset, tmp_path)
+    assert why is not None and EXPECTED[fault] in why and "missing" not in why
+
+
+@pytest.mark.parametrize("dataset", ["squad", "hatexplain", "sva"])
+def test_cli_malformed_file_exit_2_one_line_nothing_written(tmp_path, dataset, capsys):
+    from qkov.cli.main import cli, run_cli
+    (tmp_path / "data").mkdir()
+    target, _ = layout(tmp_path / "data", dataset)
+    _replace(target, "bad encoding")
+    out = tmp_path / "out"
+    code = run_cli(cli, ["validate", "real", "--dataset", dataset, "--quick", "--ratios", "1", "--seeds", "0",
+                         "--out", str(out), "--data-dir", str(tmp_path / "data")])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 2 and len(err) == 1 and err[0].startswith("qkov: error: ") and str(target) in err[0]
+    assert not out.exists()

@@ -1,56 +1,111 @@
-"""The claim rule and the paired statistics on hand-built numbers."""
+"""The verdict rule, Holm's correction, the bootstrap interval and matched-loss levels on hand-built numbers."""
 
 from __future__ import annotations
 
-import pytest
-
-from qkov.study.real_summary import _paired, judge, judge_group
-
 import numpy as np
+import pytest
+from hypothesis import given, settings, strategies as st
+
+from qkov.study.real_summary import (at_level, bootstrap_diff, combine_outcomes, holm, judge_group, loss_levels,
+                                     paired)
 
 
-def group(dataset, mass_diff, p, task_diff):
+def group(dataset="sva", a=(0.1, 0.001), b=(0.1, 0.001), ci=(-0.005, 0.005), n=5, levels=(0.3,)):
+    """A summary group: mass difference and Holm p at best-val (a) and matched loss (b), task CI (lo, hi)."""
+    lv = list(levels)
+    paired_ = {"best_val": {"30": {"relevant_mass_mean": {"mean_diff": a[0], "p_holm": a[1], "n": n}}}}
+    if lv:
+        paired_[f"matched_loss@{lv[0]:.4g}"] = {"30": {"relevant_mass_mean": {"mean_diff": b[0], "p_holm": b[1],
+                                                                              "n": n}}}
     tm = "f1" if dataset == "squad" else "accuracy"
-    return {"dataset": dataset, "paired": {"10": {"relevant_mass_mean": {"mean_diff": mass_diff, "t_p": p, "n": 3},
-                                                  tm: {"mean_diff": task_diff, "t_p": 0.5, "n": 3}}}}
+    return {"dataset": dataset, "claim_ratio": 30.0, "task_metric": tm, "paired": paired_,
+            "matched_loss": {"levels": lv},
+            "bootstrap": {"best_val": {"30": {"diff": sum(ci) / 2, "lo": ci[0], "hi": ci[1]}}}}
 
 
 @pytest.mark.parametrize("g, outcome", [
-    (group("sva", 0.1, 0.01, -0.005), "supports"),
-    (group("sva", 0.1, 0.01, -0.02), "contradicts"),       # accuracy drops 2 points
-    (group("sva", -0.1, 0.01, 0.0), "contradicts"),
-    (group("sva", 0.1, 0.2, 0.0), "inconclusive"),
-    (group("sva", 0.001, 0.001, 0.0), "inconclusive"),      # significant but below MIN_EFFECT
-    (group("sva", -0.001, 0.001, 0.0), "inconclusive"),
-    (group("squad", 0.1, 0.01, -0.5), "supports"),          # F1 in percent: -0.5 points is within 1
-    (group("squad", 0.1, 0.01, -1.5), "contradicts"),
+    (group(), "supports"),
+    (group(ci=(-0.02, 0.01)), "inconclusive"),                     # interval reaches below -1 point: not "no worse"
+    (group(ci=(-0.05, -0.02)), "contradicts"),                     # clearly worse
+    (group(a=(-0.1, 0.001)), "contradicts"),                       # mass falls at best-val
+    (group(b=(-0.1, 0.001)), "contradicts"),                       # mass falls at matched loss
+    (group(b=(0.1, 0.2)), "inconclusive"),                         # matched loss not significant after Holm
+    (group(a=(0.005, 0.001)), "inconclusive"),                     # below the minimum effect
+    (group(levels=()), "insufficient"),                            # no level reached by every run
+    (group(n=1), "insufficient"),
+    (group("squad", ci=(-0.5, 0.8)), "supports"),                  # F1 in points: -0.5 is within the 1-point margin
+    (group("squad", ci=(-1.5, 0.8)), "inconclusive"),
 ])
 def test_judge_group(g, outcome):
     assert judge_group(g)[0] == outcome
 
 
-def test_judge_combines_groups():
-    s = group("sva", 0.1, 0.01, 0.0)
-    c = group("sva", -0.1, 0.01, 0.0)
-    assert judge({"a": s, "b": s}).verdict == "supports"
-    assert judge({"a": c}).verdict == "contradicts"
-    assert judge({"a": s, "b": c}).verdict == "mixed"
-    assert judge({"a": {"dataset": "sva", "paired": {}}}).verdict == "insufficient"
+def test_attention_that_never_left_uniform_is_insufficient():
+    g = group()
+    g["best_val"] = {"rows": [{"ratio": 1.0, "relevant_mass_mean": {"mean": 0.178}},
+                              {"ratio": 30.0, "relevant_mass_mean": {"mean": 0.181}}]}
+    g["baseline"] = {"uniform": {"rows": [{"ratio": r, "relevant_mass_mean": {"mean": 0.178}} for r in (1.0, 30.0)]}}
+    assert judge_group(g)[0] == "insufficient"
+    g["best_val"]["rows"][1]["relevant_mass_mean"]["mean"] = 0.25          # the claim ratio's attention moved
+    assert judge_group(g)[0] == "supports"
+
+
+def test_combine_outcomes():
+    assert combine_outcomes([]) == "insufficient"
+    assert combine_outcomes(["insufficient"]) == "insufficient"
+    assert combine_outcomes(["supports", "supports", "insufficient"]) == "supports"
+    assert combine_outcomes(["contradicts"]) == "contradicts"
+    assert combine_outcomes(["inconclusive", "inconclusive", "insufficient"]) == "inconclusive"
+    assert combine_outcomes(["supports", "inconclusive"]) == "mixed"
+
+
+def test_holm_hand_computed():
+    # m = 4: sorted 0.01, 0.02, 0.03, 0.5 -> 0.04, max(0.04, 0.06), max(0.06, 0.06), max(0.06, 0.5)
+    assert holm([0.03, 0.01, 0.5, 0.02]) == pytest.approx([0.06, 0.04, 0.5, 0.06])
+    out = holm([0.2, float("nan"), 0.01])                 # NaN is not a test: m = 2
+    assert out[0] == pytest.approx(0.2) and np.isnan(out[1]) and out[2] == pytest.approx(0.02)
+
+
+@given(st.lists(st.floats(0, 1), min_size=1, max_size=30))
+def test_holm_dominates_raw_and_keeps_order(ps):
+    adj = holm(ps)
+    assert all(a >= p - 1e-12 and a <= 1 for a, p in zip(adj, ps))
+    order = np.argsort(ps, kind="stable")
+    assert all(adj[i] <= adj[j] + 1e-12 for i, j in zip(order, order[1:]))
 
 
 def test_paired_hand_computed():
     x1, xr = np.array([0.1, 0.2, 0.3]), np.array([0.2, 0.4, 0.5])
-    r = _paired(x1, xr)
-    d = xr - x1   # 0.1, 0.2, 0.2: mean 0.1667, sd 0.0577, t = 5.0, df 2 -> p = 0.0377
-    assert r["n"] == 3 and r["mean_diff"] == pytest.approx(d.mean())
+    r = paired(x1, xr)
+    # d = 0.1, 0.2, 0.2: mean 0.1667, sd 0.0577, t = 5.0 with 2 df -> two-sided p = 0.0377
+    assert r["n"] == 3 and r["mean_diff"] == pytest.approx(0.5 / 3)
     assert r["t_p"] == pytest.approx(0.03775, abs=1e-4)
     assert r["wilcoxon_p"] == pytest.approx(0.25)
 
 
-def test_judge_group_without_two_seeds_or_a_p_value_is_insufficient():
-    one = group("sva", 0.5, 0.01, 0.0)
-    one["paired"]["10"]["relevant_mass_mean"]["n"] = 1
-    assert judge_group(one)[0] == "insufficient"
-    assert judge_group(group("sva", 0.5, float("nan"), 0.0))[0] == "insufficient"
-    # insufficient groups do not count: one supporting group decides
-    assert judge({"a": group("sva", 0.1, 0.01, 0.0), "b": one}).verdict == "supports"
+def test_bootstrap_interval_brackets_a_clear_shift_and_zero_for_none():
+    rng = np.random.default_rng(0)
+    base = rng.integers(0, 2, size=(5, 400)).astype(float)
+    better = np.clip(base + (rng.random((5, 400)) < 0.2), 0, 1)     # about +0.1 accuracy
+    ci = bootstrap_diff(base, better, n_boot=500)
+    assert 0 < ci["lo"] < ci["diff"] < ci["hi"] and ci["diff"] == pytest.approx((better - base).mean())
+    same = bootstrap_diff(base, base, n_boot=200)
+    assert same["lo"] == same["hi"] == 0.0
+
+
+@settings(max_examples=50)
+@given(st.lists(st.lists(st.floats(0.01, 5), min_size=2, max_size=8), min_size=1, max_size=6))
+def test_every_level_is_reached_by_every_run(curves):
+    levels = loss_levels(curves)
+    for lev in levels:
+        for c in curves:
+            cps = [{"step": i, "epoch": i, "train_loss": x, "test": {}} for i, x in enumerate(c)]
+            hit = at_level(cps, lev)
+            # reached after step 0 unless only the step-0 loss is below the level
+            assert hit is not None or min(c[1:]) > lev >= c[0]
+
+
+def test_levels_none_when_no_run_improves():
+    assert loss_levels([[1.0, 1.2], [0.9, 0.95]]) == []
+    assert loss_levels([[1.0, 0.5], [1.2, 0.6]]) == pytest.approx([0.6, 0.6 * (1.0 / 0.6) ** (1 / 3),
+                                                                    0.6 * (1.0 / 0.6) ** (2 / 3)])

@@ -1,0 +1,104 @@
+"""One SQuAD run with the answer-generating decoder (:mod:`validation.real.squad_decoder`).
+
+Vocabulary: every word of the loaded contexts and questions (train, validation and test; lowercased,
+minimum frequency 1, at most :data:`MAX_VOCAB`). It uses no label and stands in for the paper's
+GPT-2 tokenizer, which covers every word: a test answer can only be generated if its word has an id.
+Words GloVe knows start from their GloVe vector.
+"""
+
+from __future__ import annotations
+
+import warnings
+from typing import Any
+
+import numpy as np
+import torch
+
+from .config import RealRunConfig
+from .evaluation import _concentration
+from .examples import SquadExample
+from .glove import GloveUnavailable, glove_vectors
+from .squad_decoder import (DecoderLM, DecoderTensors, answer_attention, decoder_loss, em_f1, encode_decoder,
+                            grad_input_agreement, mean_loss, plausibility)
+from .tracking import Tracker, uniform_attention
+from .training import train
+from .vocab import Vocab
+
+MAX_VOCAB = 60000
+PROBE = 300
+"""Training loss along training: the first ``PROBE`` training questions (fixed)."""
+
+
+def init_vectors(vocab: Vocab, use_glove: bool) -> tuple[np.ndarray | None, str]:
+    """GloVe rows for the vocabulary (or ``None``) and a one-line note of what was used."""
+    if not use_glove:
+        return None, "random (glove disabled)"
+    words = [vocab.tokenizer.id_to_token(i) for i in range(len(vocab))]
+    try:
+        vec, found = glove_vectors(words)
+    except GloveUnavailable as exc:
+        warnings.warn(str(exc), stacklevel=2)
+        return None, f"random ({exc})"
+    return vec, f"GloVe 6B 50d for {int(found.sum())} of {len(words)} words, random for the rest"
+
+
+def evaluate_decoder(model: DecoderLM, te: DecoderTensors, test_ex: list[SquadExample], vocab: Vocab,
+                     cfg: RealRunConfig, *, full: bool, decode: bool = True
+                     ) -> tuple[dict[str, Any], dict[str, np.ndarray], dict]:
+    """EM/F1 and the answer attention; ``full`` adds the shuffled-context control and the
+    gradient x input check and returns the predictions. ``decode=False`` (checkpoints along
+    training) skips greedy decoding: EM/F1 are then NaN and the task measure is ``p_true``."""
+    att = answer_attention(model, te)
+    if decode:
+        em, f1, preds = em_f1(model, te, test_ex, vocab, cfg.answer_len)
+    else:
+        em = f1 = np.full(len(test_ex), np.nan)
+        preds = {}
+    has = te.answer_ctx[:, :te.W].any(1).numpy()
+    metrics: dict[str, Any] = {
+        "n_test": len(test_ex), "exact_match": float(em.mean()), "f1": float(f1.mean()),
+        **_concentration(att["rollout"][has], att["p_true"][has], "squad"),
+        "layer_average": _concentration(att["layer_average"][has], att["p_true"][has], "squad"),
+        "max_over_layers": _concentration(att["max_over_layers"][has], att["p_true"][has], "squad"),
+        "answer_prob_geomean": float(np.exp(np.mean(np.log(att["p_true"][has] + 1e-12)))),
+        **plausibility(att["window_attention"], te),
+    }
+    arrays = {"mass": att["rollout"][has], "mass_layer_average": att["layer_average"][has],
+              "mass_max_over_layers": att["max_over_layers"][has], "p_true": att["p_true"][has], "em": em, "f1": f1}
+    if full:
+        perm = torch.roll(torch.arange(len(te)), 1)
+        em_s, f1_s, _ = em_f1(model, te.with_windows_from(perm), test_ex, vocab, cfg.answer_len,
+                              context_of=[test_ex[int(j)] for j in perm])
+        metrics.update(exact_match_shuffled_contexts=float(em_s.mean()), f1_shuffled_contexts=float(f1_s.mean()),
+                       faithfulness_check=grad_input_agreement(model, te, att["window_attention"]))
+        arrays["f1_shuffled_contexts"] = f1_s
+    return metrics, arrays, preds
+
+
+def train_and_evaluate_squad(cfg: RealRunConfig, train_ex: list[SquadExample], val_ex: list[SquadExample],
+                             test_ex: list[SquadExample], *, progress: bool = True) -> dict[str, Any]:
+    """Train the decoder for ``cfg`` with checkpoints, then the final, best-validation and baseline metrics."""
+    vocab = Vocab.train([ex.context for ex in train_ex + val_ex + test_ex]
+                        + [ex.question for ex in train_ex + val_ex + test_ex], max_size=MAX_VOCAB, min_frequency=1)
+    W, Q, A = cfg.window, cfg.question_len, cfg.answer_len
+    tr, va, te = (encode_decoder(x, vocab, W, Q, A) for x in (train_ex, val_ex, test_ex))
+    vectors, init_note = init_vectors(vocab, cfg.glove)
+    model = DecoderLM(len(vocab), d=cfg.d, layers=cfg.layers, heads=cfg.heads, d_head=cfg.d_head,
+                      max_T=tr.ids.shape[1] + A + 2, eos_id=vocab.cls, init_std=cfg.init_std, pretrained=vectors)
+    tracker = Tracker(model, probe=tr.take(torch.arange(min(PROBE, len(tr)))), val=va, loss_of=mean_loss,
+                      light_eval=lambda m: evaluate_decoder(m, te, test_ex, vocab, cfg, full=False,
+                                                            decode=False)[0])
+    hist = train(model, tr, cfg, decoder_loss, progress=progress, desc=f"squad r={cfg.ratio:g} s={cfg.seed}",
+                 on_checkpoint=tracker)
+    metrics, arrays, preds = evaluate_decoder(model, te, test_ex, vocab, cfg, full=True)
+    baseline, best, best_arrays = tracker.finish(     # best-val: decoded, without the two controls
+        lambda m: evaluate_decoder(m, te, test_ex, vocab, cfg, full=False)[:2], hist.checkpoints)
+    arrays.update({f"best_val_{k}": best_arrays[k] for k in ("f1", "em", "mass", "p_true")})
+    with uniform_attention(model):     # the uniform baseline decodes too (checkpoints do not)
+        baseline["uniform"] = evaluate_decoder(model, te, test_ex, vocab, cfg, full=False)[0]
+    baseline["step0"]["note"] = "EM/F1 not decoded at checkpoints (NaN); step 0 generates nothing useful"
+    metrics.update(baseline=baseline, best_val=best, embedding_init=init_note,
+                   window=f"{W} context words holding the first gold answer (start drawn from a hash of the id), "
+                          f"question cut to {Q} words, answers to {A} words")
+    return {"model": model, "hist": hist, "vocab": vocab, "n_train": len(tr), "metrics": metrics,
+            "arrays": arrays, "extras": {"predictions.json": preds}}

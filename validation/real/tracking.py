@@ -1,0 +1,123 @@
+r"""Metrics along training, the best-validation checkpoint and the two baselines of every run.
+
+:class:`Tracker` is the ``on_checkpoint`` callback of :func:`validation.real.training.train`. At each
+checkpoint (step 0 included) it records the training loss on a fixed probe of the training split,
+the validation loss, and the test metrics without ERASER (``light_eval``); it keeps a copy of the
+weights with the lowest validation loss (early stopping on the validation split). After training,
+:meth:`Tracker.finish` gives
+
+- ``best_val``: every metric (``full_eval``, ERASER included) of the best-validation weights;
+- ``baseline.step0``: the test metrics of the untrained model (the step-0 checkpoint);
+- ``baseline.uniform``: the test metrics of the trained model with every QK circuit set to zero,
+  so every attention row is uniform over the positions it may attend to (:func:`uniform_attention`).
+"""
+
+from __future__ import annotations
+
+import copy
+import math
+from contextlib import contextmanager
+from typing import Any, Callable, Iterator
+
+import torch
+from torch import nn
+
+KEEP_LISTS = ("dtap",)
+
+
+def scalars(metrics: dict[str, Any]) -> dict[str, Any]:
+    """The numeric entries of ``metrics`` (nested dicts flattened as ``outer.inner``) plus DTAP."""
+    out: dict[str, Any] = {}
+    for k, v in metrics.items():
+        if isinstance(v, bool):
+            continue
+        if isinstance(v, (int, float)):
+            out[k] = v
+        elif k in KEEP_LISTS:
+            out[k] = v
+        elif isinstance(v, dict):
+            out.update({f"{k}.{kk}": vv for kk, vv in scalars(v).items() if not isinstance(vv, list)})
+    return out
+
+
+@contextmanager
+def uniform_attention(model: nn.Module) -> Iterator[nn.Module]:
+    """Within the block every QK parameter of ``model`` (``model.qk_parameters()``) is zero, so all
+    attention scores are 0 and each softmax row is uniform over its allowed positions."""
+    saved = [(p, p.detach().clone()) for p in model.qk_parameters()]
+    try:
+        with torch.no_grad():
+            for p, _ in saved:
+                p.zero_()
+        yield model
+    finally:
+        with torch.no_grad():
+            for p, v in saved:
+                p.copy_(v)
+
+
+class Tracker:
+    """Checkpoint callback (module docstring). ``loss_of(model, data) -> float`` is the mean loss;
+    ``light_eval(model) -> metrics`` the test metrics without ERASER."""
+
+    def __init__(self, model: nn.Module, *, probe, val, loss_of: Callable[[nn.Module, Any], float],
+                 light_eval: Callable[[nn.Module], dict[str, Any]]):
+        self.model, self.probe, self.val = model, probe, val
+        self.loss_of, self.light_eval = loss_of, light_eval
+        self.best_loss, self.best_index, self.best_state = math.inf, -1, None
+        self.step0: dict[str, Any] | None = None
+        self.n = 0
+
+    @torch.no_grad()
+    def __call__(self, step: int, epoch: float) -> dict[str, Any]:
+        self.model.eval()
+        test = self.light_eval(self.model)
+        if step == 0:
+            self.step0 = test
+        rec = {"step": step, "epoch": round(epoch, 4), "train_loss": self.loss_of(self.model, self.probe),
+               "val_loss": self.loss_of(self.model, self.val), "test": scalars(test)}
+        if rec["val_loss"] < self.best_loss and step > 0:
+            self.best_loss, self.best_state = rec["val_loss"], copy.deepcopy(self.model.state_dict())
+            self.best_index = self.n
+        self.n += 1
+        return rec
+
+    def finish(self, full_eval: Callable[[nn.Module], tuple[dict[str, Any], dict[str, Any]]],
+               checkpoints: list[dict]) -> tuple[dict[str, Any], dict[str, Any], dict[str, Any]]:
+        """``(baseline, best_val metrics, best_val per-item arrays)``; ``full_eval(model)`` returns
+        ``(metrics, arrays)``. The model's final weights are restored afterwards."""
+        self.model.eval()
+        with uniform_attention(self.model):
+            uniform = self.light_eval(self.model)
+        baseline = {"uniform": uniform, "step0": self.step0}
+        if self.best_state is None:
+            return baseline, {}, {}
+        final = copy.deepcopy(self.model.state_dict())
+        self.model.load_state_dict(self.best_state)
+        best, best_arrays = full_eval(self.model)
+        self.model.load_state_dict(final)
+        cp = checkpoints[self.best_index]
+        best.update(checkpoint=self.best_index, step=cp["step"], epoch=cp["epoch"], val_loss=cp["val_loss"],
+                    train_loss=cp["train_loss"])
+        return baseline, best, best_arrays
+
+
+def mean_batch_loss(loss_fn: Callable[[nn.Module, Any], torch.Tensor], batch: int = 256
+                    ) -> Callable[[nn.Module, Any], float]:
+    """``loss_of`` from a per-batch mean loss: the item-weighted mean over batches of ``batch``."""
+
+    @torch.no_grad()
+    def loss_of(model: nn.Module, data) -> float:
+        tot, n = 0.0, len(data)
+        for i in range(0, n, batch):
+            idx = torch.arange(i, min(i + batch, n))
+            tot += float(loss_fn(model, data.take(idx))) * len(idx)
+        return tot / max(n, 1)
+
+    return loss_of
+
+
+def gain_over_uniform(metrics: dict[str, Any], uniform: dict[str, Any],
+                      keys: tuple[str, ...] = ("attention_confidence", "acmc", "relevant_mass_mean")) -> dict:
+    """``metric - uniform`` for AC, ACMC and the mean mass (the attention's gain over uniform)."""
+    return {k: metrics[k] - uniform[k] for k in keys if k in metrics and k in uniform}
