@@ -84,7 +84,7 @@ def loss_on_line(u: np.ndarray, v: np.ndarray, K: int, M: int) -> np.ndarray:
 
 def residual_vs_loss_data(params: tuple[str, ...] = ("CACO", "FAFO"), ratios: tuple[float, ...] = (1.0, 3.0, 10.0),
                           *, eps: float = 1e-8, K: int = 4, M: int = 8, dt: float = 0.01, steps_adam: int = 600,
-                          steps_gd: int = 20000, stop_loss: float = 1e-4) -> dict:
+                          dt_gd: float = 0.2, steps_gd: int = 3000, stop_loss: float = 1e-4) -> dict:
     """Per (param, ratio): GD and Adam(0, 0, ``eps``) trajectories and the sign-descent law at the same losses.
 
     Returns ``{"params", "ratios", "eps", "runs": {(param, ratio): {"gd": Trajectory, "adam": Trajectory,
@@ -93,7 +93,7 @@ def residual_vs_loss_data(params: tuple[str, ...] = ("CACO", "FAFO"), ratios: tu
     runs = {}
     for param in params:
         for r in ratios:
-            gd = train_symmetric(param, r, optimizer="gd", K=K, M=M, dt=dt * 5, steps=steps_gd, log_every=50,
+            gd = train_symmetric(param, r, optimizer="gd", K=K, M=M, dt=dt_gd, steps=steps_gd, log_every=20,
                                  stop_loss=stop_loss)
             adam = train_symmetric(param, r, optimizer="adam", eps=eps, K=K, M=M, dt=dt, steps=steps_adam,
                                    log_every=2, stop_loss=stop_loss)
@@ -138,3 +138,37 @@ def plot_residual_vs_loss(data: dict, out_stem: Path | str) -> list[Path]:
         fig.savefig(p, dpi=120)
     plt.close(fig)
     return paths
+
+
+def eps_sweep(param: str = "CACO", ratio: float = 3.0, eps_values: tuple[float, ...] = (1e-14, 1e-10, 1e-8, 1e-6, 1e-4, 1e-2, 1.0),
+              *, K: int = 4, M: int = 8, dt: float = 0.01, steps: int = 200, u0: float = 0.5, v0: float = 0.5,
+              betas: tuple[float, float] = (0.0, 0.0)) -> list[dict]:
+    r"""Adam at each ``eps``: final ``u, v`` against the sign law, and the regime indicator.
+
+    Per row: ``eps``, ``u``, ``v``, ``u_law``, ``v_law`` (sign descent at :math:`t = n\,dt`), ``g_qk``, ``g_ov``
+    (the smallest moving-entry gradient of each circuit at the end; the sign law holds while these are
+    :math:`\gg \varepsilon`, the GD law once they are :math:`\ll \varepsilon`) and ``loss``, ``residual``.
+    """
+    out = []
+    t_end = steps * dt
+    u_law, v_law = (float(x) for x in sign_law(param, np.array(t_end), ratio, K=K, u0=u0, v0=v0))
+    for eps in eps_values:
+        model = symmetric_model(param, K, M, u0, v0, ov_basis="class", dtype=torch.float64)
+        pop = population_batch(K, M, torch.float64)
+        opt = make_circuit_optimizer(model, "adamw", eta_ov=1.0, ratio=ratio, dt=dt, weight_decay=0.0,
+                                     betas=betas, eps=eps)
+        gmin = {}
+        for n in range(steps):
+            opt.zero_grad()
+            logits, _ = model(pop.x)
+            torch.nn.functional.cross_entropy(logits, pop.y).backward()
+            if n == steps - 1:
+                for circuit, ps in (("qk", model.qk_parameters()), ("ov", model.ov_parameters())):
+                    gs = torch.cat([p.grad.abs().flatten() for p in ps])
+                    gmin[circuit] = float(gs[gs > 1e-12 * float(gs.max())].min())
+            opt.step()
+        obs = measure(model, K, M)
+        out.append({"eps": eps, "u": obs["u"], "v": obs["v"], "u_law": u_law, "v_law": v_law,
+                    "g_qk": gmin["qk"], "g_ov": gmin["ov"], "loss": obs["loss"],
+                    "residual": float(residual_of_v(obs["v"], M))})
+    return out
