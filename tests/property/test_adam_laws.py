@@ -13,7 +13,7 @@ import torch
 from hypothesis import assume, given, strategies as st
 from torch.nn import functional as F
 
-from validation.synthetic.adam_compare import residual_of_v, sign_law
+from validation.synthetic.adam_compare import log_residual_of_v, sign_law
 from validation.synthetic.data import population_batch
 from validation.synthetic.models import symmetric_model
 from validation.synthetic.observables import measure
@@ -110,8 +110,8 @@ def test_matched_loss_exponent_of_the_sign_law(param, ratio, K, M):
     lk = math.log(K - 1)
     for t in (50.0, 200.0, 800.0):
         u, v = (float(x[0]) for x in sign_law(param, np.array([t]), ratio, K=K, u0=u0, v0=v0))
-        res = float(residual_of_v(v, M))
-        log_res = float(np.log(res))
+        log_res = float(log_residual_of_v(v, M))
+        res = math.exp(log_res)
         # L = log1p(x), x = (K-1) e^{-pu} < e^{-50} here, so log L = log(K-1) - p u to relative 1e-20.
         log_L = lk - (1 - res) * u
         # log(1-p) = log(M+1) - v - delta with 0 <= delta <= (M+1)e^{-v} <= 1, hence

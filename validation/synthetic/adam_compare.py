@@ -43,6 +43,11 @@ def residual_of_v(v: np.ndarray, M: int) -> np.ndarray:
     return np.exp(np.log(M + 1.0) - np.logaddexp(v, np.log(M + 1.0)))
 
 
+def log_residual_of_v(v: np.ndarray, M: int) -> np.ndarray:
+    r""":math:`\log(1-p) = \log(M+1) - \log(e^v + M + 1)` (no underflow for large ``v``)."""
+    return np.log(M + 1.0) - np.logaddexp(np.asarray(v, dtype=np.float64), np.log(M + 1.0))
+
+
 def train_symmetric(param: str, ratio: float, *, optimizer: str = "adam", eps: float = 1e-8,
                     betas: tuple[float, float] = (0.0, 0.0), K: int = 4, M: int = 8, u0: float = 0.5,
                     v0: float = 0.5, eta_ov: float = 1.0, dt: float = 0.01, steps: int = 400,
