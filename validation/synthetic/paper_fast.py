@@ -162,3 +162,37 @@ def train_paper(param: str, settings: list[tuple[float, float]], seeds: list[int
                  "step": first + steps}
     res.split = {k: np.stack(v, 1) for k, v in logs.items()}
     return res
+
+
+def plot_dtap_panels(results: list[PaperRunResult], out_stem, setting_names: tuple[str, ...] = ("equal rates", "faster QK")):
+    """DTAP heatmaps (seed mean), one column per parametrization, one row per setting; writes PNG and SVG."""
+    from pathlib import Path
+
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    n_set = len(results[0].settings)
+    fig, axes = plt.subplots(n_set, len(results), figsize=(2.6 * len(results), 2.5 * n_set), squeeze=False)
+    for j, res in enumerate(results):
+        n_seeds = len(res.seeds)
+        for i in range(n_set):
+            panel = res.dtap[i * n_seeds:(i + 1) * n_seeds].mean(0)        # [mass bin, p_true bin]
+            ax = axes[i, j]
+            ax.imshow(panel.T, origin="lower", extent=(0, 1, 0, 1), vmin=0, vmax=100, cmap="Blues")
+            for a in range(5):
+                for b in range(5):
+                    if panel[a, b] >= 0.5:
+                        ax.text(0.1 + 0.2 * a, 0.1 + 0.2 * b, f"{panel[a, b]:.0f}", ha="center", va="center", fontsize=7)
+            ax.set_title(f"{res.param}, {setting_names[i] if i < len(setting_names) else i}", fontsize=8)
+            ax.set_xlabel("distinct attention mass", fontsize=7)
+            ax.set_ylabel("p(true token)", fontsize=7)
+    fig.tight_layout()
+    stem = Path(out_stem)
+    stem.parent.mkdir(parents=True, exist_ok=True)
+    paths = [stem.with_suffix(".png"), stem.with_suffix(".svg")]
+    for p in paths:
+        fig.savefig(p, dpi=120)
+    plt.close(fig)
+    return paths
