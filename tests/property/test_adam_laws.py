@@ -10,7 +10,7 @@ import math
 import numpy as np
 import pytest
 import torch
-from hypothesis import assume, given, strategies as st
+from hypothesis import assume, given, settings, strategies as st
 from torch.nn import functional as F
 
 from validation.synthetic.adam_compare import log_residual_of_v, sign_law
@@ -74,6 +74,7 @@ def _adam_run(param, K, M, u0, v0, ratio, steps, dt, eps, betas=(0.0, 0.0), opti
     return np.array(rows), gmin, gmax
 
 
+@settings(max_examples=15)   # each example trains 5-40 Adam steps on full matrices
 @given(param=st.sampled_from(PARAMS), K=st.integers(2, 5), M=st.integers(1, 5),
        u0=st.floats(0.3, 1.5), v0=st.floats(0.3, 1.5), ratio=st.floats(0.25, 4.0), steps=st.integers(5, 40))
 def test_adam_beta0_tiny_eps_follows_the_derived_sign_descent_trajectory(param, K, M, u0, v0, ratio, steps):
@@ -91,6 +92,7 @@ def test_adam_beta0_tiny_eps_follows_the_derived_sign_descent_trajectory(param, 
     assert rows[:, 3].max() < 1e-9 and rows[:, 4].max() < 1e-9
 
 
+@settings(max_examples=10)
 @given(ratio=st.floats(0.25, 8.0), u0=st.floats(0.2, 1.0), v0=st.floats(0.0, 1.0), K=st.integers(2, 6),
        M=st.integers(1, 6))
 def test_caco_sign_descent_is_the_line_v_minus_v0_equals_ratio_times_u_minus_u0(ratio, u0, v0, K, M):
@@ -123,6 +125,7 @@ def test_matched_loss_exponent_of_the_sign_law(param, ratio, K, M):
     assert gap < 0.05 * expo
 
 
+@settings(max_examples=8)    # two 20-step runs per example
 @given(param=st.sampled_from(PARAMS), ratio=st.floats(0.5, 4.0), log_eps=st.floats(1.0, 3.0))
 def test_large_eps_adam_is_gradient_descent_at_rate_eta_over_eps(param, ratio, log_eps):
     """The late phase: every |g| << eps, so Adam(0,0) equals GD with rates eta/eps."""
