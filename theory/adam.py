@@ -59,10 +59,10 @@ r"""Adam's :math:`\varepsilon`."""
 
 PARAMS = ("CACO", "FACO", "CAFO", "FAFO")
 
-# Region where the signs of the gradient are fixed: K = k2 + 2, M = m1 + 1, p = 1/(1+q), b = c + w.
-_k2, _m1, _q, _w = sp.symbols("k_2 m_1 q w", nonnegative=True)
+# Region where the signs of the gradient are fixed: K = k2 + 2, M = m1 + 1, p = 1/(1+q_p), b = c + w_p.
+_k2, _m1 = sp.symbols("k_2 m_1", nonnegative=True)
 _qp, _wp = sp.symbols("q_p w_p", positive=True)
-_up, _ap, _c = sp.symbols("u_p a_p c_r", positive=True)
+_up, _ap = sp.symbols("u_p a_p", positive=True)
 
 
 @dataclass(frozen=True)
