@@ -13,7 +13,7 @@ import torch
 from hypothesis import assume, given, settings, strategies as st
 from torch.nn import functional as F
 
-from validation.synthetic.adam_compare import log_residual_of_v, sign_law
+from validation.synthetic.adam_compare import log_residual_of_v, pattern_gradients, sign_law
 from validation.synthetic.data import population_batch
 from validation.synthetic.models import symmetric_model
 from validation.synthetic.observables import measure
@@ -21,26 +21,6 @@ from validation.synthetic.observables import measure
 pytestmark = pytest.mark.property
 
 PARAMS = ("CACO", "FACO", "CAFO", "FAFO")
-
-
-def _pattern_gradients(model, K, M):
-    """Gradients of the entries that u and v are read from (every one analytically nonzero on the symmetric set).
-
-    OV: the distinct columns of W_OV, or all of W_O and the distinct columns of W_V. QK: the query column of
-    W_KQ, or W_K and the query column of W_Q (rank one). Other entries have zero gradient analytically
-    (rounding-level in float64) and do not enter u or v.
-    """
-    q = K + M
-    if model.ov_factorized:
-        yield model.W_O.grad
-        yield model.W_V.grad[:, :K]
-    else:
-        yield model.W_OV.grad[:, :K]
-    if model.qk_factorized:
-        yield model.W_K.grad
-        yield model.W_Q.grad[:, q]
-    else:
-        yield model.W_KQ.grad[:, q]
 
 
 def _adam_run(param, K, M, u0, v0, ratio, steps, dt, eps, betas=(0.0, 0.0), optimizer="adam", every=5):
@@ -67,7 +47,7 @@ def _adam_run(param, K, M, u0, v0, ratio, steps, dt, eps, betas=(0.0, 0.0), opti
         opt.zero_grad()
         logits, _ = model(pop.x)
         F.cross_entropy(logits, pop.y).backward()
-        for g in _pattern_gradients(model, K, M):
+        for g in (g for gs in pattern_gradients(model, K, M).values() for g in gs):
             gmin = min(gmin, float(g.abs().min()))
             gmax = max(gmax, float(g.abs().max()))
         opt.step()

@@ -145,6 +145,19 @@ def plot_residual_vs_loss(data: dict, out_stem: Path | str) -> list[Path]:
     return paths
 
 
+def pattern_gradients(model, K: int, M: int):
+    """Gradients of the entries ``u`` and ``v`` are read from (each analytically nonzero on the symmetric set).
+
+    OV: the distinct columns of ``W_OV``, or all of ``W_O`` and the distinct columns of ``W_V``; QK: the query
+    column of ``W_KQ``, or ``W_K`` and the query column of ``W_Q`` (rank one). Every other entry has zero
+    gradient analytically (rounding-level in float64) and does not enter ``u`` or ``v``.
+    """
+    q = K + M
+    ov = [model.W_O.grad, model.W_V.grad[:, :K]] if model.ov_factorized else [model.W_OV.grad[:, :K]]
+    qk = [model.W_K.grad, model.W_Q.grad[:, q]] if model.qk_factorized else [model.W_KQ.grad[:, q]]
+    return {"ov": ov, "qk": qk}
+
+
 def eps_sweep(param: str = "CACO", ratio: float = 3.0, eps_values: tuple[float, ...] = (1e-14, 1e-10, 1e-8, 1e-6, 1e-4, 1e-2, 1.0),
               *, K: int = 4, M: int = 8, dt: float = 0.01, steps: int = 200, u0: float = 0.5, v0: float = 0.5,
               betas: tuple[float, float] = (0.0, 0.0)) -> list[dict]:
@@ -168,9 +181,8 @@ def eps_sweep(param: str = "CACO", ratio: float = 3.0, eps_values: tuple[float, 
             logits, _ = model(pop.x)
             torch.nn.functional.cross_entropy(logits, pop.y).backward()
             if n == steps - 1:
-                for circuit, ps in (("qk", model.qk_parameters()), ("ov", model.ov_parameters())):
-                    gs = torch.cat([p.grad.abs().flatten() for p in ps])
-                    gmin[circuit] = float(gs[gs > 1e-12 * float(gs.max())].min())
+                for circuit, gs in pattern_gradients(model, K, M).items():
+                    gmin[circuit] = min(float(g.abs().min()) for g in gs)
             opt.step()
         obs = measure(model, K, M)
         out.append({"eps": eps, "u": obs["u"], "v": obs["v"], "u_law": u_law, "v_law": v_law,
