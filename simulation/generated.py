@@ -165,6 +165,16 @@ def qk_offset_CACO():
     return 1
 
 
+def sign_u_CACO(t, eta_OV, eta_QK, u_0, v_0, K):
+    """CACO: u(t) under sign descent (Adam beta1 = beta2 = 0, eps -> 0)."""
+    return 2*eta_OV*t + u_0
+
+
+def sign_v_CACO(t, eta_OV, eta_QK, u_0, v_0, K):
+    """CACO: v(t) under sign descent (Adam beta1 = beta2 = 0, eps -> 0)."""
+    return 2*eta_QK*t + v_0
+
+
 def rhs_FACO(u, a, b, c, K, M, eta_QK, eta_OV):
     """FACO: d(u, a, b, c)/dt of the reduced gradient flow."""
     _x0 = b - c
@@ -405,6 +415,18 @@ def frozen_qk_time_FACO(u, u_0, p, K, eta_OV):
     return _x1*numpy.exp(p*u) - _x1*numpy.exp(p*u_0) + _x2*u - _x2*u_0
 
 
+def sign_u_FACO(t, eta_OV, eta_QK, u_0, v_0, K):
+    """FACO: u(t) under sign descent (Adam beta1 = beta2 = 0, eps -> 0)."""
+    return 2*eta_OV*t + u_0
+
+
+def sign_v_FACO(t, eta_OV, eta_QK, u_0, v_0, K):
+    """FACO: v(t) under sign descent (Adam beta1 = beta2 = 0, eps -> 0)."""
+    _x0 = K**(1/4)
+    _x1 = eta_QK*t*numpy.sqrt(v_0)
+    return 2*_x0*_x1 + 2*eta_QK**2*t**2 + v_0 + _x1/_x0
+
+
 def rhs_CAFO(s_O, s_V, v, K, M, eta_QK, eta_OV):
     """CAFO: d(s_O, s_V, v)/dt of the reduced gradient flow."""
     _x0 = numpy.exp(v)
@@ -575,6 +597,16 @@ def frozen_qk_time_CAFO(u, u_0, p, K, eta_OV):
 def qk_offset_CAFO():
     """CAFO: c in G_QK(v) = e^v + (M+1) v - c (collapsed QK)."""
     return 1
+
+
+def sign_u_CAFO(t, eta_OV, eta_QK, u_0, v_0, K):
+    """CAFO: u(t) under sign descent (Adam beta1 = beta2 = 0, eps -> 0)."""
+    return 4*eta_OV**2*t**2 + 4*eta_OV*t*numpy.sqrt(u_0) + u_0
+
+
+def sign_v_CAFO(t, eta_OV, eta_QK, u_0, v_0, K):
+    """CAFO: v(t) under sign descent (Adam beta1 = beta2 = 0, eps -> 0)."""
+    return 2*eta_QK*t + v_0
 
 
 def rhs_FAFO(s_O, s_V, a, b, c, K, M, eta_QK, eta_OV):
@@ -840,6 +872,18 @@ def frozen_qk_time_FAFO(u, u_0, p, K, eta_OV):
     return K*_x1 - K*_x2 + _x0*scipy.special.expi(p*u) - _x0*scipy.special.expi(p*u_0) - _x1 + _x2
 
 
+def sign_u_FAFO(t, eta_OV, eta_QK, u_0, v_0, K):
+    """FAFO: u(t) under sign descent (Adam beta1 = beta2 = 0, eps -> 0)."""
+    return 4*eta_OV**2*t**2 + 4*eta_OV*t*numpy.sqrt(u_0) + u_0
+
+
+def sign_v_FAFO(t, eta_OV, eta_QK, u_0, v_0, K):
+    """FAFO: v(t) under sign descent (Adam beta1 = beta2 = 0, eps -> 0)."""
+    _x0 = K**(1/4)
+    _x1 = eta_QK*t*numpy.sqrt(v_0)
+    return 2*_x0*_x1 + 2*eta_QK**2*t**2 + v_0 + _x1/_x0
+
+
 def paper_rhs(mu_OV, mu_QK, m, n, b, M_out, eta_OV, eta_QK):
     """The paper's reduced equations: d(mu_OV, mu_QK)/dt."""
     _x0 = m*numpy.exp(mu_QK)
@@ -959,6 +1003,14 @@ FROZEN_QK_TIME = {
 QK_OFFSET = {
     'CACO': qk_offset_CACO(),
     'CAFO': qk_offset_CAFO(),
+}
+
+
+SIGN_LAWS = {
+    'CACO': (sign_u_CACO, sign_v_CACO),
+    'FACO': (sign_u_FACO, sign_v_FACO),
+    'CAFO': (sign_u_CAFO, sign_v_CAFO),
+    'FAFO': (sign_u_FAFO, sign_v_FAFO),
 }
 
 

@@ -22,6 +22,7 @@ What is generated (``P`` is a parametrization, ``CACO`` ... ``FAFO``):
   :data:`theory.asymptotics.LAW_NAMES`;
 * ``next_P_<name>(u, v, K, M, eta_QK, eta_OV, A_QK, H_0, G_QK)``: the next-order law pieces of
   :mod:`theory.asymptotics_next`; ``frozen_qk_time_P``, ``qk_offset_P``: exact test problems (:mod:`theory.problems`);
+* ``sign_u_P``, ``sign_v_P(t, eta_OV, eta_QK, u0, v0, K)``: Adam's sign-descent limit (:mod:`theory.adam`);
 * ``paper_rhs``, ``paper_attention``, ``paper_loss``: the paper's reduced equations (:mod:`theory.paper`),
   and its simulation settings ``PAPER_SIMULATION_SETTINGS``;
 * ``margin_loss(u, P, K)``, ``p_of_v(v, M)``, ``rho_qk_balanced(u0, v0, K, M)``, ``rho_ov_balanced(...)``.
@@ -195,6 +196,18 @@ def _problem_functions(param: str) -> list[Function]:
     return fns
 
 
+def _sign_law_functions(param: str) -> list[Function]:
+    """Adam's sign-descent limit (theory.adam.sign_laws): exact u(t), v(t) from MODEL.md's start."""
+    from theory.adam import sign_laws
+    from theory.symbols import K, eta_ov, eta_qk, t, u0, v0
+
+    laws = sign_laws(param)
+    args = (t, eta_ov, eta_qk, u0, v0, K)
+    return [Function(f"sign_{name}_{param}", args, (getattr(laws, f"{name}_of_t"),),
+                     f"{param}: {name}(t) under sign descent (Adam beta1 = beta2 = 0, eps -> 0).", vector=False)
+            for name in ("u", "v")]
+
+
 def _paper_functions() -> list[Function]:
     from theory.paper import paper_system
 
@@ -248,14 +261,15 @@ def render_module(params: Sequence[str] = PARAMETRIZATIONS) -> str:
 
     blocks: list[str] = [HEADER]
     tables = {"STATE_NAMES": [], "RHS": [], "JAC": [], "OBSERVABLES": [], "INITIAL": [], "LAWS": [],
-              "FIRST_INTEGRALS": [], "NEXT_ORDER": [], "FROZEN_QK_TIME": [], "QK_OFFSET": []}
+              "FIRST_INTEGRALS": [], "NEXT_ORDER": [], "FROZEN_QK_TIME": [], "QK_OFFSET": [], "SIGN_LAWS": []}
     for param in params:
         for fn in _reduced_functions(param):
             blocks.append(_render(fn))
         fi_fns, n_pieces = _first_integral_functions(param)
         for fn in fi_fns:
             blocks.append(_render(fn))
-        for fn in _law_functions(param) + _next_order_functions(param) + _problem_functions(param):
+        for fn in (_law_functions(param) + _next_order_functions(param) + _problem_functions(param)
+                   + _sign_law_functions(param)):
             blocks.append(_render(fn))
         names = tuple(x.name for x in reduced_system(param).state)
         tables["STATE_NAMES"].append(f"    {param!r}: {names!r},")
@@ -266,6 +280,7 @@ def render_module(params: Sequence[str] = PARAMETRIZATIONS) -> str:
         nxt = ", ".join(f"{n!r}: next_{param}_{n}" for n in NEXT_ORDER_EXPRESSIONS)
         tables["NEXT_ORDER"].append(f"    {param!r}: {{{nxt}}},")
         tables["FROZEN_QK_TIME"].append(f"    {param!r}: frozen_qk_time_{param},")
+        tables["SIGN_LAWS"].append(f"    {param!r}: (sign_u_{param}, sign_v_{param}),")
         if Parametrization(param).qk.collapsed:
             tables["QK_OFFSET"].append(f"    {param!r}: qk_offset_{param}(),")
         pieces = ", ".join(f"(fi_g_qk_coef{i}_{param}, fi_g_qk_integrand{i}_{param})" for i in range(n_pieces))

@@ -14,6 +14,7 @@ from typing import Any
 
 import sympy as sp
 
+from theory.adam import SignLaws, adam_checks, sign_laws, sign_summary
 from theory.asymptotics import AsymptoticLaws, asymptotic_checks, asymptotic_laws
 from theory.asymptotics_next import REMAINDERS, next_order_checks, next_order_laws
 from theory.checks import Check
@@ -33,7 +34,8 @@ class Derivation:
     ``system`` is the reduced ODE; ``conserved`` maps names to conserved quantities in the state;
     ``rho_ov``/``rho_qk`` are the implicit learning-rate factors in the effective observables;
     ``effective`` is the exact 2-D :math:`(\dot u, \dot v)`; ``first_integral`` and ``asymptotics``
-    as in their modules; ``checks`` lists every check that established them.
+    as in their modules; ``adam`` the sign-descent laws of Adam's limit flow (:mod:`theory.adam`);
+    ``checks`` lists every check that established them.
     """
 
     param: str
@@ -44,6 +46,7 @@ class Derivation:
     effective: tuple[sp.Expr, sp.Expr]
     first_integral: FirstIntegral
     asymptotics: AsymptoticLaws
+    adam: SignLaws
     checks: tuple[Check, ...] = field(default=())
 
     @property
@@ -82,6 +85,9 @@ class Derivation:
                    for name in ("u_of_level", "log_time_next", "residual_of_v")},
                 "remainders": dict(REMAINDERS),
             },
+            "adam": {"limit_flow": "Adam(beta1=beta2=0): dw_e/dt = -eta g_e/(|g_e| + epsilon), per entry",
+                     "sign_descent (epsilon -> 0)": sign_summary(self.param),
+                     "late_phase (epsilon -> oo)": "epsilon * dx/dt -> the gradient-flow rhs: GD at eta/epsilon, same ratio"},
             "checks": [c.as_dict() for c in self.checks],
         }
 
@@ -98,12 +104,13 @@ def derive(param: str) -> Derivation:
     checks += first_integral_checks(param)
     checks += asymptotic_checks(param)
     checks += next_order_checks(param)
+    checks += adam_checks(param)
     return Derivation(
         param=param, system=system, conserved=conserved_quantities(param),
         rho_ov=ov_rescaling().in_effective if Parametrization(param).ov.factorized else sp.Integer(1),
         rho_qk=qk_rescaling().in_effective if Parametrization(param).qk.factorized else sp.Integer(1),
         effective=effective_system(param), first_integral=first_integral(param),
-        asymptotics=asymptotic_laws(param), checks=tuple(checks))
+        asymptotics=asymptotic_laws(param), adam=sign_laws(param), checks=tuple(checks))
 
 
 @dataclass(frozen=True)

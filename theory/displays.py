@@ -63,4 +63,11 @@ def displays(derivations: dict, glob) -> list[dict[str, Any]]:
                             f"{p}-first-integral-leading"))
         out.append(_display(f"{p}: attention residual at matched loss", 1 - P, laws.residual_of_u, f"asymptotics-{p}",
                             f"order-CACO-vs-FACO"))
+        sign = d.adam
+        out.append(_display(f"{p}: u(t) under sign descent (Adam, beta1 = beta2 = 0, eps -> 0)", sp.Function("u")(t),
+                            sign.u_of_t, f"asymptotics-{p}", f"{p}-sign-trajectory-solves-flow"))
+        out.append(_display(f"{p}: v(t) under sign descent", sp.Function("v")(t), sign.v_of_t, f"asymptotics-{p}",
+                            f"{p}-sign-trajectory-solves-flow"))
+        out.append(_display(f"{p}: leading v(u) under sign descent (eta_QK = r eta_OV)", sp.Function("v")(u),
+                            sign.v_of_u_leading, f"asymptotics-{p}", f"{p}-sign-v-of-u-leading"))
     return out

@@ -12,20 +12,33 @@ from __future__ import annotations
 import torch
 
 from simulation.full_matrix import balanced_state
+from simulation.model_matrices import symmetric_ov
 from validation.attention import QKOVAttention
 
 
 def symmetric_model(param: str, K: int, M: int, u0: float, v0: float, *, rank_qk: int | None = None,
-                    rank_ov: int | None = None, dtype: torch.dtype = torch.float64) -> QKOVAttention:
-    """Model on MODEL.md's symmetric set at effective ``(u0, v0)``; ``d_in = K+M+1``, ``d_out = K``.
+                    rank_ov: int | None = None, ov_basis: str = "svd",
+                    dtype: torch.dtype = torch.float64) -> QKOVAttention:
+    r"""Model on MODEL.md's symmetric set at effective ``(u0, v0)``; ``d_in = K+M+1``, ``d_out = K``.
 
     Factorized circuits use ranks ``rank_qk`` (default 1) and ``rank_ov`` (default ``K-1``) and need
-    ``v0 > 0`` / ``u0 > 0`` (zero is a fixed point).
+    ``v0 > 0`` / ``u0 > 0`` (zero is a fixed point). ``ov_basis="class"`` takes the balanced split with
+    the class-indexed inner basis (inner dimension ``K``, :math:`R = U`):
+    :math:`W_O = \sqrt{u_0}\,P`, :math:`W_V = \sqrt{u_0}\,P E_d^\top` — the basis in which sign descent
+    (Adam) keeps the symmetric set (:mod:`theory.adam`); gradient flow does not depend on the basis.
     """
+    if ov_basis not in ("svd", "class"):
+        raise ValueError(f"ov_basis {ov_basis!r}: must be svd or class")
     D = K + M + 1
+    if ov_basis == "class":
+        rank_ov = K
     model = QKOVAttention(D, K, param, rank_qk=rank_qk or 1, rank_ov=rank_ov or K - 1, dtype=dtype)
     # The matrices are simulation's (one definition of MODEL.md's start); their names are the module's.
     state = balanced_state(param, K, M, u0, v0, rank_qk=model.rank_qk, rank_ov=model.rank_ov)
+    if ov_basis == "class" and param[2] == "F":
+        direction = symmetric_ov(K, M, 1.0)                     # P E_d^T, (K, D)
+        state["W_O"] = u0 ** 0.5 * direction[:, :K]             # sqrt(u0) P
+        state["W_V"] = u0 ** 0.5 * direction
     with torch.no_grad():
         for name, value in state.items():
             getattr(model, name).copy_(torch.as_tensor(value, dtype=dtype))
