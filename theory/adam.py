@@ -48,7 +48,8 @@ from functools import lru_cache
 
 import sympy as sp
 
-from theory.checks import Check, identity_check, limit_check
+from theory.parametrization import Parametrization
+from theory.checks import SYMBOLIC, Check, identity_check, limit_check
 from theory.orbit_gradient import ORBIT_SIZES
 from theory.reduced import balanced_initial_state, reduced_system
 from theory.symbols import K, M, P, a_, b_, c_, eta_ov, eta_qk, r, s_O, s_V, t, u, v
@@ -101,12 +102,12 @@ def entry_patterns(param: str) -> tuple[EntryPattern, ...]:
     ov, qk = geo.ov_direction, geo.qk_direction
     ov_orbits = tuple((f"W_OV {o}", ORBIT_SIZES[o], ov[o]) for o in ("A", "B", "C", "E"))
     out: list[EntryPattern] = []
-    if param[2] == "F":   # class-indexed inner basis: W_O = s_O P (K x K), W_V = s_V P E_d^T
+    if Parametrization(param).ov.factorized:   # class-indexed inner basis: W_O = s_O P (K x K), W_V = s_V P E_d^T
         out.append(EntryPattern(s_O, (("W_O diag", ORBIT_SIZES["A"], ov["A"]), ("W_O off-diag", ORBIT_SIZES["B"], ov["B"]))))
         out.append(EntryPattern(s_V, tuple((n.replace("W_OV", "W_V"), k, d) for n, k, d in ov_orbits)))
     else:
         out.append(EntryPattern(u, ov_orbits))
-    if param[0] == "F":   # rank one: W_Q = a e e_q^T, W_K = e (b 1_d + c 1_c + c e_q)^T
+    if Parametrization(param).qk.factorized:   # rank one: W_Q = a e e_q^T, W_K = e (b 1_d + c 1_c + c e_q)^T
         out.append(EntryPattern(a_, (("W_Q[e,q]", sp.Integer(1), sp.Integer(1)),)))
         out.append(EntryPattern(b_, (("W_K[e,d_k]", K, sp.Integer(1)),)))
         out.append(EntryPattern(c_, (("W_K[e,c_j]", M, sp.Integer(1)), ("W_K[e,q]", sp.Integer(1), sp.Integer(1)))))
@@ -210,7 +211,7 @@ def sign_laws(param: str) -> SignLaws:
     exponent = ratio
     # rho_OV: du/dt / (2 eta_OV) written in u along the trajectory (s_O = s_V on the balanced start).
     rate_u = sp.diff(u_t, t)
-    if param[2] == "F":
+    if Parametrization(param).ov.factorized:
         sq = sp.Symbol("sqrt_u", positive=True)
         su = sp.solve(sp.Eq(traj[s_O], sq), t)[0]
         rho = sp.simplify((rate_u.subs(t, su) / (2 * eta_ov)).subs(sq, sp.sqrt(u)))
@@ -281,8 +282,8 @@ def adam_checks(param: str) -> tuple[Check, ...]:
     for name, expr in (("u", laws.u_of_t), ("v", laws.v_of_t)):
         checks.append(Check(f"{param}-sign-{name}-increasing",
                             rf"\dot {name}(t) > 0 \text{{ for }} t > 0",
-                            "sympy: every coefficient of the t-polynomial is positive",
-                            all(c.is_positive for c in sp.Poly(expr, t).all_coeffs()[:-1])))
+                            SYMBOLIC, all(c.is_positive for c in sp.Poly(expr, t).all_coeffs()[:-1]),
+                            how="every coefficient of the t-polynomial is positive"))
     traj_sub = {}
     x0 = balanced_initial_state(param)
     for x in s.state:
@@ -294,12 +295,15 @@ def adam_checks(param: str) -> tuple[Check, ...]:
                                  sp.zeros(2 * len(s.state), 1)))
     checks.append(Check(f"{param}-sign-growth-degrees",
                         rf"u = \Theta(t^{{{laws.u_degree}}}),\ v = \Theta(t^{{{laws.v_degree}}})",
-                        "sympy: degree of the exact polynomial trajectory",
-                        laws.u_degree == (2 if param[2] == "F" else 1) and laws.v_degree == (2 if param[0] == "F" else 1)))
+                        SYMBOLIC,
+                        laws.u_degree == (2 if Parametrization(param).ov.factorized else 1)
+                        and laws.v_degree == (2 if Parametrization(param).qk.factorized else 1),
+                        how="degree of the exact polynomial trajectory"))
     got = sp.limit(_with_ratio(laws.v_of_t / laws.u_of_t), t, sp.oo)
     checks.append(Check(f"{param}-sign-v-over-u", rf"\lim_{{t\to\infty}} v/u = {sp.latex(laws.v_over_u)}",
-                        f"sympy: limit(t -> oo) == {laws.v_over_u}",
-                        bool(got == laws.v_over_u) if not laws.v_over_u.is_finite else sp.simplify(got - laws.v_over_u) == 0))
+                        SYMBOLIC,
+                        bool(got == laws.v_over_u) if not laws.v_over_u.is_finite else sp.simplify(got - laws.v_over_u) == 0,
+                        how=f"limit(t -> oo) == {laws.v_over_u}"))
     lead = laws.v_of_u_leading
     checks.append(limit_check(f"{param}-sign-v-of-u-leading", rf"v / ({sp.latex(lead)}) \to 1 \ (t\to\infty)",
                               _with_ratio(laws.v_of_t / lead.subs(u, laws.u_of_t)), t, sp.oo, 1))

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import torch
 
+from theory.parametrization import Parametrization
+
 from simulation.full_matrix import balanced_state
 from simulation.model_matrices import symmetric_ov
 from validation.attention import QKOVAttention
@@ -35,7 +37,7 @@ def symmetric_model(param: str, K: int, M: int, u0: float, v0: float, *, rank_qk
     model = QKOVAttention(D, K, param, rank_qk=rank_qk or 1, rank_ov=rank_ov or K - 1, dtype=dtype)
     # The matrices are simulation's (one definition of MODEL.md's start); their names are the module's.
     state = balanced_state(param, K, M, u0, v0, rank_qk=model.rank_qk, rank_ov=model.rank_ov)
-    if ov_basis == "class" and param[2] == "F":
+    if ov_basis == "class" and Parametrization(param).ov.factorized:
         direction = symmetric_ov(K, M, 1.0)                     # P E_d^T, (K, D)
         state["W_O"] = u0 ** 0.5 * direction[:, :K]             # sqrt(u0) P
         state["W_V"] = u0 ** 0.5 * direction

@@ -24,6 +24,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 import torch
+
+from theory.parametrization import Parametrization
 from torch.nn import functional as F
 
 from validation.synthetic import paper_preset as pp
@@ -49,14 +51,14 @@ class PaperRunResult:
 
 def _init(param: str, n: int) -> dict[str, torch.Tensor]:
     eye = pp.INIT_SCALE * torch.eye(pp.VOCAB).expand(n, -1, -1).clone()
-    names = (["W_K", "W_Q"] if param[0] == "F" else ["W_KQ"]) + (["W_O", "W_V"] if param[2] == "F" else ["W_OV"])
+    names = (["W_K", "W_Q"] if Parametrization(param).qk.factorized else ["W_KQ"]) + (["W_O", "W_V"] if Parametrization(param).ov.factorized else ["W_OV"])
     return {k: eye.clone().requires_grad_(True) for k in names}
 
 
 def effective(param: str, w: dict[str, torch.Tensor]) -> tuple[torch.Tensor, torch.Tensor]:
     """``(W_KQ, W_OV)`` of every model, shapes ``(n, 50, 50)``."""
-    wkq = w["W_K"].transpose(1, 2) @ w["W_Q"] if param[0] == "F" else w["W_KQ"]
-    wov = w["W_O"] @ w["W_V"] if param[2] == "F" else w["W_OV"]
+    wkq = w["W_K"].transpose(1, 2) @ w["W_Q"] if Parametrization(param).qk.factorized else w["W_KQ"]
+    wov = w["W_O"] @ w["W_V"] if Parametrization(param).ov.factorized else w["W_OV"]
     return wkq, wov
 
 
