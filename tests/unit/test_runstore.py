@@ -70,3 +70,23 @@ def test_config_key_is_stable_and_discriminating():
     assert config_key("k", {"a": 1, "b": 2}) == config_key("k", {"b": 2, "a": 1})
     assert config_key("k", {"a": 1}) != config_key("k", {"a": 2})
     assert config_key("k", {"a": 1}) != config_key("j", {"a": 1})
+
+
+def test_atomic_write_reaches_the_target_only_by_rename(tmp_path, monkeypatch):
+    """The new content appears in one step: a complete temporary file in the same directory is renamed over the
+    target, and until then the target holds the old bytes (a plain write to the target fails this)."""
+    target = tmp_path / "f.json"
+    atomic_write_bytes(target, b"old")
+    real_replace, calls = os.replace, []
+
+    def spy(src, dst):
+        src, dst = os.fspath(src), os.fspath(dst)
+        calls.append((src, dst))
+        assert os.path.dirname(src) == str(tmp_path) and dst == str(target)
+        assert open(src, "rb").read() == b"new content" and target.read_bytes() == b"old"
+        return real_replace(src, dst)
+
+    monkeypatch.setattr(os, "replace", spy)
+    atomic_write_bytes(target, b"new content")
+    assert len(calls) == 1 and target.read_bytes() == b"new content"
+    assert [p.name for p in tmp_path.iterdir()] == ["f.json"]
