@@ -81,7 +81,7 @@ def stage_of_kind(kind: str) -> str:
         return "derive"
     if k.startswith("sim") or "simulat" in k:
         return "simulate"
-    if "synthetic" in k or k.startswith("synth"):
+    if "synthetic" in k or k.startswith(("synth", "figure2", "adam")):
         return "synthetic"
     if re.search(r"real|hatexplain|sva|squad", k):
         return "real"

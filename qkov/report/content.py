@@ -56,6 +56,15 @@ CAPTIONS: dict[str, str] = {
     "paper_vs_derived": "The paper's equations (solid) against the derived flow of the model (dashed), one colour "
                         "per ratio: against time (left, log axis) and at matched loss (right). Look at the gap "
                         "between solid and dashed of the same colour.",
+    "figure2_dtap": "The paper's Figure 2 (paper preset, SGD): DTAP heatmaps at equal rates (top) and faster QK "
+                    "(bottom), mean over seeds: percentage of held-out sequences by attention on the distinct tokens "
+                    "(x) and probability of the true token (y).",
+    "attention_split": "Where the held-out attention goes at the end of training, per setting (seed means; error bar: "
+                       "seed range of the distinct part; dotted: uniform attention), and distinct attention and p_true "
+                       "over training. Faster QK should raise the blue part.",
+    "gd_vs_adam": "1-p against the loss (falling to the right), GD left, Adam right, one colour per ratio; dotted: "
+                  "the derived sign-descent law. Under GD the ratio shifts the curve by a factor; under Adam it "
+                  "changes its slope, until the eps floor flattens it.",
     "dtap": "DTAP heatmap of a real-data group: percentage of test instances by attention on the relevant "
             "tokens (x) and probability of the true token (y).",
 }

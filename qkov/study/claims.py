@@ -75,6 +75,8 @@ CLAIMS: dict[str, Claim] = {c.id: c for c in (
           "attention.", "paper, claim 3", ("derive", "simulate", "synthetic"), "phase_diagram"),
     Claim("paper-equations", "The paper's reduced equations are the gradient flow of the model.",
           "paper, reduced dynamics (PAPER.md)", ("derive", "simulate"), "paper_vs_derived"),
+    Claim("adam-ratio", "Under Adam (sign-descent limit) the ratio eta_QK/eta_OV sets the exponent of 1-p in the loss, "
+          "not just a factor.", "issue 16 / theory.adam", ("derive", "synthetic"), "gd_vs_adam"),
     Claim("real-data", "On SQuAD, HateXplain and SVA, raising eta_QK/eta_OV raises interpretability metrics without "
           "hurting accuracy.", "paper, claim 4 (experiments)", ("real",), "dtap"),
 )}

@@ -2,7 +2,9 @@
 
 Runs (kind ``synthetic``): full-batch GD on the exact population from the symmetric start (against
 the ODE and closed forms), the same from a small random start, AdamW on the population, SGD on
-sampled data and SGD on the paper's Figure-2 preset. Quick mode shortens each run so the stage takes
+sampled data and SGD on the paper's Figure-2 preset. Runs of kind ``figure2`` (:mod:`qkov.study.figure2_run`):
+the paper's Figure 2, one run per parametrization (full: 5 seeds, 10^5 steps). Kind ``adam``
+(:mod:`qkov.study.adam_run`): GD against Adam at matched loss, evidence for ``adam-ratio``. Quick mode shortens each run so the stage takes
 about a minute on 2 cores; each run writes ``claims.json`` (:mod:`qkov.study.claims` evidence) for the
 claims it tests: :func:`evidence` turns the run's summaries into verdicts that refuse vacuous evidence
 (0 comparisons, ties within :data:`ATTENTION_RESOLUTION`, loss levels not reached, runs that did not
@@ -16,6 +18,7 @@ from typing import Any
 
 from qkov.core.config import parse_config
 from qkov.core.runstore import RunWriter
+from qkov.study import adam_run, figure2_run
 from qkov.study.claims import Evidence, judge_bound, judge_fraction, judge_order, write_evidence
 from validation.synthetic.experiment import SyntheticConfig, run_grid
 from validation.synthetic.report import LOSS_LEVELS, RESCALING_TOL, SYMMETRIC_SPREAD, write_run
@@ -39,7 +42,9 @@ def study_runs(quick: bool, data_dir: pathlib.Path | None) -> list[tuple[str, di
         SyntheticConfig(ratios=ratios, data="paper", optimizer="sgd", dt=0.5, float64=False,
                         steps=100 * s * s, log_every=10 * s, test_size=500),
     ]
-    return [("synthetic", c.to_json_dict()) for c in cfgs]
+    return ([("synthetic", c.to_json_dict()) for c in cfgs]
+            + [(figure2_run.KIND, c.to_json_dict()) for c in figure2_run.study_configs(quick)]
+            + [(adam_run.KIND, c.to_json_dict()) for c in adam_run.study_configs(quick)])
 
 
 def _where(cfg: SyntheticConfig) -> str:
@@ -187,8 +192,14 @@ def write_synthetic_run(cfg: SyntheticConfig, runs: list, run: RunWriter) -> dic
 
 def execute(kind: str, config: dict, run_dir: pathlib.Path) -> None:
     """Perform one run of :func:`study_runs` into ``run_dir``."""
+    if kind == figure2_run.KIND:
+        figure2_run.execute(config, run_dir)
+        return
+    if kind == adam_run.KIND:
+        adam_run.execute(config, run_dir)
+        return
     if kind != "synthetic":
-        raise ValueError(f"kind {kind!r}: qkov.study.synthetic_stage only runs 'synthetic'")
+        raise ValueError(f"kind {kind!r}: qkov.study.synthetic_stage runs 'synthetic', 'figure2' and 'adam' only")
     cfg = parse_config(SyntheticConfig, **config)
     runs = run_grid(cfg, progress=False)
     with RunWriter(run_dir, kind=kind, config=config, seed=cfg.seed) as run:

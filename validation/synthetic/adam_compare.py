@@ -16,10 +16,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Annotated
 
 import numpy as np
 import torch
 
+from annotated_types import MinLen
+
+from theory.parametrization import ParamName
+from theory.spec import Ge, Le, PositiveFinite, Spec
 from validation.synthetic.data import population_batch
 from validation.synthetic.models import symmetric_model
 from validation.synthetic.observables import measure
@@ -35,6 +40,30 @@ class Trajectory:
     optimizer: str
     eps: float
     cols: dict[str, np.ndarray] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, kw_only=True)
+class AdamCompareConfig(Spec):
+    """GD against Adam(0, 0, eps) at matched loss (:func:`residual_vs_loss_data`); ``seed`` is recorded only
+    (population data from the symmetric start: the runs are deterministic)."""
+
+    params: Annotated[tuple[ParamName, ...], MinLen(1)] = ("CACO", "FAFO")
+    ratios: Annotated[tuple[PositiveFinite, ...], MinLen(1)] = (1.0, 3.0, 10.0)
+    eps: PositiveFinite = 1e-8
+    K: Annotated[int, Ge(2), Le(100)] = 4
+    M: Annotated[int, Ge(1), Le(100)] = 8
+    dt: PositiveFinite = 0.01
+    steps_adam: Annotated[int, Ge(1), Le(1_000_000)] = 600
+    dt_gd: PositiveFinite = 0.4
+    steps_gd: Annotated[int, Ge(1), Le(1_000_000)] = 1500
+    stop_loss: PositiveFinite = 1e-4
+    seed: Annotated[int, Ge(0)] = 0
+
+    def data(self) -> dict:
+        """Train it: :func:`residual_vs_loss_data` with these settings."""
+        return residual_vs_loss_data(tuple(self.params), tuple(self.ratios), eps=self.eps, K=self.K, M=self.M,
+                                     dt=self.dt, steps_adam=self.steps_adam, dt_gd=self.dt_gd,
+                                     steps_gd=self.steps_gd, stop_loss=self.stop_loss)
 
 
 def residual_of_v(v: np.ndarray, M: int) -> np.ndarray:
@@ -109,40 +138,112 @@ def residual_vs_loss_data(params: tuple[str, ...] = ("CACO", "FAFO"), ratios: tu
     return {"params": params, "ratios": ratios, "eps": eps, "runs": runs}
 
 
-def plot_residual_vs_loss(data: dict, out_stem: Path | str) -> list[Path]:
-    """Residual vs matched loss, one row per param, GD left and Adam right; writes ``out_stem``.png/.svg."""
-    import matplotlib
+def residual_vs_loss_figure(data: dict):
+    """Residual vs matched loss, one row per param, GD left and Adam right (a matplotlib Figure); Okabe-Ito
+    colours per ratio, dotted: the derived sign-descent law from the same start."""
+    from matplotlib.figure import Figure
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    from validation.synthetic.report import RATIO_COLORS
 
     params, ratios = data["params"], data["ratios"]
-    fig, axes = plt.subplots(len(params), 2, figsize=(9, 3.4 * len(params)), squeeze=False, sharey="row")
-    colors = plt.cm.viridis(np.linspace(0, 0.85, len(ratios)))
+    fig = Figure(figsize=(9, 3.4 * len(params)))
+    axes = fig.subplots(len(params), 2, squeeze=False, sharey="row")
     for i, param in enumerate(params):
-        for r, col in zip(ratios, colors):
+        for j, r in enumerate(ratios):
+            col = RATIO_COLORS[j % len(RATIO_COLORS)]
             run = data["runs"][(param, r)]
             g, a, law = run["gd"].cols, run["adam"].cols, run["law"]
-            axes[i, 0].loglog(g["loss"], g["residual"], color=col, label=f"ratio {r:g}")
-            axes[i, 1].loglog(a["loss"], a["residual"], color=col, label=f"ratio {r:g} (Adam)")
-            axes[i, 1].loglog(law["loss"], law["residual"], color=col, ls=":", lw=1)
+            axes[i, 0].loglog(g["loss"], g["residual"], color=col, label=f"eta_QK/eta_OV = {r:g}")
+            axes[i, 1].loglog(a["loss"], a["residual"], color=col, label=f"eta_QK/eta_OV = {r:g} (Adam)")
+            axes[i, 1].loglog(law["loss"], law["residual"], color=col, ls=":", lw=1.2)
         axes[i, 0].set_title(f"{param}: gradient descent", fontsize=9)
         axes[i, 1].set_title(f"{param}: Adam(beta=0, eps={data['eps']:g})\ndotted: derived sign-descent law", fontsize=9)
         for ax in axes[i]:
             ax.invert_xaxis()
-            ax.set_xlabel("population loss L")
+            ax.set_xlabel("population loss L (falls to the right)")
             ax.grid(True, which="both", alpha=0.3)
         axes[i, 0].set_ylabel("attention residual 1 - p")
-        axes[i, 1].set_ylim(1e-30, 2.0)
+        shown = np.concatenate([np.asarray(c, float) for r in ratios for c in
+                                (data["runs"][(param, r)]["adam"].cols["residual"],
+                                 data["runs"][(param, r)]["gd"].cols["residual"], data["runs"][(param, r)]["law"]["residual"])])
+        shown = shown[np.isfinite(shown) & (shown > 0)]
+        axes[i, 1].set_ylim(max(1e-30, shown.min() / 3) if shown.size else 1e-30, 2.0)
         axes[i, 0].legend(fontsize=8)
     fig.tight_layout()
+    return fig
+
+
+def plot_residual_vs_loss(data: dict, out_stem: Path | str) -> list[Path]:
+    """:func:`residual_vs_loss_figure` written as ``out_stem``.png and .svg; returns the paths."""
+    fig = residual_vs_loss_figure(data)
     stem = Path(out_stem)
     stem.parent.mkdir(parents=True, exist_ok=True)
     paths = [stem.with_suffix(".png"), stem.with_suffix(".svg")]
     for p in paths:
         fig.savefig(p, dpi=120)
-    plt.close(fig)
     return paths
+
+
+SIGN_REGIME_MARGIN = 100.0
+"""A logged state is in Adam's sign regime when its smallest QK-entry gradient is >= this times eps (the step
+then differs from sign descent's by eps/(|g|+eps) <= 1%)."""
+
+
+def qk_gradient_scale(u: np.ndarray, residual: np.ndarray, K: int, M: int) -> np.ndarray:
+    r"""Smallest QK-entry gradient on the symmetric line,
+    :math:`p(1-p)u(K-1)/((M+1)(K-1+e^{pu}))` (:func:`theory.adam.entry_gradient_scales`, ``W_KQ[beta]``).
+
+    For a factorized QK circuit the entries' gradients carry a further factor of the other QK factor,
+    O(1) and growing on these runs, so this is a conservative estimate there.
+    """
+    u = np.asarray(u, dtype=float)
+    res = np.asarray(residual, dtype=float)
+    p = 1.0 - res
+    with np.errstate(over="ignore"):
+        return p * res * u * (K - 1) / ((M + 1) * (K - 1 + np.exp(p * u)))
+
+
+def fit_slope(loss: np.ndarray, residual: np.ndarray) -> float | None:
+    """Least-squares slope of log(1-p) against log L (None for fewer than 2 points or one loss)."""
+    x, y = np.log(np.asarray(loss, dtype=float)), np.log(np.asarray(residual, dtype=float))
+    if x.size < 2 or np.ptp(x) == 0:
+        return None
+    return float(np.polyfit(x, y, 1)[0])
+
+
+def asymptotic_exponent(param: str, ratio: float) -> float | None:
+    """The sign-descent law's exponent of 1-p in L as L -> 0: r (CACO), r^2/2 (FAFO), None (FACO: faster than
+    any power; CAFO: slower than any power)."""
+    return {"CACO": ratio, "FAFO": ratio ** 2 / 2}.get(param)
+
+
+def slope_summary(run: dict, param: str, ratio: float, *, eps: float, K: int, M: int) -> dict:
+    """Measured vs derived slope d log(1-p) / d log L of one (param, ratio) of :func:`residual_vs_loss_data`.
+
+    Usable points: Adam's logged states (loss > 0, residual > 0) in the sign regime
+    (:func:`qk_gradient_scale` >= :data:`SIGN_REGIME_MARGIN` * eps), i.e. before the eps floor. The law's slope is
+    fitted at the same losses (the law's curve interpolated in log-log), so both are the local exponent over the
+    same range; GD's slope over the part of that range GD reached is reported beside them.
+    """
+    a, law, g = run["adam"].cols, run["law"], run["gd"].cols
+    L, res = np.asarray(a["loss"], float), np.asarray(a["residual"], float)
+    ok = (L > 0) & (res > 0) & np.isfinite(L) & np.isfinite(res)
+    ok &= qk_gradient_scale(a["u"], res, K, M) >= SIGN_REGIME_MARGIN * eps
+    Lu, ru = L[ok], res[ok]
+    out = {"param": param, "ratio": ratio, "n_usable": int(ok.sum()), "n_logged": int(L.size),
+           "loss_range": [float(Lu.max()), float(Lu.min())] if Lu.size else None,
+           "final_loss": float(L[-1]) if L.size else None, "asymptotic_exponent": asymptotic_exponent(param, ratio),
+           "slope_adam": fit_slope(Lu, ru), "slope_law": None, "slope_gd": None}
+    if Lu.size >= 2:
+        ll, lr = np.log(np.asarray(law["loss"], float)), np.log(np.asarray(law["residual"], float))
+        o = np.argsort(ll)
+        inside = (np.log(Lu) >= ll[o][0]) & (np.log(Lu) <= ll[o][-1])
+        if inside.sum() >= 2:
+            out["slope_law"] = fit_slope(Lu[inside], np.exp(np.interp(np.log(Lu[inside]), ll[o], lr[o])))
+        gl, gr = np.asarray(g["loss"], float), np.asarray(g["residual"], float)
+        gin = (gl <= Lu.max()) & (gl >= Lu.min()) & (gr > 0)
+        out["slope_gd"] = fit_slope(gl[gin], gr[gin])
+    return out
 
 
 def pattern_gradients(model, K: int, M: int):

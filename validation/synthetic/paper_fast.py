@@ -166,17 +166,13 @@ def train_paper(param: str, settings: list[tuple[float, float]], seeds: list[int
     return res
 
 
-def plot_dtap_panels(results: list[PaperRunResult], out_stem, setting_names: tuple[str, ...] = ("equal rates", "faster QK")):
-    """DTAP heatmaps (seed mean), one column per parametrization, one row per setting; writes PNG and SVG."""
-    from pathlib import Path
-
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+def dtap_panels_figure(results: list[PaperRunResult], setting_names: tuple[str, ...] = ("equal rates", "faster QK")):
+    """DTAP heatmaps (seed mean), one column per parametrization, one row per setting (a matplotlib Figure)."""
+    from matplotlib.figure import Figure
 
     n_set = len(results[0].settings)
-    fig, axes = plt.subplots(n_set, len(results), figsize=(2.6 * len(results), 2.5 * n_set), squeeze=False)
+    fig = Figure(figsize=(2.6 * len(results) + 0.6, 2.5 * n_set))
+    axes = fig.subplots(n_set, len(results), squeeze=False)
     for j, res in enumerate(results):
         n_seeds = len(res.seeds)
         for i in range(n_set):
@@ -186,15 +182,25 @@ def plot_dtap_panels(results: list[PaperRunResult], out_stem, setting_names: tup
             for a in range(5):
                 for b in range(5):
                     if panel[a, b] >= 0.5:
-                        ax.text(0.1 + 0.2 * a, 0.1 + 0.2 * b, f"{panel[a, b]:.0f}", ha="center", va="center", fontsize=7)
-            ax.set_title(f"{res.param}, {setting_names[i] if i < len(setting_names) else i}", fontsize=8)
+                        ax.text(0.1 + 0.2 * a, 0.1 + 0.2 * b, f"{panel[a, b]:.0f}", ha="center", va="center",
+                                fontsize=7, color="white" if panel[a, b] > 60 else "black")
+            lq, lo = res.settings[i]
+            name = setting_names[i] if i < len(setting_names) else f"setting {i}"
+            ax.set_title(f"{res.param}, {name}\n(QK {lq:g}, OV {lo:g}; {n_seeds} seeds, % of test set)", fontsize=7)
             ax.set_xlabel("distinct attention mass", fontsize=7)
             ax.set_ylabel("p(true token)", fontsize=7)
     fig.tight_layout()
+    return fig
+
+
+def plot_dtap_panels(results: list[PaperRunResult], out_stem, setting_names: tuple[str, ...] = ("equal rates", "faster QK")):
+    """:func:`dtap_panels_figure` written as ``out_stem``.png and .svg; returns the paths."""
+    from pathlib import Path
+
+    fig = dtap_panels_figure(results, setting_names)
     stem = Path(out_stem)
     stem.parent.mkdir(parents=True, exist_ok=True)
     paths = [stem.with_suffix(".png"), stem.with_suffix(".svg")]
     for p in paths:
         fig.savefig(p, dpi=120)
-    plt.close(fig)
     return paths
