@@ -12,6 +12,7 @@ from html.parser import HTMLParser
 import pytest
 
 from qkov.report import build_report
+from qkov.study.claims import CLAIMS
 from qkov.report.render_html import CLASS_OF
 
 from injection import EXTRA_FILES, inject
@@ -80,5 +81,5 @@ def test_unlisted_files_make_the_run_incomplete(poisoned):
 def test_rejected_evidence_does_not_count(poisoned):
     _, html, _ = poisoned
     # the injected verdict/claim/stage entries were rejected; the valid ones still give each claim its verdict
-    assert html.count('<section class="claim" id="claim-') == 10
+    assert html.count('<section class="claim" id="claim-') == len(CLAIMS)
     assert 'class="v v-unknown"' not in html.split('id="claims-table"')[1].split("</table>")[0]

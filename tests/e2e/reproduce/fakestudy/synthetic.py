@@ -27,5 +27,7 @@ def execute(kind: str, config: dict, run_dir: Path) -> None:
                          f"dtap_ratio{config['ratio']:g}"),
                       ev("fixed-lines", "synthetic", "supports" if config["ratio"] > 1 else "insufficient",
                          "spread 1e-12", f"dtap_ratio{config['ratio']:g}"),
-                      ev("rescaling", "synthetic", "supports", "rho_OV = 2u to 1e-6", f"dtap_ratio{config['ratio']:g}")],
+                      ev("rescaling", "synthetic", "supports", "rho_OV = 2u to 1e-6", f"dtap_ratio{config['ratio']:g}"),
+                      ev("adam-ratio", "synthetic", "supports", "slope 2.74 against the law's 2.75",
+                         f"dtap_ratio{config['ratio']:g}")],
               figure=f"dtap_ratio{config['ratio']:g}")
