@@ -104,3 +104,13 @@ def test_study_configs_round_trip_and_full_mode_is_the_papers():
     assert [c.param for c in full] == ["CACO", "FACO", "CAFO", "FAFO"]
     assert all(c.seeds == (1234, 1235, 1236, 1237, 1238) and c.steps == 100_000 and c.settings == [(0.01, 0.01), (0.2, 0.01)]
                for c in full)
+
+
+def test_the_ledgers_adam_ratio_entry_gives_derive_evidence():
+    from qkov.study.derive_stage import derivation_evidence
+
+    entry = {"id": "adam-ratio", "status": "refined", "derived": "Adam(0,0) is exactly reduced. More.", "statements": []}
+    (e,) = derivation_evidence({"ledger": [entry]})
+    assert (e.claim, e.stage, e.verdict) == ("adam-ratio", "derive", "supports") and e.numbers.startswith("refined")
+    (e,) = derivation_evidence({"ledger": [entry | {"status": "unverified"}]})
+    assert e.verdict == "inconclusive"
