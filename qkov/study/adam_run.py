@@ -16,6 +16,7 @@ import numpy as np
 from qkov.core.config import parse_config
 from qkov.study.claims import Evidence, judge_fraction, write_evidence
 from qkov.core.runstore import RunWriter
+from validation.synthetic.experiment import torch_threads
 from validation.synthetic.adam_compare import AdamCompareConfig, residual_vs_loss_figure, slope_summary
 
 KIND = "adam"
@@ -79,7 +80,8 @@ def evidence(cfg: AdamCompareConfig, slopes: list[dict[str, Any]]) -> list[Evide
 def execute(config: dict, run_dir: pathlib.Path) -> dict[str, Any]:
     """Train one ``adam`` run and write it into ``run_dir``."""
     cfg = parse_config(AdamCompareConfig, **config)
-    data = cfg.data()
+    with torch_threads(1):
+        data = cfg.data()
     slopes = [slope_summary(data["runs"][(p, r)], p, r, eps=cfg.eps, K=cfg.K, M=cfg.M)
               for p in cfg.params for r in cfg.ratios]
     arrays = {f"{p}_r{r:g}_{opt}_{k}": v for (p, r), run in data["runs"].items() for opt in ("gd", "adam")

@@ -15,6 +15,7 @@ from typing import Any
 from qkov.core.config import parse_config
 from qkov.core.runstore import RunWriter, config_key
 from qkov.study.claims import Evidence, write_evidence
+from validation.synthetic.experiment import torch_threads
 from validation.synthetic.figure2 import Figure2Config, attention_split_figure, figure2_summary, train_figure2
 from validation.synthetic.paper_fast import dtap_panels_figure
 
@@ -91,7 +92,8 @@ def checkpoint_path(config: dict) -> pathlib.Path:
 def execute(config: dict, run_dir: pathlib.Path) -> dict[str, Any]:
     """Train one ``figure2`` run (resuming a checkpoint of the same config) and write it into ``run_dir``."""
     cfg = parse_config(Figure2Config, **config)
-    res = train_figure2(cfg, checkpoint=checkpoint_path(cfg.to_json_dict()) if cfg.steps > cfg.segment else None)
+    with torch_threads(1):   # small matrices: one thread is fastest and shares a busy machine
+        res = train_figure2(cfg, checkpoint=checkpoint_path(cfg.to_json_dict()) if cfg.steps > cfg.segment else None)
     summary = figure2_summary(cfg, res)
     with RunWriter(run_dir, kind=KIND, config=config, seed=cfg.seeds[0]) as run:
         run.write_json("metrics.json", {"config": cfg.to_json_dict(), **summary})
