@@ -82,19 +82,27 @@ def test_next_order_residual_law_is_no_worse_than_the_leading_one(case, t):
 
 
 @PROPERTY_SETTINGS
-@given(asymptotic_cases())
-def test_leading_residual_law_approaches_the_solution(case):
-    r"""Leading 1-p at matched u: its error shrinks from t = 1e6 to 1e12 and is <= (1 + a) log(u)/u at 1e12
-    (the leading law drops the attention factor and the (M+1)v / log-log terms: relative O((1 + a) log u / u))."""
+@given(asymptotic_cases(params=("CACO", "FACO")))
+def test_leading_residual_law_within_its_log_u_over_u_envelope(case):
+    r"""Leading 1-p at matched u stays inside its shrinking envelope at t = 1e6 and 1e12: the leading law
+    drops the attention factor and the (M+1)v / log-log terms, an error of at most (1 + a) log(u)/u in the
+    exponent v, so the residual's relative error is at most expm1((1 + a) log(u)/u).
+
+    Collapsed OV only: there the start's constant H_0 of the first integral enters against R G_OV(u) ~ e^u
+    and is negligible. With factorized OV, G_OV(u) grows like log u, so the leading law (which drops H_0)
+    carries a start-dependent error of order H_0/(R log u) (measured: FAFO, K=2, M=1, r=1, start 0.125:
+    0.40 at t = 1e12); the next-order law keeps H_0 and is tested above for all four. The error need not
+    fall monotonically either: it can change sign (CAFO, K=2, M=1, r=1: 8.9e-4 at 1e6, 3.3e-2 at 1e12),
+    so the envelope, not the error, is what shrinks."""
     from simulation.closed_forms import law_functions
 
     times = np.array([1e6, 1e12])
     sol = integrate_case(case, times)
     f = law_functions(case.param)["residual_of_u"]
     err = np.abs(f(times, sol.u, case.K, case.M, case.ratio, 1.0) / sol.residual - 1)
-    note(f"{case} errors {err}")
-    assert err[1] < err[0]
-    assert err[1] <= (1 + case.a) * np.log(sol.u[1]) / sol.u[1]
+    envelope = np.expm1((1 + case.a) * np.log(sol.u) / sol.u)
+    note(f"{case} errors {err} envelope {envelope}")
+    assert np.all(err <= envelope)
 
 
 @PROPERTY_SETTINGS
