@@ -108,6 +108,66 @@ def winner_margin(residual: np.ndarray) -> np.ndarray:
     return np.where(np.isfinite(m), m, np.nan)
 
 
+def crossover_level(residual_caco: np.ndarray, residual_fafo: np.ndarray, levels: np.ndarray) -> float | None:
+    r"""The largest loss below which CACO is sharper than FAFO for good, from ``1-p`` of each at the
+    decreasing loss ``levels (L,)`` (NaN where not reached): the last sign change of
+    :math:`D = \log(1-p)_{CACO} - \log(1-p)_{FAFO}`, interpolated linearly in :math:`\log L`;
+    ``levels[0]`` if CACO is sharper at every level, None if it is not sharper at the smallest level reached.
+    """
+    d = np.log(residual_caco) - np.log(residual_fafo)               # < 0: CACO sharper
+    fin = np.isfinite(d)
+    if not fin.any() or d[fin][-1] >= 0:
+        return None
+    above = np.nonzero(fin & (d >= 0))[0]
+    if not above.size:
+        return float(levels[0])
+    i = above[-1]                                                   # last level where FAFO was still sharper
+    j = i + 1 + int(np.argmax(fin[i + 1:]))                         # next level with a value (CACO sharper)
+    return float(np.exp(np.interp(0.0, [d[j], d[i]], np.log([levels[j], levels[i]]))))
+
+
+def level_curve_residual_at_loss(param: str, K, M, eta_qk, eta_ov, u0, v0, levels: np.ndarray,
+                                 n_v: int = 3000, v_max: float = 60.0) -> np.ndarray:
+    r"""``1-p`` at the loss ``levels (L,)`` without integrating in time: on the first integral's level curve
+    through MODEL.md's balanced start, ``u`` is a function of ``v`` (:mod:`simulation.next_order`), and so
+    are :math:`1-p = (M+1)/(e^v+M+1)` and the loss :math:`\Lambda = \log(1 + (K-1)e^{-pu})`; both are
+    sampled at ``n_v`` values of ``v`` up to ``v_max`` and ``1-p`` is interpolated in :math:`\log\Lambda`
+    (log-log). NaN at levels the curve does not reach.
+
+    >>> levels = np.array([1e-2, 1e-6])
+    >>> level_curve_residual_at_loss("CACO", 4, 8, 1.0, 1.0, 0.5, 0.5, levels).shape
+    (2,)
+    """
+    from simulation.next_order import _Curve
+
+    c = _Curve(param, K, M, eta_qk, eta_ov, u0, v0)
+    v = np.linspace(max(float(v0), 1e-3), v_max, n_v)
+    with np.errstate(invalid="ignore", over="ignore", divide="ignore"):
+        u = c.u_of_v(v)
+        res = (float(M) + 1) / (np.exp(v) + float(M) + 1)
+        loss = np.log1p((float(K) - 1) * np.exp(-(1 - res) * u))
+    ok = np.isfinite(loss) & np.isfinite(res) & (loss > 0)
+    order = np.argsort(loss[ok])
+    x, y = np.log(loss[ok][order]), np.log(res[ok][order])
+    return np.exp(np.interp(np.log(np.asarray(levels, dtype=float)), x, y, left=np.nan, right=np.nan))
+
+
+def level_curve_crossover(K, M, ratio, scale, eta_ov: float = 1.0, levels: np.ndarray | None = None,
+                          n_v: int = 3000) -> float | None:
+    r"""The CACO/FAFO crossover loss of :func:`order_crossover` from the first integrals alone (no clock):
+    :func:`crossover_level` of :func:`level_curve_residual_at_loss` for both, from ``u0 = v0 = scale``.
+
+    Matched loss needs no time: along a trajectory both ``1-p`` and the loss are functions of the state,
+    and the first integral fixes the state's path. Measured against the integrator (K, M, r = 4, 8, 1;
+    10, 19, 1; 10, 19, 10; 3, 2, 3): equal to 1e-4 relative, while the leading-order estimate of
+    :mod:`theory.ledger` is 3 decades too low.
+    """
+    levels = np.logspace(-1, -30, 300) if levels is None else np.asarray(levels, dtype=float)
+    res = {p: level_curve_residual_at_loss(p, K, M, ratio * eta_ov, eta_ov, scale, scale, levels, n_v)
+           for p in ("CACO", "FAFO")}
+    return crossover_level(res["CACO"], res["FAFO"], levels)
+
+
 def order_crossover(K, M, ratio, scale, eta_ov: float = 1.0, t_max: float = 1e40, n_times: int = 600,
                     levels: np.ndarray | None = None) -> list[dict]:
     r"""Residual :math:`1-p` of the four parametrizations at matched loss down to tiny losses, and the
@@ -130,17 +190,7 @@ def order_crossover(K, M, ratio, scale, eta_ov: float = 1.0, t_max: float = 1e40
     out = []
     for b in range(Kb.size):
         rb_ = {p: res[p][b] for p in PARAMS}
-        d = np.log(rb_["CACO"]) - np.log(rb_["FAFO"])               # < 0: CACO sharper
-        fin = np.isfinite(d)
-        cross = None
-        if fin.any() and d[fin][-1] < 0:                            # CACO sharper at the smallest level reached
-            above = np.nonzero(fin & (d >= 0))[0]
-            if above.size:                                          # last level where FAFO was still sharper
-                i = above[-1]
-                j = i + 1 + int(np.argmax(fin[i + 1:]))             # next level with a value (CACO sharper)
-                cross = float(np.exp(np.interp(0.0, [d[j], d[i]], np.log([levels[j], levels[i]]))))
-            else:
-                cross = float(levels[0])
+        cross = crossover_level(rb_["CACO"], rb_["FAFO"], levels)
         orders = [" > ".join(sorted(PARAMS, key=lambda p: rb_[p][k])) if all(np.isfinite(rb_[p][k]) for p in PARAMS)
                   else "" for k in range(levels.size)]
         out.append({"K": int(Kb[b]), "M": int(Mb[b]), "ratio": float(rb[b]), "scale": float(sb[b]), "levels": levels,
@@ -168,4 +218,4 @@ def ratio_slopes(K: int, M: int, r_lo: float, r_hi: float, scales, levels, eta_o
     return out
 
 
-__all__ = ["ratio_slopes", "winner_margin", "order_crossover", "trajectories_figure", "phase_portrait_figure", "sharpness_figures", "laws_on", "MATCHED_LOSS"]
+__all__ = ["ratio_slopes", "winner_margin", "order_crossover", "crossover_level", "level_curve_residual_at_loss", "level_curve_crossover", "trajectories_figure", "phase_portrait_figure", "sharpness_figures", "laws_on", "MATCHED_LOSS"]

@@ -319,8 +319,15 @@ def adam_checks(param: str) -> tuple[Check, ...]:
                                           if sym.name in ("u_0", "v_0")}))
     checks.append(limit_check(f"{param}-loss-shift-vanishes", r"(1-p)\,u \to 0 \text{ along the sign trajectory (one numeric point)}",
                               pu, t, sp.oo, 0))
+    # u_0 = w^2 with w > 0 (u_0 > 0) and every symbol positive, so that the square root of the factorized
+    # OV's perfect square, sqrt((w + 2 eta t)^2), is w + 2 eta t and the identity is decided symbolically.
+    w = sp.Dummy("w", positive=True)
+    start = {sym: w ** 2 for sym in laws.u_of_t.free_symbols if sym.name == "u_0"}
+    (lhs, rhs), _ = sp.posify([sp.diff(laws.u_of_t, t).subs(start),
+                               (2 * eta_ov * laws.rho_ov.subs(u, laws.u_of_t)).subs(start)])
+    rhs = rhs.replace(lambda e: e.is_Pow and e.exp == sp.S.Half, lambda e: sp.sqrt(sp.factor(e.base)))
     checks.append(identity_check(f"{param}-sign-rho-ov", rf"\dot u = 2\eta_{{OV}}\,{sp.latex(laws.rho_ov)} \text{{ along the trajectory}}",
-                                 sp.diff(laws.u_of_t, t), 2 * eta_ov * laws.rho_ov.subs(u, laws.u_of_t)))
+                                 lhs, rhs))
     return tuple(checks)
 
 

@@ -175,7 +175,11 @@ def claims_ledger(derivations: dict, glob) -> list[dict[str, Any]]:
                                            "leading order, which falls below 1 only once u exceeds a multiple of "
                                            "log u: the convergence is logarithmically slow, so CACO overtakes FAFO "
                                            f"only at very small loss (leading-order estimate {crossover_estimate}). "
-                                           "This does not depend on the initialisation."}],
+                                           "The estimate itself is off by orders of magnitude (the leading laws are "
+                                           "still 20-30% off there); the exact crossover follows from the first "
+                                           "integrals' level curves without a clock "
+                                           "(simulation.figures.level_curve_crossover), and the simulate stage shows "
+                                           "it. This does not depend on the initialisation."}],
          "evidence": [c.name for c in o.checks if c.name.startswith("order-")], "section": "ordering"},
         {"id": "paper-equations", "source": "PAPER.md reduced dynamics",
          "claim": "The paper's reduced equations are the gradient flow of the model.",

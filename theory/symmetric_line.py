@@ -53,9 +53,11 @@ def line_geometry() -> LineGeometry:
     confirms that it does not depend on the state (which is what makes the line fixed).
     """
     g = orbit_gradient()
-    ov = {k: exact_constant(getattr(g, k) / (g.A - g.B)) for k in ("A", "B", "C", "E")}
+    state = (A_, B_, C_, E_, alpha, beta, gamma)
+    ov = {k: exact_constant(getattr(g, k) / (g.A - g.B), state) for k in ("A", "B", "C", "E")}
     # On the symmetric set, the query's score equals the commons' (gamma = beta): use that line.
-    qk = {k: exact_constant((getattr(g, k) / (g.alpha - g.beta)).subs(gamma, beta)) for k in ("alpha", "beta", "gamma")}
+    qk = {k: exact_constant((getattr(g, k) / (g.alpha - g.beta)).subs(gamma, beta), state)
+          for k in ("alpha", "beta", "gamma")}
     ov_norm2 = sp.factor(sp.simplify(sum(ORBIT_SIZES[k] * ov[k] ** 2 for k in ov)))
     qk_norm2 = sp.factor(sp.simplify(sum(ORBIT_SIZES[k] * qk[k] ** 2 for k in qk)))
     return LineGeometry(ov, qk, ov_norm2, qk_norm2)
@@ -99,14 +101,17 @@ def line_checks() -> tuple[Check, ...]:
             f"orbit-derivative-{name}",
             rf"\partial \mathcal L_{{sym}}/\partial {sp.latex(sym)} = |\mathrm{{orbit}}|\cdot G_{{{sp.latex(sym)}}}",
             sp.diff(L, sym), ORBIT_SIZES[name] * getattr(g, name)))
-    # The directions do not depend on the state: their derivatives w.r.t. every coordinate vanish.
-    coords = (A_, B_, C_, E_, alpha, beta)
-    for label, direction in (("ov", geo.ov_direction), ("qk", geo.qk_direction)):
+    # The directions do not depend on the state: at every symmetric point each orbit's gradient is its
+    # (constant) component times the observable's gradient G_A - G_B (OV) or G_alpha - G_beta (QK, gamma = beta).
+    for label, direction, ref in (("ov", geo.ov_direction, g.A - g.B), ("qk", geo.qk_direction, g.alpha - g.beta)):
         for comp, val in direction.items():
+            lhs = getattr(g, comp) if label == "ov" else getattr(g, comp).subs(gamma, beta)
+            rhs = val * (ref if label == "ov" else ref.subs(gamma, beta))
+            pair = r"G_A - G_B" if label == "ov" else r"G_\alpha - G_\beta"
+            tex = {"alpha": r"\alpha", "beta": r"\beta", "gamma": r"\gamma"}.get(comp, comp)
             checks.append(identity_check(
                 f"{label}-direction-fixed-{comp}",
-                rf"\text{{{label.upper()} direction component {comp} is constant}}",
-                sp.Matrix([sp.diff(val, c) for c in coords]), sp.zeros(len(coords), 1)))
+                rf"G_{{{tex}}} = {sp.latex(val)}\,({pair}) \text{{ at every symmetric point}}", lhs, rhs))
     # Loss on the line in margin form, and dp/dv = p(1-p).
     L_line = L.subs(LINE_POINT)
     p = p_of_v()

@@ -15,7 +15,7 @@ import pytest
 from hypothesis import HealthCheck, settings
 
 PROFILE = os.environ.get("QKOV_HYPOTHESIS_PROFILE", "ci")
-settings.register_profile("property-ci", max_examples=6, deadline=None, derandomize=False,
+settings.register_profile("property-ci", max_examples=6, deadline=None, derandomize=True,
                           suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
 settings.register_profile("property-thorough", max_examples=300, deadline=None,
                           suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])

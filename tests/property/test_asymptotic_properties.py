@@ -82,19 +82,27 @@ def test_next_order_residual_law_is_no_worse_than_the_leading_one(case, t):
 
 
 @PROPERTY_SETTINGS
-@given(asymptotic_cases())
-def test_leading_residual_law_approaches_the_solution(case):
-    r"""Leading 1-p at matched u: its error shrinks from t = 1e6 to 1e12 and is <= (1 + a) log(u)/u at 1e12
-    (the leading law drops the attention factor and the (M+1)v / log-log terms: relative O((1 + a) log u / u))."""
+@given(asymptotic_cases(params=("CACO", "FACO")))
+def test_leading_residual_law_within_its_log_u_over_u_envelope(case):
+    r"""Leading 1-p at matched u stays inside its shrinking envelope at t = 1e6 and 1e12: the leading law
+    drops the attention factor and the (M+1)v / log-log terms, an error of at most (1 + a) log(u)/u in the
+    exponent v, so the residual's relative error is at most expm1((1 + a) log(u)/u).
+
+    Collapsed OV only: there the start's constant H_0 of the first integral enters against R G_OV(u) ~ e^u
+    and is negligible. With factorized OV, G_OV(u) grows like log u, so the leading law (which drops H_0)
+    carries a start-dependent error of order H_0/(R log u) (measured: FAFO, K=2, M=1, r=1, start 0.125:
+    0.40 at t = 1e12); the next-order law keeps H_0 and is tested above for all four. The error need not
+    fall monotonically either: it can change sign (CAFO, K=2, M=1, r=1: 8.9e-4 at 1e6, 3.3e-2 at 1e12),
+    so the envelope, not the error, is what shrinks."""
     from simulation.closed_forms import law_functions
 
     times = np.array([1e6, 1e12])
     sol = integrate_case(case, times)
     f = law_functions(case.param)["residual_of_u"]
     err = np.abs(f(times, sol.u, case.K, case.M, case.ratio, 1.0) / sol.residual - 1)
-    note(f"{case} errors {err}")
-    assert err[1] < err[0]
-    assert err[1] <= (1 + case.a) * np.log(sol.u[1]) / sol.u[1]
+    envelope = np.expm1((1 + case.a) * np.log(sol.u) / sol.u)
+    note(f"{case} errors {err} envelope {envelope}")
+    assert np.all(err <= envelope)
 
 
 @PROPERTY_SETTINGS
@@ -122,11 +130,19 @@ def test_paper_log_squared_bound_holds(case, t):
 @PROPERTY_SETTINGS
 @given(cases(), st.floats(1.5, 4.0))
 def test_faster_qk_learning_gives_smaller_residual_at_matched_loss(case, factor):
-    """At every loss both runs reach (down to the smaller run's final loss), ratio * factor gives a smaller 1 - p."""
+    """At every loss both runs reach from three decades below the start's loss (capped at 1) down to the smaller
+    run's final loss, ratio * factor gives a smaller 1 - p.
+
+    Not at every loss: early in training, from a small start near the saddle, faster QK can be slightly
+    *less* sharp at matched loss (found by the thorough profile: FAFO, K=9, M=11, r=1 vs 2, start 0.0625,
+    at loss 0.5: 1 - p = 0.160 against 0.153, at loss 4e-4 already 0.0021 against 0.0051; CAFO, K=4, M=27,
+    r=10 vs 15, start 0.05, at loss 0.1: 0.1355 against 0.1348). The derived statement (1 - p divided by
+    the ratio at matched loss) is asymptotic, and so is this property; the three decades are where every
+    drawn case is past that transient (300 examples), not a derived bound."""
     t = np.logspace(0, 12, 61)
     tr = integrate_many(case.param, case.K, case.M, [case.ratio, case.ratio * factor], 1.0, case.scale, case.scale, t)
     lo = max(tr.loss[-1].max(), 1e-300)
-    levels = np.geomspace(min(tr.loss[0].min(), 1.0) * 0.5, lo * 2, 5)
+    levels = np.geomspace(min(tr.loss[0].min(), 1.0) * 1e-3, lo * 2, 5)
     assume(levels[0] > levels[-1])
     res = residual_at_loss(tr.loss.T, tr.residual.T, levels)
     ok = np.isfinite(res).all(axis=0)

@@ -237,3 +237,34 @@ def test_scorer_numbers_equal_qkov_metrics(exported):
         assert value == pytest.approx(metrics[key], abs=1e-12), key
     assert metrics["auprc"] != pytest.approx(metrics["auprc_trapezoid"], abs=1e-6)  # the two AUPRCs differ
     assert metrics["n_annotated"] < metrics["n_test"]
+
+
+VENDORED_SCORER = Path(__file__).resolve().parents[2] / "vendor" / "eraserbenchmark"
+
+
+def test_official_eraser_scorer_validates_the_export_and_its_numbers_equal_qkovs(exported, tmp_path):
+    """ERASER's own ``rationale_benchmark/metrics.py`` (vendored, unmodified: tests/vendor/eraserbenchmark)
+    run with ``--strict`` on the export: its input validation passes and every score equals qkov's."""
+    import os
+    import subprocess
+    import sys
+
+    _, out, metrics = exported
+    score_file = tmp_path / "scores.json"
+    proc = subprocess.run([sys.executable, "-m", "rationale_benchmark.metrics", "--data_dir", str(out),
+                           "--results", str(out / "results.jsonl"), "--split", "test", "--strict",
+                           "--score_file", str(score_file)],
+                          env={**os.environ, "PYTHONPATH": str(VENDORED_SCORER)}, capture_output=True, text=True,
+                          timeout=300)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert "0 instances fail validation" in proc.stderr
+    s = json.loads(score_file.read_text())
+    c = s["classification_scores"]
+    official = {"iou_f1": s["iou_scores"][0]["macro"]["f1"], "token_f1": s["token_prf"]["instance_macro"]["f1"],
+                "auprc": s["token_soft_metrics"]["average_precision"],
+                "auprc_trapezoid": s["token_soft_metrics"]["auprc"], "accuracy_annotated": c["accuracy"],
+                "comprehensiveness_hard": c["comprehensiveness"], "sufficiency_hard": c["sufficiency"],
+                "comprehensiveness_aopc": c["comprehensiveness_aopc"], "sufficiency_aopc": c["sufficiency_aopc"]}
+    for key, value in official.items():
+        # same float64 inputs, different summation order: 1e-12 absolute on numbers in [-1, 1]
+        assert metrics[key] == pytest.approx(value, abs=1e-12), key

@@ -49,3 +49,29 @@ def test_check_methods_are_symbolic_or_numeric_with_digits_and_points():
     assert good.method == bad.method == "numeric (40 digits, 5 points)"
     assert good.passed and not bad.passed
     assert identity_check("trivial", "", sp.sin(s) ** 2 + sp.cos(s) ** 2, 1).method == SYMBOLIC
+
+
+def test_exact_constant_proves_its_value_and_rejects_a_state_dependent_ratio():
+    """Symbolic: the candidate read at one point is accepted only when N c_d - c_n D expands to 0."""
+    from theory.checks import exact_constant
+
+    a, b, k = sp.symbols("a b k", positive=True)
+    ratio = (a * sp.exp(2 * b) + sp.exp(2 * b)) * (k + 1) / (sp.exp(b) ** 2 * (a + 1) * k)
+    assert exact_constant(ratio, state=(a, b)) == (k + 1) / k
+    with pytest.raises(ValueError):
+        exact_constant(ratio * (1 + sp.exp(b)) / (2 + sp.exp(b)), state=(a, b))   # depends on b
+
+
+def test_direction_checks_fail_for_a_scaled_direction():
+    """Symbolic: the QK direction of theory.symmetric_line scaled by 6/5 is not the gradient's direction."""
+    from theory.checks import _exp_atoms_as_symbols
+    from theory.orbit_gradient import orbit_gradient
+    from theory.symbols import beta, gamma
+    from theory.symmetric_line import line_geometry
+
+    g = orbit_gradient()
+    c = line_geometry().qk_direction["alpha"]
+    ref = (g.alpha - g.beta).subs(gamma, beta)
+    for scale, zero in ((1, True), (sp.Rational(6, 5), False)):
+        diff = g.alpha.subs(gamma, beta) - scale * c * ref
+        assert (sp.expand(sp.numer(sp.together(_exp_atoms_as_symbols(diff)))) == 0) is zero
