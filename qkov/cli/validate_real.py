@@ -13,14 +13,14 @@ from theory.parametrization import PARAMETRIZATIONS
 import torch
 from tqdm.auto import tqdm
 
-from qkov.core.config import ConfigError, parse_config, resolve_data_dir
+from qkov.core.config import ConfigError, field_error, parse_config, resolve_data_dir
 from qkov.core.runstore import is_complete, run_dir_for, to_json_text
 from qkov.core.lock import results_lock
 
 from validation.real.config import DATASETS, OPTIMIZERS, RealRunConfig
 from validation.real.run import load_dataset
 from qkov.study.real_stage import execute_run
-from qkov.study.real_stage import KIND, NO_DATA, sweep_configs
+from qkov.study.real_stage import KIND, sweep_configs
 from qkov.study.real_summary import markdown_tables, summarise
 
 
@@ -58,7 +58,8 @@ def real(datasets, ratios, seeds, optimizers, model: str | None, param: str, lay
     seed_list = tuple(seeds) if seeds is not None else None
     data = resolve_data_dir(data_dir)
     if data is None:
-        raise ConfigError(NO_DATA)
+        raise field_error("data-dir", "(not given)",
+                          "a real-data directory: --data-dir DIR or $QKOV_DATA_DIR (no data directory; see docs/data.md)")
     extra = {k: v for k, v in (("param", param), ("layers", layers)) if (k, v) not in (("param", "CACO"), ("layers", 1))}
     if model is not None:
         extra["model"] = model

@@ -109,7 +109,10 @@ def test_summary_tables_pairs_and_claim(tmp_path):
 def test_cli_errors_are_one_line_exit_2(tmp_path, capsys, monkeypatch):
     monkeypatch.delenv("QKOV_DATA_DIR", raising=False)
     assert run_cli(cli, ["validate", "real", "--dataset", "sva", "--out", str(tmp_path)]) == 2
-    assert "no data directory" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert "no data directory" in err
+    assert_one_line_error(err, "data-dir")
+    assert not (tmp_path / "runs").exists()
     assert run_cli(cli, ["validate", "real", "--dataset", "imdb", "--data-dir", str(tmp_path)]) == 2
     assert_one_line_error(capsys.readouterr().err, "dataset")
     assert run_cli(cli, ["validate", "real", "--dataset", "sva", "--ratios", "1,-2",
