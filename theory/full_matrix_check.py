@@ -154,5 +154,5 @@ def full_matrix_checks(quick: bool = False) -> list[Check]:
     FAFO has both circuits factorized, so it covers the factorized reduction of both)."""
     sizes = SIZES[:1] if quick else SIZES
     out = [collapsed_full_matrix_check(k, m) for k, m in sizes]
-    out += [factorized_full_matrix_check(k, m) for k, m in sizes[:1 if quick else 2]]
+    out += [factorized_full_matrix_check(k, m) for k, m in sizes[:2]]
     return out

@@ -103,15 +103,14 @@ def line_checks() -> tuple[Check, ...]:
             sp.diff(L, sym), ORBIT_SIZES[name] * getattr(g, name)))
     # The directions do not depend on the state: at every symmetric point each orbit's gradient is its
     # (constant) component times the observable's gradient G_A - G_B (OV) or G_alpha - G_beta (QK, gamma = beta).
-    for label, direction, ref in (("ov", geo.ov_direction, g.A - g.B), ("qk", geo.qk_direction, g.alpha - g.beta)):
+    for label, direction, ref, on_line, pair in (
+            ("ov", geo.ov_direction, g.A - g.B, {}, r"G_A - G_B"),
+            ("qk", geo.qk_direction, g.alpha - g.beta, {gamma: beta}, r"G_\alpha - G_\beta")):
         for comp, val in direction.items():
-            lhs = getattr(g, comp) if label == "ov" else getattr(g, comp).subs(gamma, beta)
-            rhs = val * (ref if label == "ov" else ref.subs(gamma, beta))
-            pair = r"G_A - G_B" if label == "ov" else r"G_\alpha - G_\beta"
-            tex = {"alpha": r"\alpha", "beta": r"\beta", "gamma": r"\gamma"}.get(comp, comp)
             checks.append(identity_check(
                 f"{label}-direction-fixed-{comp}",
-                rf"G_{{{tex}}} = {sp.latex(val)}\,({pair}) \text{{ at every symmetric point}}", lhs, rhs))
+                rf"G_{{{sp.latex(sp.Symbol(comp))}}} = {sp.latex(val)}\,({pair}) \text{{ at every symmetric point}}",
+                getattr(g, comp).subs(on_line), val * ref.subs(on_line)))
     # Loss on the line in margin form, and dp/dv = p(1-p).
     L_line = L.subs(LINE_POINT)
     p = p_of_v()
