@@ -12,7 +12,7 @@ split, true-token probability and test loss); :func:`attention_split_figure` and
 
 from __future__ import annotations
 
-import os
+import io
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any
@@ -22,14 +22,16 @@ import numpy as np
 from theory.parametrization import ParamName
 from annotated_types import MinLen
 
+from theory.files import atomic_write_bytes
 from theory.spec import Ge, Le, PositiveFinite, Spec
+from simulation.plots import OKABE_ITO
 from validation.synthetic.paper_fast import PaperRunResult, train_paper
 
 PAPER_SEEDS = (1234, 1235, 1236, 1237, 1238)
 SPLIT_PARTS = ("distinct", "query", "query_copies", "commons")
 SPLIT_LABELS = {"distinct": "distinct tokens", "query": "query position", "query_copies": "query-id copies in context",
                 "commons": "other commons"}
-SPLIT_COLORS = {"distinct": "#0072B2", "query": "#D55E00", "query_copies": "#E69F00", "commons": "#BBBBBB"}
+SPLIT_COLORS = {"distinct": OKABE_ITO[0], "query": OKABE_ITO[1], "query_copies": OKABE_ITO[4], "commons": "#BBBBBB"}
 """Okabe-Ito blue, vermillion and orange, and grey for the uninformative commons."""
 
 
@@ -84,10 +86,9 @@ def train_figure2(cfg: Figure2Config, checkpoint: Path | None = None, threads: i
                           resume=None if done is None else done.state)
         done = res if done is None else _merge(done, res)
         if checkpoint is not None and done.state["step"] < cfg.steps:
-            checkpoint.parent.mkdir(parents=True, exist_ok=True)
-            tmp = checkpoint.with_name(checkpoint.name + ".tmp")
-            torch.save({"config": cfg.to_json_dict(), "result": done}, tmp)
-            os.replace(tmp, checkpoint)
+            buf = io.BytesIO()
+            torch.save({"config": cfg.to_json_dict(), "result": done}, buf)
+            atomic_write_bytes(checkpoint, buf.getvalue())
     if checkpoint is not None:
         checkpoint.unlink(missing_ok=True)
     return done
@@ -150,7 +151,7 @@ def attention_split_figure(summary: dict[str, Any]):
     ax.set_title(f"{summary['param']}: where the attention goes\n(dotted: uniform attention on distinct tokens)", fontsize=8)
     ax.legend(fontsize=6, loc="upper center", bbox_to_anchor=(0.5, -0.3), ncol=2, frameon=False)
     steps = np.asarray(summary["steps"], dtype=float)
-    for s, c in zip(sets, ("#0072B2", "#D55E00", "#009E73", "#CC79A7")):
+    for s, c in zip(sets, OKABE_ITO):
         ax2.plot(steps, s["curve"]["distinct"], color=c, label=f"{s['name']}: distinct attention")
         ax2.plot(steps, s["curve"]["p_true"], color=c, ls="--", label=f"{s['name']}: p(true token)")
     ax2.set_xlabel("SGD step")

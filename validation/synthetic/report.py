@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 from matplotlib.figure import Figure
 
+from simulation.plots import OKABE_ITO
 from validation.attention import circuit_kinds
 from validation.metrics.dtap import SYNTH_EDGES, acmc, attention_confidence, dtap_histogram, plot_dtap
 from validation.synthetic.compare import (closed_form_residuals, conserved_drift, measured_rescaling,
@@ -119,7 +120,7 @@ def theory_curves(cfg: SyntheticConfig, run: PairRun) -> Any:
 
 
 # -- figures --------------------------------------------------------------------------------
-RATIO_COLORS = ("#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#000000")
+RATIO_COLORS = OKABE_ITO
 """Okabe-Ito colours (colour-blind safe) for the ratios, in order."""
 
 
