@@ -13,6 +13,7 @@ from typing import Any
 
 import numpy as np
 from matplotlib.figure import Figure
+from matplotlib.ticker import NullFormatter
 
 from simulation.plots import OKABE_ITO
 from validation.attention import circuit_kinds
@@ -162,6 +163,7 @@ def theory_vs_training_figure(cfg: SyntheticConfig, runs: list[PairRun], trajs: 
             if name == "1 - p" and yv.size and np.nanmin(yv) > 0 and np.nanmax(yv) / np.nanmin(yv) > 10:
                 top.set_yscale("log")                    # log only where the residual spans decades
             bottom.set_yscale("log")
+            bottom.yaxis.set_minor_formatter(NullFormatter())   # minor labels overlap when under a decade
             bottom.set_xlabel("t = step * dt")
             if col == 0:
                 bottom.set_ylabel("|train/theory - 1|", fontsize=8)
