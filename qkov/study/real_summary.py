@@ -326,8 +326,10 @@ def judge_group(g: dict[str, Any]) -> tuple[str, str]:
     against :data:`MARGIN`.
 
     - ``insufficient``: fewer than 2 paired seeds, no matched-loss level, no interval, or an attention
-      that never left uniform (best-val mass within :data:`MIN_EFFECT` of the uniform baseline's at
-      both ratio 1 and the claim ratio: nothing was learned that the claim is about);
+      that never left uniform (:func:`_never_left_uniform`: at both ratio 1 and the claim ratio the
+      best-val mass is within :data:`MIN_EFFECT` of the uniform baseline's *and* forcing uniform
+      attention changes the fixed-epoch task metric by less than the margin: nothing was learned that
+      the claim is about);
     - ``supports``: (a) and (b) both rise by >= :data:`MIN_EFFECT` with p_holm < :data:`ALPHA` and the
       interval's lower end is > -margin ("no worse");
     - ``contradicts``: (a) or (b) falls by >= MIN_EFFECT with p_holm < ALPHA, or the interval's upper
@@ -347,7 +349,8 @@ def judge_group(g: dict[str, Any]) -> tuple[str, str]:
         return "insufficient", f"ratio {r} vs 1: {why} -> insufficient"
     if _never_left_uniform(g, (1.0, g["claim_ratio"])):
         return "insufficient", (f"ratio {r} vs 1: the attention never left uniform (best-val mass within "
-                                f"{MIN_EFFECT} of the uniform baseline at both ratios) -> insufficient")
+                                f"{MIN_EFFECT} of the uniform baseline's, and uniform attention costs less than {margin:g} {tm}, "
+                                f"at both ratios) -> insufficient")
 
     def up(x):
         return x["mean_diff"] >= MIN_EFFECT and x.get("p_holm", math.nan) < ALPHA
@@ -369,11 +372,26 @@ def judge_group(g: dict[str, Any]) -> tuple[str, str]:
 
 
 def _never_left_uniform(g: dict[str, Any], ratios: tuple[float, ...]) -> bool:
-    best = {row["ratio"]: row.get("relevant_mass_mean") for row in g.get("best_val", {}).get("rows", [])}
-    uni = {row["ratio"]: row.get("relevant_mass_mean") for row in g.get("baseline", {}).get("uniform", {}).get("rows", [])}
-    if not all(isinstance(best.get(r), dict) and isinstance(uni.get(r), dict) for r in ratios):
+    """True when, at every ratio in ``ratios``, the attention is indistinguishable from uniform in both
+    ways we can see: the best-val relevant mass is within :data:`MIN_EFFECT` of the uniform baseline's,
+    and setting every QK circuit to zero (the uniform baseline, on the fixed-epoch weights) moves the
+    fixed-epoch task metric by less than the margin (:data:`MARGIN`). The second clause keeps a model
+    whose attention matters (a deep decoder whose rollout mass on the answer sits near uniform while
+    uniform attention costs it most of its F1) from being called untrained. False when a number is
+    missing."""
+    tm = g.get("task_metric", "accuracy")
+
+    def by_ratio(rows, key):
+        return {row["ratio"]: row.get(key) for row in rows}
+
+    best = by_ratio(g.get("best_val", {}).get("rows", []), "relevant_mass_mean")
+    uni_rows = g.get("baseline", {}).get("uniform", {}).get("rows", [])
+    uni, uni_task = by_ratio(uni_rows, "relevant_mass_mean"), by_ratio(uni_rows, tm)
+    task = by_ratio(g.get("rows", []), tm)
+    if not all(isinstance(x.get(r), dict) for r in ratios for x in (best, uni, uni_task, task)):
         return False
-    return all(abs(best[r]["mean"] - uni[r]["mean"]) < MIN_EFFECT for r in ratios)
+    return all(abs(best[r]["mean"] - uni[r]["mean"]) < MIN_EFFECT
+               and abs(task[r]["mean"] - uni_task[r]["mean"]) < MARGIN[tm] for r in ratios)
 
 
 def combine_outcomes(outcomes: Iterable[str]) -> str:
