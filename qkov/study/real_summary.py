@@ -9,10 +9,14 @@ training loss (on a fixed probe of the training split) falls below each **matche
 circuits, i.e. uniform attention; ``baseline.step0``: the untrained model). AC/ACMC are also given
 as gains over uniform.
 
-Matched-loss levels (:func:`loss_levels`): with :math:`L_\mathrm{lo}` the largest over runs of the
-smallest training loss a run reaches and :math:`L_\mathrm{hi}` the smallest step-0 loss, the levels
+Matched-loss levels (:func:`loss_levels`): each run is read from its **peak**, the checkpoint of highest
+training loss (step 0 for most runs; later when a warm-up first raises the loss). With
+:math:`L_\mathrm{lo}` the largest over runs of the smallest training loss a run reaches after its peak
+and :math:`L_\mathrm{hi}` the smallest peak loss, the levels
 :math:`L_\mathrm{lo}(L_\mathrm{hi}/L_\mathrm{lo})^{k/N}`, :math:`k = 0..N-1` (:data:`N_LEVELS`), are
-reached by every run of the group (every ratio and seed); none when :math:`L_\mathrm{lo}\ge L_\mathrm{hi}`.
+crossed from above after its peak by every run of the group (every ratio and seed); none when
+:math:`L_\mathrm{lo}\ge L_\mathrm{hi}`. (Before 2026-12-03 :math:`L_\mathrm{hi}` was the smallest step-0
+loss, so one seed whose untrained loss happened to be low, and rose in warm-up, left no level at all.)
 
 Statistics: paired over seeds with ratio 1, mean difference, paired t-test and Wilcoxon p
 (``scipy.stats``); the t-test p-values of **all** groups, views, ratios and metrics are corrected
@@ -161,23 +165,35 @@ def bootstrap_diff(base: np.ndarray, other: np.ndarray, *, n_boot: int = N_BOOT,
 
 # --- views -----------------------------------------------------------------------------------------------
 
+def peak_index(curve: list[float]) -> int:
+    """Index of a run's peak: its first checkpoint of highest training loss (0 for a loss that starts
+    highest)."""
+    return int(np.argmax(curve))
+
+
 def loss_levels(curves: list[list[float]], n: int = N_LEVELS) -> list[float]:
-    """Matched-loss levels reached by every run (module docstring); ``curves[r]`` = the training loss at
-    each checkpoint of run ``r`` (step 0 first)."""
+    """Matched-loss levels crossed from above by every run after its peak (module docstring);
+    ``curves[r]`` = the training loss at each checkpoint of run ``r`` (step 0 first)."""
     if not curves or any(len(c) < 2 for c in curves):
         return []
-    lo = max(min(c) for c in curves)
-    hi = min(c[0] for c in curves)
+    peaks = [peak_index(c) for c in curves]
+    if any(i == len(c) - 1 for i, c in zip(peaks, curves)):
+        return []                                   # a run still at its highest loss at the end
+    lo = max(min(c[i + 1:]) for i, c in zip(peaks, curves))
+    hi = min(c[i] for i, c in zip(peaks, curves))
     if not (lo < hi) or lo <= 0:
         return []
     return [float(lo * (hi / lo) ** (k / n)) for k in range(n)]
 
 
 def at_level(checkpoints: list[dict[str, Any]], level: float) -> dict[str, Any] | None:
-    """The test metrics (plus step, epoch, loss) of the first checkpoint after step 0 with training
-    loss <= ``level``."""
-    for c in checkpoints:
-        if c["step"] > 0 and c["train_loss"] <= level:
+    """The test metrics (plus step, epoch, loss) of the first checkpoint after the run's peak
+    (:func:`peak_index`) with training loss <= ``level``."""
+    if not checkpoints:
+        return None
+    peak = peak_index([c["train_loss"] for c in checkpoints])
+    for c in checkpoints[peak + 1:]:
+        if c["train_loss"] <= level:
             return {**c["test"], "step": c["step"], "epoch": c["epoch"], "train_loss": c["train_loss"]}
     return None
 

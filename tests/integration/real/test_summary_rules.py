@@ -117,14 +117,32 @@ def test_bootstrap_interval_brackets_a_clear_shift_and_zero_for_none():
 
 @settings(max_examples=50)
 @given(st.lists(st.lists(st.floats(0.01, 5), min_size=2, max_size=8), min_size=1, max_size=6))
-def test_every_level_is_reached_by_every_run(curves):
+def test_every_level_is_crossed_from_above_by_every_run(curves):
     levels = loss_levels(curves)
     for lev in levels:
         for c in curves:
             cps = [{"step": i, "epoch": i, "train_loss": x, "test": {}} for i, x in enumerate(c)]
             hit = at_level(cps, lev)
-            # reached after step 0 unless only the step-0 loss is below the level
-            assert hit is not None or min(c[1:]) > lev >= c[0]
+            assert hit is not None and hit["train_loss"] <= lev
+            # a crossing: some earlier checkpoint (the peak) was above the level, none since the peak below it
+            assert max(c[:hit["step"]]) > lev
+            assert all(x > lev for x in c[int(np.argmax(c)) + 1:hit["step"]])
+
+
+def test_a_seed_whose_untrained_loss_is_low_leaves_levels():
+    # HateXplain paper model, seed 4: step-0 loss 0.516, raised by the warm-up to 0.86, then down to 0.39;
+    # ratio 100 ends at 0.52. With the smallest step-0 loss as the top no level existed (0.525 > 0.516).
+    runs = [[1.02, 0.80, 0.60, 0.45, 0.41], [0.516, 0.86, 0.70, 0.50, 0.39], [1.02, 0.77, 0.60, 0.55, 0.525]]
+    levels = loss_levels(runs)
+    assert levels and levels[0] == pytest.approx(0.525) and levels[-1] < 0.77
+    hit = at_level([{"step": i, "epoch": i, "train_loss": x, "test": {}} for i, x in enumerate(runs[1])], levels[0])
+    assert hit["step"] == 3                           # 0.50, the first value <= 0.525 after the peak 0.86
+
+
+def test_matched_point_is_after_the_peak_not_a_dip_before_it():
+    cps = [{"step": i, "epoch": i, "train_loss": x, "test": {}} for i, x in enumerate([0.5, 0.3, 0.9, 0.6, 0.4])]
+    assert at_level(cps, 0.45)["step"] == 4           # not step 1 (0.3, before the loss rose to 0.9)
+    assert at_level(cps, 0.2) is None
 
 
 def test_levels_none_when_no_run_improves():
