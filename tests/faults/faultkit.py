@@ -30,6 +30,9 @@ def fault_stages():
 
 DRIVER = """
 import sys
+import signal
+signal.signal(signal.SIGINT, signal.default_int_handler)  # a launcher without job control (nohup cmd &)
+# leaves SIGINT ignored, and Python keeps it so: the test's SIGINT would then be lost
 sys.path[:0] = {paths!r}
 from qkov.study import engine
 import faultstudy

@@ -86,6 +86,9 @@ def test_same_seed_twice_gives_identical_numbers(tmp_path, fake_stages, dask_cli
 
 _DRIVER = """
 import sys
+import signal
+signal.signal(signal.SIGINT, signal.default_int_handler)  # a launcher without job control (nohup cmd &)
+# leaves SIGINT ignored, and Python keeps it so: the test's SIGINT would then be lost
 sys.path.insert(0, {here!r})
 from qkov.study import engine
 from fakestudy import FAKE_STAGES
