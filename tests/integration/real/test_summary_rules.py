@@ -60,16 +60,14 @@ def test_attention_that_never_left_uniform_is_insufficient():
 def test_mass_near_uniform_but_attention_that_matters_is_judged():
     # the 6-layer SQuAD decoder: rollout mass within 0.01 of uniform at both ratios, but uniform attention
     # costs 11.8 (ratio 1) and 11.3 (ratio 20) F1 points: the model left its start, so the rule judges it
-    g = with_uniform_baseline(group("squad", a=(-0.004, 1.0), b=(0.004, 1.0), ci=(-4.9, 0.1)),
-                              best_mass=(0.181, 0.177), task=(14.6, 11.9), uniform_task=(2.8, 0.6))
-    assert judge_group(g)[0] == "inconclusive"
+    def decoder(task):
+        return with_uniform_baseline(group("squad", a=(-0.004, 1.0), b=(0.004, 1.0), ci=(-4.9, 0.1)),
+                                     best_mass=(0.181, 0.177), task=task, uniform_task=(2.8, 0.6))
+
+    assert judge_group(decoder((14.6, 11.9)))[0] == "inconclusive"
     # a cost just under the 1-point margin at one ratio still counts as unused there; both must be unused
-    g = with_uniform_baseline(group("squad", a=(-0.004, 1.0), b=(0.004, 1.0), ci=(-4.9, 0.1)),
-                              best_mass=(0.181, 0.177), task=(3.5, 11.9), uniform_task=(2.8, 0.6))
-    assert judge_group(g)[0] == "inconclusive"
-    g = with_uniform_baseline(group("squad", a=(-0.004, 1.0), b=(0.004, 1.0), ci=(-4.9, 0.1)),
-                              best_mass=(0.181, 0.177), task=(3.5, 1.2), uniform_task=(2.8, 0.6))
-    assert judge_group(g)[0] == "insufficient"
+    assert judge_group(decoder((3.5, 11.9)))[0] == "inconclusive"
+    assert judge_group(decoder((3.5, 1.2)))[0] == "insufficient"
 
 
 def test_combine_outcomes():
