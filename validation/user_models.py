@@ -27,11 +27,14 @@ constant gradient scale. :func:`split_mha_in_proj` therefore re-parametrizes
 Parameters ``original0`` (q), ``original1`` (k), ``original2`` (v): the module computes
 exactly the same function, and each slice can get its own learning rate with any optimizer.
 
-State dict: after the split, ``in_proj_weight`` is stored as
-``<mha>.parametrizations.in_proj_weight.original0/1/2`` (likewise ``in_proj_bias``); such a
-state dict loads into a model split the same way. :func:`merge_mha_in_proj` (or
-:func:`merge_all`) folds the slices back into plain ``in_proj_weight``/``in_proj_bias``
-Parameters, giving the standard state dict of the unmodified module.
+State dict: the split keeps the model's own checkpoint format. Each split module carries a
+state-dict hook that folds the parts back into the fused tensor on save (``in_proj_weight``,
+``c_attn.weight``, ...) and a load pre-hook that splits a fused tensor on load, so
+``state_dict()``, ``save_pretrained``, ``Trainer`` checkpoints and ``from_pretrained`` of a fresh
+model all see the standard keys; a checkpoint written with the parts
+(``parametrizations.<name>.original0/1/2``) still loads. :func:`merge_all` folds the parts back
+into plain Parameters (needed only for code that reads ``module.<name>`` as a Parameter); it is
+safe on a ``copy.deepcopy`` of a split model and leaves the original working.
 """
 
 from __future__ import annotations
@@ -64,6 +67,69 @@ class ConcatSlices(nn.Module):
         return q.clone(), k.clone(), v.clone()
 
 
+_FUSED_ATTRS = "_qkov_fused_attrs"
+
+
+def _n_parts(pl: Any) -> int:
+    return int(getattr(pl, "ntensors", 3))
+
+
+def _fuse_on_save(module: nn.Module, state_dict: dict, prefix: str, _local_metadata: Any) -> None:
+    """State-dict post-hook: ``parametrizations.<attr>.original0..`` -> the fused ``<attr>`` (standard key)."""
+    for attr in module.__dict__.get(_FUSED_ATTRS, ()):
+        if not parametrize.is_parametrized(module, attr):
+            continue
+        pl = module.parametrizations[attr]
+        keys = [f"{prefix}parametrizations.{attr}.original{i}" for i in range(_n_parts(pl))]
+        if not all(k in state_dict for k in keys):
+            continue
+        parts = [state_dict.pop(k) for k in keys]
+        with torch.no_grad():
+            state_dict[prefix + attr] = pl[0](*[p.detach() for p in parts])
+
+
+def _split_on_load(module: nn.Module, state_dict: dict, prefix: str, *_args: Any) -> None:
+    """Load pre-hook: a fused ``<attr>`` in the state dict -> the parts the split module stores."""
+    for attr in module.__dict__.get(_FUSED_ATTRS, ()):
+        key = prefix + attr
+        if key not in state_dict or not parametrize.is_parametrized(module, attr):
+            continue
+        pl = module.parametrizations[attr]
+        fused = state_dict.pop(key)
+        with torch.no_grad():
+            parts = pl[0].right_inverse(fused)
+        for i, part in enumerate(parts):
+            state_dict[f"{prefix}parametrizations.{attr}.original{i}"] = part
+
+
+def _keep_standard_format(module: nn.Module, attr: str) -> None:
+    """Register :func:`_fuse_on_save` / :func:`_split_on_load` on ``module`` for ``attr`` (once)."""
+    attrs = module.__dict__.get(_FUSED_ATTRS)
+    if attrs is None:
+        attrs = module.__dict__[_FUSED_ATTRS] = []
+        module.register_state_dict_post_hook(_fuse_on_save)
+        module.register_load_state_dict_pre_hook(_split_on_load)
+    if attr not in attrs:
+        attrs.append(attr)
+
+
+def _own_class(module: nn.Module) -> None:
+    """Give a parametrized module a class of its own before removing a parametrization.
+
+    torch injects one ``Parametrized<Cls>`` class per module, and ``copy.deepcopy`` shares it
+    between the copy and the original; ``remove_parametrizations`` deletes the property from
+    that class, which would break the original (``... has no attribute 'bias'``).
+    """
+    cls = type(module)
+    body = {k: v for k, v in cls.__dict__.items() if k not in ("__dict__", "__weakref__")}
+    module.__class__ = type(cls.__name__, cls.__bases__, body)
+
+
+def _remove_split(module: nn.Module, attr: str) -> None:
+    _own_class(module)
+    parametrize.remove_parametrizations(module, attr, leave_parametrized=True)
+
+
 def is_split(mha: nn.MultiheadAttention) -> bool:
     """Whether :func:`split_mha_in_proj` has been applied to ``mha``."""
     return any(parametrize.is_parametrized(mha, n) and isinstance(mha.parametrizations[n][0], ConcatSlices)
@@ -88,6 +154,7 @@ def split_mha_in_proj(mha: nn.MultiheadAttention) -> nn.MultiheadAttention:
                 continue
             raise ValueError(f"{name} already carries another parametrization; cannot split it")
         parametrize.register_parametrization(mha, name, ConcatSlices(), unsafe=True)
+        _keep_standard_format(mha, name)
     return mha
 
 
@@ -95,7 +162,7 @@ def merge_mha_in_proj(mha: nn.MultiheadAttention) -> nn.MultiheadAttention:
     """Undo :func:`split_mha_in_proj`: plain ``in_proj_weight``/``in_proj_bias`` with the current values."""
     for name in ("in_proj_weight", "in_proj_bias"):
         if parametrize.is_parametrized(mha, name) and isinstance(mha.parametrizations[name][0], ConcatSlices):
-            parametrize.remove_parametrizations(mha, name, leave_parametrized=True)
+            _remove_split(mha, name)
     return mha
 
 
@@ -168,6 +235,7 @@ def split_fused(ft: FusedTensor) -> dict[str, nn.Parameter]:
             raise ValueError(f"{type(m).__name__}.{attr} already carries another parametrization; cannot split it")
     else:
         parametrize.register_parametrization(m, attr, FusedSlices(ft.dim, ft.labels), unsafe=True)
+        _keep_standard_format(m, attr)
     pl = m.parametrizations[attr]
     return {r: getattr(pl, f"original{i}") for i, r in enumerate(pl[0].roles)}
 
@@ -175,15 +243,24 @@ def split_fused(ft: FusedTensor) -> dict[str, nn.Parameter]:
 def merge_all(model: nn.Module) -> nn.Module:
     """Undo every split qkov made in ``model`` (MHA and fused projections): plain Parameters again.
 
-    Gives the state dict of the unmodified model (e.g. for ``save_pretrained``).
+    Not needed for saving (the split model's ``state_dict`` is already the standard one). In place;
+    an optimizer built on the split Parameters no longer drives the model afterwards. For an
+    export copy use :func:`merged_copy`, which leaves ``model`` untouched.
     """
     for m in model.modules():
         if isinstance(m, nn.MultiheadAttention):
             merge_mha_in_proj(m)
         for attr in list(getattr(m, "parametrizations", {}) or {}):
             if isinstance(m.parametrizations[attr][0], FusedSlices):
-                parametrize.remove_parametrizations(m, attr, leave_parametrized=True)
+                _remove_split(m, attr)
     return model
+
+
+def merged_copy(model: nn.Module) -> nn.Module:
+    """A deep copy of ``model`` with every split merged back; ``model`` (and its optimizer) unchanged."""
+    import copy
+
+    return merge_all(copy.deepcopy(model))
 
 
 @dataclass(frozen=True)
