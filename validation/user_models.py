@@ -39,6 +39,7 @@ safe on a ``copy.deepcopy`` of a split model and leaves the original working.
 
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass
 from typing import Any, Iterator
 
@@ -46,7 +47,9 @@ import torch
 from torch import nn
 from torch.nn.utils import parametrize
 
-from validation.attention_layouts import FusedTensor, UnknownAttentionLayout, find_attention_sites
+from validation.attention_layouts import (AttentionSite, FusedTensor, UnknownAttentionLayout, find_attention_sites,
+                                         verify_sites)
+from validation.layout_probe import default_inputs
 from validation.param_groups import circuit_param_groups
 
 
@@ -263,6 +266,49 @@ def merged_copy(model: nn.Module) -> nn.Module:
     return merge_all(copy.deepcopy(model))
 
 
+def _needs_probe(site: AttentionSite) -> bool:
+    return any(not parametrize.is_parametrized(ft.module, ft.attr) for ft in site.fused)
+
+
+def resolve_sites(model: nn.Module, *, strict: bool = True, example_inputs: Any = None,
+                  verify: bool | None = None) -> list[AttentionSite]:
+    """The attention sites of ``model`` with their layouts confirmed against its forward.
+
+    ``example_inputs`` (a mapping of keyword arguments, a tuple of positional ones, or one
+    tensor) default to a Hugging Face model's ``dummy_inputs``. ``verify``: ``None`` (default)
+    checks every site when inputs are available and refuses a not-yet-split fused projection
+    (not declared by :func:`~validation.attention_layouts.register_attention_layout`) when
+    they are not; ``True`` requires the check; ``False`` takes the preferred layout unchecked.
+    """
+    sites = find_attention_sites(model, strict=strict)
+    if verify is False or not sites:
+        return sites
+    inputs = example_inputs if example_inputs is not None else default_inputs(model)
+    pending = [s for s in sites if _needs_probe(s) and not all(ft.declared for ft in s.fused)]
+    if inputs is None:
+        if verify or pending:
+            s = pending[0] if pending else sites[0]
+            ft = s.fused[0] if s.fused else None
+            child = next((n for n, c in s.module.named_modules() if ft is not None and c is ft.module), "")
+            what = (f"{child + '.' if child else ''}{ft.attr} is a fused q/k/v projection (preferred layout: "
+                    f"{ft.candidates[0][0] if ft.candidates else 'given'})" if ft is not None
+                    else "its layout is to be verified")
+            raise UnknownAttentionLayout(
+                f"{s.name or '<root>'} ({type(s.module).__name__}): {what}; qkov confirms which rows are q, k, v by "
+                "running the model: pass example_inputs=... (or verify=False to take it unchecked)")
+        return sites
+    try:
+        return verify_sites(model, sites, inputs, strict=strict)
+    except UnknownAttentionLayout:
+        raise
+    except Exception as e:  # the model did not run on these inputs
+        if verify or pending:
+            raise UnknownAttentionLayout(
+                f"{type(model).__name__}: could not run the model on its example inputs to check the attention layout "
+                f"({type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}); pass example_inputs=...") from e
+        return sites
+
+
 @dataclass(frozen=True)
 class PlanRow:
     """One line of the plan: tensor ``name`` (``rows`` of it) goes to ``circuit``."""
@@ -325,14 +371,18 @@ def _mha_rows(model: nn.Module, name: str, mha: nn.MultiheadAttention, qk_bias: 
 
 
 def plan_qk_ov(model: nn.Module, *, qk_bias: bool = True, embeddings: bool = False,
-               strict: bool = True) -> list[PlanRow]:
+               strict: bool = True, example_inputs: Any = None, verify: bool | None = None,
+               sites: list[AttentionSite] | None = None) -> list[PlanRow]:
     """Which tensor (or which rows of a fused tensor) goes to which circuit; changes nothing.
 
     Rows for every parameter of ``model``: recognised W_Q/W_K (and, with ``qk_bias``, their
     biases) -> ``"qk"``; W_V, W_O and their biases -> ``"ov"``; with ``embeddings`` the input
     embedding -> ``"qk"`` (as the paper's HateXplain/SVA code does); everything else ``"other"``.
     Raises :class:`~validation.attention_layouts.UnknownAttentionLayout` when no attention is
-    found, or (``strict``) when an attention-like module is in no known layout.
+    found, or (``strict``) when an attention-like module is in no known layout, or a layout is
+    contradicted by the module's forward (see :func:`resolve_sites` for ``example_inputs`` and
+    ``verify``); with ``strict=False`` such modules, or all of a model without recognised
+    attention, stay ``"other"``.
     """
     names = _param_names(model)
     rows: list[PlanRow] = []
@@ -347,8 +397,12 @@ def plan_qk_ov(model: nn.Module, *, qk_bias: bool = True, embeddings: bool = Fal
     for n, m in mhas:
         for pname, r, c in _mha_rows(model, n, m, qk_bias):
             add(pname, r, shapes.get(pname, ()), c, n, "nn.MultiheadAttention")
-    sites = find_attention_sites(model, strict=strict)
-    if not sites and not mhas:
+    if sites is None:
+        sites = resolve_sites(model, strict=strict, example_inputs=example_inputs, verify=verify)
+    if not sites and not mhas and not strict:
+        warnings.warn(f"qkov: {type(model).__name__}: no recognised attention module; every parameter stays at "
+                      "lr_other (strict=False)", stacklevel=3)
+    elif not sites and not mhas:
         found = sorted({type(m).__name__ for m in model.modules()})
         raise UnknownAttentionLayout(
             f"{type(model).__name__}: no attention module found (module types present: {', '.join(found[:20])}"
@@ -386,14 +440,16 @@ def plan_qk_ov(model: nn.Module, *, qk_bias: bool = True, embeddings: bool = Fal
 
 
 def describe_param_groups(model: nn.Module, lr: float, ratio: float, lr_other: float | None = None, *,
-                          qk_bias: bool = True, embeddings: bool = False, strict: bool = True) -> str:
+                          qk_bias: bool = True, embeddings: bool = False, strict: bool = True,
+                          example_inputs: Any = None, verify: bool | None = None) -> str:
     """Dry run of :func:`qk_ov_param_groups`: one line per tensor (or fused rows) with its rate.
 
     Changes nothing in ``model``. Columns: learning rate, circuit, parameter name, rows, shape,
     attention site and layout.
     """
     lrs = {"qk": ratio * lr, "ov": lr, "other": lr if lr_other is None else lr_other}
-    plan = plan_qk_ov(model, qk_bias=qk_bias, embeddings=embeddings, strict=strict)
+    plan = plan_qk_ov(model, qk_bias=qk_bias, embeddings=embeddings, strict=strict,
+                      example_inputs=example_inputs, verify=verify)
     w = max(len(r.name) for r in plan)
     lines = [f"{'lr':>10}  {'circuit':7}  {'parameter':{w}}  rows / shape / site"]
     for r in plan:
@@ -405,7 +461,8 @@ def describe_param_groups(model: nn.Module, lr: float, ratio: float, lr_other: f
 
 
 def qk_ov_parameters(model: nn.Module, *, qk_bias: bool = True, embeddings: bool = False,
-                     strict: bool = True) -> tuple[list[nn.Parameter], list[nn.Parameter]]:
+                     strict: bool = True, example_inputs: Any = None,
+                     verify: bool | None = None) -> tuple[list[nn.Parameter], list[nn.Parameter]]:
     """The QK and OV Parameters of every recognised attention (splitting fused tensors in place).
 
     Fused q/k/v tensors (``nn.MultiheadAttention.in_proj_*``, ``c_attn``, ``query_key_value``,
@@ -414,9 +471,9 @@ def qk_ov_parameters(model: nn.Module, *, qk_bias: bool = True, embeddings: bool
     """
     qk: list[nn.Parameter] = []
     ov: list[nn.Parameter] = []
-    sites = find_attention_sites(model, strict=strict)
+    sites = resolve_sites(model, strict=strict, example_inputs=example_inputs, verify=verify)
     mhas = [m for m in model.modules() if isinstance(m, nn.MultiheadAttention)]
-    plan_qk_ov(model, qk_bias=qk_bias, embeddings=embeddings, strict=strict)  # raises on unknown layouts
+    plan_qk_ov(model, qk_bias=qk_bias, embeddings=embeddings, strict=strict, sites=sites)  # raises on unknown
     for m in mhas:
         a, b = _mha_circuits(m)
         if not qk_bias:
@@ -440,6 +497,7 @@ def qk_ov_parameters(model: nn.Module, *, qk_bias: bool = True, embeddings: bool
 
 def qk_ov_param_groups(model: nn.Module, lr: float, ratio: float, lr_other: float | None = None, *,
                        qk_bias: bool = True, embeddings: bool = False, strict: bool = True,
+                       example_inputs: Any = None, verify: bool | None = None,
                        **group_options: Any) -> list[dict[str, Any]]:
     r"""Optimizer parameter groups with :math:`\eta_{QK} = \text{ratio}\cdot\eta_{OV}` for any known layout.
 
@@ -448,13 +506,16 @@ def qk_ov_param_groups(model: nn.Module, lr: float, ratio: float, lr_other: floa
     ``"other"`` at ``lr_other`` (default ``lr``). Fused projections are split in place by a
     re-parametrization, so the rates hold for every optimizer (AdamW included: its update is
     elementwise, hence identical to the same model with separate q, k, v Parameters). Extra
-    keyword arguments (e.g. ``weight_decay``) go into every group. See
+    keyword arguments (e.g. ``weight_decay``) go into every group. Before a fused projection is
+    split, its layout is confirmed against the module's forward on ``example_inputs`` (default:
+    a Hugging Face model's ``dummy_inputs``; see :func:`resolve_sites`). See
     :func:`describe_param_groups` for a dry run and :mod:`validation.attention_layouts` for
     the layouts. ::
 
         opt = torch.optim.AdamW(qk_ov_param_groups(model, lr=5e-5, ratio=30))
     """
-    qk, ov = qk_ov_parameters(model, qk_bias=qk_bias, embeddings=embeddings, strict=strict)
+    qk, ov = qk_ov_parameters(model, qk_bias=qk_bias, embeddings=embeddings, strict=strict,
+                              example_inputs=example_inputs, verify=verify)
     ids = {id(p) for p in qk + ov}
     other = [p for p in model.parameters() if id(p) not in ids]
     return circuit_param_groups(qk, ov, other, lr_ov=lr, ratio=ratio, lr_other=lr_other, **group_options)
