@@ -107,3 +107,36 @@ class QKOVTrainer(transformers.Trainer):
         if "loss" in logs and self.optimizer is not None:
             logs = {**logs, **group_rates(self.optimizer)}
         super().log(logs, *args, **kwargs)
+
+
+class SharpnessCallback(transformers.TrainerCallback):
+    """Trainer callback: a :class:`~validation.sharpness_log.SharpnessLogger` on a fixed probe batch.
+
+    Records every ``every`` optimizer steps (and at step 0, before training) into
+    ``self.logger.history``; with ``log_scalars`` the means over layers and heads also go into
+    Trainer's ``log_history`` (keys ``sharpness/<measure>``). Arguments as for
+    :class:`~validation.sharpness_log.SharpnessLogger`.
+    """
+
+    def __init__(self, inputs: Any, *, every: int = 1, log_scalars: bool = True, **logger_options: Any):
+        from validation.sharpness_log import SharpnessLogger
+
+        self.logger = SharpnessLogger(inputs, every=every, **logger_options)
+        self.log_scalars = log_scalars
+
+    def _record(self, state: Any, model: Any) -> None:
+        device = next(model.parameters()).device
+        inputs = self.logger.inputs
+        if hasattr(inputs, "items"):
+            self.logger.inputs = {k: v.to(device) if hasattr(v, "to") else v for k, v in inputs.items()}
+        rec = self.logger.record(model, state.global_step)
+        if self.log_scalars:
+            state.log_history.append({"step": state.global_step, **self.logger.scalars(rec)})
+
+    def on_train_begin(self, args: Any, state: Any, control: Any, model: Any = None, **kwargs: Any) -> None:
+        if model is not None and state.global_step == 0:
+            self._record(state, model)
+
+    def on_step_end(self, args: Any, state: Any, control: Any, model: Any = None, **kwargs: Any) -> None:
+        if model is not None and self.logger.due(state.global_step):
+            self._record(state, model)
