@@ -18,7 +18,8 @@ def test_submodules_are_attributes_after_a_plain_import():
     with pytest.raises(AttributeError, match="no attribute 'nope'"):
         validation.nope  # noqa: B018
     for name in validation.SUBMODULES:
-        assert importlib.util.find_spec(f"validation.{name}") is not None, name
+        if name != "hf_trainer" or importlib.util.find_spec("transformers") is not None:
+            assert getattr(validation, name).__name__ == f"validation.{name}"
 
 
 def test_train_real_with_a_spec_honours_fields_and_rejects_unknown_ones(monkeypatch, tmp_path):
