@@ -47,8 +47,13 @@ import torch
 from torch import nn
 from torch.nn.utils import parametrize
 
-from validation.attention_layouts import (AttentionSite, FusedTensor, UnknownAttentionLayout, find_attention_sites,
-                                         verify_sites)
+from validation.attention_layouts import (
+    AttentionSite,
+    FusedTensor,
+    UnknownAttentionLayout,
+    find_attention_sites,
+    verify_sites,
+)
 from validation.layout_probe import default_inputs
 from validation.param_groups import circuit_param_groups
 

@@ -10,8 +10,11 @@ import torch
 
 transformers = pytest.importorskip("transformers", reason="transformers not installed (pip install qkov[hf])")
 
-from validation.attention_layouts import (AttentionLayout, UnknownAttentionLayout,  # noqa: E402
-                                          register_attention_layout)
+from validation.attention_layouts import (  # noqa: E402
+    AttentionLayout,
+    UnknownAttentionLayout,
+    register_attention_layout,
+)
 from validation.user_models import merge_all, merged_copy, qk_ov_param_groups  # noqa: E402
 
 torch.set_num_threads(1)
@@ -140,7 +143,8 @@ def test_albert_output_projection_is_in_the_ov_circuit():
     att = "albert.encoder.albert_layer_groups.0.albert_layers.0.attention"
     tensors = {r: (f"{att}.{c}.weight", slice(None)) for r, c in
                (("q", "query"), ("k", "key"), ("v", "value"), ("o", "dense"))}
-    rates = _adamw_rates(model, qk_ov_param_groups(model, LR, RATIO), tensors)
+    # lr_other != lr: a W_O left in "other" (as before ALBERT's own dense was recognised) would show
+    rates = _adamw_rates(model, qk_ov_param_groups(model, LR, RATIO, lr_other=LR / 3), tensors)
     for r in "qk":
         assert rates[r] / rates["v"] == pytest.approx(RATIO, rel=0.01), rates
     assert rates["o"] / rates["v"] == pytest.approx(1.0, rel=0.01), rates

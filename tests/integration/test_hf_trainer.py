@@ -54,7 +54,7 @@ def runs(tmp_path_factory):
 
 
 def test_checkpoints_hold_the_standard_keys(runs):
-    base, init, full, _ = runs
+    base, init, *_ = runs
     saved = load_file(str(base / "full" / "checkpoint-1" / "model.safetensors"))
     assert not [k for k in saved if "parametrizations" in k]
     assert set(saved) <= set(init) and "transformer.h.0.attn.c_attn.weight" in saved

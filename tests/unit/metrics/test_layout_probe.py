@@ -6,7 +6,11 @@ import pytest
 import torch
 from torch import nn
 
-from validation.attention_layouts import AttentionLayout, UnknownAttentionLayout, register_attention_layout
+from validation.attention_layouts import (
+    AttentionLayout,
+    UnknownAttentionLayout,
+    register_attention_layout,
+)
 from validation.user_models import qk_ov_param_groups
 
 torch.set_num_threads(1)

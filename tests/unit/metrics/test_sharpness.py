@@ -5,8 +5,13 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from validation.metrics.sharpness import (attention_entropy, mass_span, max_weight, normalized_entropy,
-                                          sharpness_summary)
+from validation.metrics.sharpness import (
+    attention_entropy,
+    mass_span,
+    max_weight,
+    normalized_entropy,
+    sharpness_summary,
+)
 
 
 def test_closed_forms():
