@@ -24,6 +24,13 @@ fused projections, one weight whose output rows are q, k and v
     ``num_heads``/``num_key_value_heads``/``head_dim`` when present, else equal thirds);
     ``nn.MultiheadAttention`` is handled in :mod:`validation.user_models` (its own split).
 
+A fused name does not fix the row order (GPT-BigCode's ``c_attn`` is per-head interleaved
+with ``multi_query=False``, CodeGen's ``qkv_proj`` is 4 groups of ``[q; v; k]``, Falcon and
+BLOOM both say ``query_key_value``), so each fused tensor carries its *candidate* layouts
+(:func:`fused_candidates`) and :func:`verify_sites` keeps the one that the module's own
+forward confirms (:mod:`validation.layout_probe`), or refuses in one line. Custom modules
+declare theirs with :func:`register_attention_layout` (:class:`AttentionLayout`).
+
 A module whose class name says attention (``Attention``, ``Attn``, ``SelfAttention``) but
 that matches no layout, and is neither inside nor around a recognised site, is *unknown*:
 :func:`find_attention_sites` raises :class:`UnknownAttentionLayout` listing each one with
@@ -313,7 +320,8 @@ def find_attention_sites(model: nn.Module, *, strict: bool = True) -> list[Atten
                 f"{type(model).__name__}: {len(unknown)} attention module(s) in no known layout: {listing}{more}. "
                 "Known: q_proj/k_proj/v_proj(+o_proj|out_proj|dense), query/key/value(+parent output.dense), "
                 "q_lin/k_lin/v_lin/out_lin, q/k/v/o, c_attn, GPT-NeoX query_key_value, qkv_proj, Wqkv, "
-                "nn.MultiheadAttention; pass strict=False to leave them at lr_other")
+                "nn.MultiheadAttention; declare yours with register_attention_layout, or pass strict=False "
+                "to leave them at lr_other")
     return sites
 
 
