@@ -15,7 +15,9 @@ built from
     and ``out_proj``;
 
 :func:`qk_ov_param_groups` returns optimizer parameter groups; everything else is at
-``lr_other``. :func:`describe_param_groups` prints, without changing the model, which tensor
+``lr_other``. Before a fused tensor is split, which of its rows are q, k, v is confirmed against
+the module's own forward (:func:`resolve_sites`, :mod:`validation.layout_probe`); a layout the
+forward contradicts is refused in one line naming the module. :func:`describe_param_groups` prints, without changing the model, which tensor
 (or which rows of a fused tensor) gets which rate.
 
 Why the split: ``nn.MultiheadAttention`` stores :math:`W_Q, W_K, W_V` stacked in one
