@@ -43,6 +43,15 @@ def train_synthetic(spec=None, /, *, progress: bool | None = False, **fields) ->
 
     ``spec``: a config, or ``None`` to build one from ``fields`` (any of its fields; the rest default:
     full-batch GD on MODEL.md's population from the symmetric start, K = 4, M = 8, 4000 steps of dt = 0.05).
+    With a ``spec``, ``fields`` replace its values.
+
+    Fields (defaults):
+        params (all four: CACO, FACO, CAFO, FAFO), ratios ((1.0, 3.0, 10.0)): the grid trained;
+        data ("population" | "sampled" | "paper"), optimizer ("gd" | "sgd" | "adamw"),
+        init ("symmetric" | "random"), K (4), M (8): the task and how it is trained;
+        u0 (0.5), v0 (0.5), init_std (0.05): the start; eta_ov (1.0), dt (0.05), steps (4000),
+        log_every (20), seed (0), weight_decay (0.0), test_size (2000),
+        sampled (a SampledDataConfig, for data="sampled"), float64 (True).
     """
     from validation.synthetic.experiment import SyntheticConfig, run_grid
 
@@ -68,7 +77,8 @@ def train_real(dataset: str | None = None, /, *, spec=None, progress: bool = Fal
     """Train and evaluate one real-data model (:func:`validation.real.run.train_and_evaluate`).
 
     ``fields`` override :func:`validation.real.config.default_config` for ``dataset`` (``data_dir``,
-    ``ratio``, ``seed``, ``optimizer``, ``quick`` ...); or pass a ready ``spec``.
+    ``ratio``, ``seed``, ``optimizer``, ``quick`` ...); or pass a ready ``spec``, whose values
+    ``fields`` (any :class:`~validation.real.config.RealRunConfig` field, e.g. ``ratio``) replace.
     """
     from validation.real.config import default_config
     from validation.real.run import train_and_evaluate
@@ -82,6 +92,14 @@ def train_real(dataset: str | None = None, /, *, spec=None, progress: bool = Fal
         if data_dir is None:
             raise ValueError("train_real: give data_dir (the directory docs/data.md describes)")
         spec = default_config(dataset, data_dir=str(data_dir), **base)
+    elif fields:
+        import dataclasses
+
+        known = {f.name for f in dataclasses.fields(spec)}
+        unknown = sorted(set(fields) - known)
+        if unknown:
+            raise TypeError(f"train_real: {', '.join(unknown)}: not fields of {type(spec).__name__}")
+        spec = spec.replace(**fields)
     out = train_and_evaluate(spec, progress=progress)
     return RealResult(spec, out["metrics"], out["arrays"], out.get("eraser"), out.get("extras", {}))
 

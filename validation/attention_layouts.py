@@ -24,6 +24,13 @@ fused projections, one weight whose output rows are q, k and v
     ``num_heads``/``num_key_value_heads``/``head_dim`` when present, else equal thirds);
     ``nn.MultiheadAttention`` is handled in :mod:`validation.user_models` (its own split).
 
+A fused name does not fix the row order (GPT-BigCode's ``c_attn`` is per-head interleaved
+with ``multi_query=False``, CodeGen's ``qkv_proj`` is 4 groups of ``[q; v; k]``, Falcon and
+BLOOM both say ``query_key_value``), so each fused tensor carries its *candidate* layouts
+(:func:`fused_candidates`) and :func:`verify_sites` keeps the one that the module's own
+forward confirms (:mod:`validation.layout_probe`), or refuses in one line. Custom modules
+declare theirs with :func:`register_attention_layout` (:class:`AttentionLayout`).
+
 A module whose class name says attention (``Attention``, ``Attn``, ``SelfAttention``) but
 that matches no layout, and is neither inside nor around a recognised site, is *unknown*:
 :func:`find_attention_sites` raises :class:`UnknownAttentionLayout` listing each one with
@@ -32,11 +39,15 @@ its child modules and parameters, so the user sees what was found.
 
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass, field
-from typing import Iterable
+from dataclasses import replace as _replace
+from typing import Any, Iterable
 
 import torch
 from torch import nn
+
+from validation import layout_probe
 
 OUT_NAMES = ("o_proj", "out_proj", "dense", "c_proj", "out_lin", "o", "Wo")
 """Child names taken as the output projection W_O, in order of preference."""
@@ -71,12 +82,18 @@ class FusedTensor:
     """Parameter ``getattr(module, attr)`` whose entries along ``dim`` are labelled q, k or v.
 
     ``labels[i]`` is the role of index ``i`` along ``dim`` (length = ``shape[dim]``).
+    ``candidates``: the known layouts ``(name, labels)`` this tensor may be in, in order of
+    preference; :func:`verify_sites` keeps the one the module's forward confirms (``labels`` is
+    the first until then; ``verified`` says whether a probe confirmed it).
     """
 
     module: nn.Module
     attr: str
     dim: int
     labels: tuple[str, ...]
+    candidates: tuple[tuple[str, tuple[str, ...]], ...] = ()
+    verified: bool = False
+    declared: bool = False
 
     def segments(self) -> list[tuple[str, int, int]]:
         """Maximal runs ``(role, start, stop)`` of equal labels, in order along ``dim``."""
@@ -128,10 +145,15 @@ def _int_attr(m: nn.Module, *names: str) -> int | None:
     return None
 
 
+def _blocks(parts: tuple[str, ...], sizes: tuple[int, ...], groups: int = 1) -> tuple[str, ...]:
+    """``groups`` repetitions of the blocks ``parts`` of ``sizes`` entries each."""
+    return tuple(lab for _ in range(groups) for lab, n in zip(parts, sizes) for _ in range(n))
+
+
 def _block_labels(n: int, m: nn.Module, parts: tuple[str, ...] = ("q", "k", "v")) -> tuple[str, ...]:
     """Contiguous blocks: sizes ``H d, H_kv d, H_kv d`` when the module says so, else equal."""
-    heads = _int_attr(m, "num_heads", "num_attention_heads", "n_heads")
-    kv = _int_attr(m, "num_key_value_heads", "kv_n_heads", "num_kv_heads")
+    heads = _int_attr(m, "num_heads", "num_attention_heads", "n_heads", "n_head")
+    kv = _int_attr(m, "num_key_value_heads", "kv_n_heads", "num_kv_heads", "kv_heads")
     hd = _int_attr(m, "head_dim", "head_size")
     if len(parts) == 3 and heads and kv and hd and (heads + 2 * kv) * hd == n:
         sizes = (heads * hd, kv * hd, kv * hd)
@@ -139,14 +161,57 @@ def _block_labels(n: int, m: nn.Module, parts: tuple[str, ...] = ("q", "k", "v")
         sizes = (n // len(parts),) * len(parts)
     else:
         raise UnknownAttentionLayout(f"fused projection of size {n} cannot be split into {'/'.join(parts)}")
-    return tuple(lab for lab, s in zip(parts, sizes) for _ in range(s))
+    return _blocks(parts, sizes)
 
 
 def neox_labels(n: int, head_size: int) -> tuple[str, ...]:
     """GPT-NeoX ``query_key_value`` rows: per head ``[q (d); k (d); v (d)]``, ``n = 3 H d``."""
     if head_size <= 0 or n % (3 * head_size):
         raise UnknownAttentionLayout(f"query_key_value of size {n} is not 3 x heads x head_size={head_size}")
-    return tuple(lab for _ in range(n // (3 * head_size)) for lab in ("q", "k", "v") for _ in range(head_size))
+    return _blocks(("q", "k", "v"), (head_size,) * 3, n // (3 * head_size))
+
+
+def fused_candidates(n: int, m: nn.Module, attr: str, in_features: int | None) -> list[tuple[str, tuple[str, ...]]]:
+    """The known layouts of a fused q/k/v projection with ``n`` outputs in module ``m``.
+
+    * contiguous ``[q; k; v]`` with sizes ``(H d, H_kv d, H_kv d)``, equal thirds, or
+      ``(E, (n-E)/2, (n-E)/2)`` for multi-query (GPT-2, Phi-3, ModernBERT, MPT, GPT-BigCode
+      ``multi_query=True``, Falcon multi-query);
+    * per head ``[q_h; k_h; v_h]`` (GPT-NeoX, GPT-BigCode ``multi_query=False``, BLOOM);
+    * CodeGen: ``mp_num`` groups of ``[q; v; k]``.
+
+    Preferred first: per head for ``query_key_value``, contiguous otherwise.
+    """
+    heads = _int_attr(m, "num_heads", "num_attention_heads", "n_heads", "n_head")
+    hd = _int_attr(m, "head_dim", "head_size")
+    if hd is None and heads and in_features and in_features % heads == 0:
+        hd = in_features // heads
+    contiguous: list[tuple[str, tuple[str, ...]]] = []
+    try:
+        contiguous.append(("contiguous [q; k; v]", _block_labels(n, m)))
+    except UnknownAttentionLayout:
+        pass
+    if in_features and n > in_features and (n - in_features) % 2 == 0:
+        kvd = (n - in_features) // 2
+        contiguous.append((f"contiguous [q; k; v] (multi-query, k and v {kvd} each)",
+                           _blocks(("q", "k", "v"), (in_features, kvd, kvd))))
+    per_head = []
+    if hd and n % (3 * hd) == 0:
+        per_head.append((f"per head [q; k; v] ({n // (3 * hd)} heads of {hd})", neox_labels(n, hd)))
+    other = []
+    mp = _int_attr(m, "mp_num")
+    if mp and n % (3 * mp) == 0:
+        other.append((f"CodeGen: {mp} groups of [q; v; k]", _blocks(("q", "v", "k"), (n // (3 * mp),) * 3, mp)))
+    cands = per_head + contiguous + other if attr == "query_key_value" else contiguous + per_head + other
+    if mp:  # a module that says mp_num is CodeGen-style first
+        cands = other + [c for c in cands if c not in other]
+    seen: set[tuple[str, ...]] = set()
+    out = []
+    for name, labels in cands:
+        if labels not in seen:
+            seen.add(labels)
+            out.append((name, labels))
+    return out
 
 
 def _fused_site(name: str, m: nn.Module, attr: str) -> AttentionSite | None:
@@ -154,23 +219,19 @@ def _fused_site(name: str, m: nn.Module, attr: str) -> AttentionSite | None:
     is_conv1d = type(proj).__name__ == "Conv1D"  # GPT-2's transposed linear: weight (in, out)
     wdim = 1 if is_conv1d else 0
     n = proj.weight.shape[wdim]
-    if attr == "query_key_value":
-        if not type(m).__name__.startswith("GPTNeoX"):
-            return None  # Falcon & co. use other orders for the same name: refuse rather than guess
-        hs = _int_attr(m, "head_size", "head_dim")
-        labels = neox_labels(n, hs or 0)
-        layout = "neox-query_key_value (per-head interleaved q,k,v)"
-    elif attr == "c_attn" and _is_projection(getattr(m, "q_attn", None)):
-        labels = _block_labels(n, m, ("k", "v"))
-        layout = "gpt2-cross c_attn (k,v) + q_attn"
+    in_features = proj.weight.shape[1 - wdim] if proj.weight.dim() == 2 else None
+    if attr == "c_attn" and _is_projection(getattr(m, "q_attn", None)):
+        cands = [("gpt2-cross c_attn (k,v) + q_attn", _block_labels(n, m, ("k", "v")))]
     else:
-        labels = _block_labels(n, m)
-        layout = f"fused-{attr}" + (" (Conv1D, fused axis 1)" if is_conv1d else "")
+        cands = fused_candidates(n, m, attr, in_features)
+    if not cands:
+        return None
+    layout = f"fused-{attr}" + (" (Conv1D, fused axis 1)" if is_conv1d else "")
     out = _first_child(m, OUT_NAMES)
-    site = AttentionSite(name, m, layout)
-    site.fused.append(FusedTensor(proj, "weight", wdim, labels))
+    site = AttentionSite(name, m, f"{layout}: {cands[0][0]}")
+    site.fused.append(FusedTensor(proj, "weight", wdim, cands[0][1], tuple(cands)))
     if isinstance(getattr(proj, "bias", None), torch.Tensor):
-        site.fused.append(FusedTensor(proj, "bias", 0, labels))
+        site.fused.append(FusedTensor(proj, "bias", 0, cands[0][1], tuple(cands)))
     if _is_projection(getattr(m, "q_attn", None)) and attr == "c_attn":
         site.whole += _params_of(m.q_attn, "qk", "q")
     if out is None:
@@ -193,11 +254,14 @@ def match_site(model: nn.Module, name: str, m: nn.Module) -> AttentionSite | Non
     """The :class:`AttentionSite` of ``m`` (named ``name`` in ``model``) or ``None`` if no layout fits."""
     if isinstance(m, nn.MultiheadAttention):
         return None  # handled by validation.user_models' own split
+    declared = declared_layout(m)
+    if declared is not None:
+        return declared.site(name, m)
     for layout, (qn, kn, vn), outs in SEPARATE_LAYOUTS:
         q, k, v = (getattr(m, n, None) for n in (qn, kn, vn))
         if not all(_is_projection(p) for p in (q, k, v)):
             continue
-        out = _first_child(m, outs) if outs else _bert_output(model, name)
+        out = _first_child(m, outs) if outs else (_first_child(m, ("dense",)) or _bert_output(model, name))
         if outs and out is None:
             continue
         site = AttentionSite(name, m, layout)
@@ -256,5 +320,166 @@ def find_attention_sites(model: nn.Module, *, strict: bool = True) -> list[Atten
                 f"{type(model).__name__}: {len(unknown)} attention module(s) in no known layout: {listing}{more}. "
                 "Known: q_proj/k_proj/v_proj(+o_proj|out_proj|dense), query/key/value(+parent output.dense), "
                 "q_lin/k_lin/v_lin/out_lin, q/k/v/o, c_attn, GPT-NeoX query_key_value, qkv_proj, Wqkv, "
-                "nn.MultiheadAttention; pass strict=False to leave them at lr_other")
+                "nn.MultiheadAttention; declare yours with register_attention_layout, or pass strict=False "
+                "to leave them at lr_other")
     return sites
+
+
+@dataclass(frozen=True)
+class AttentionLayout:
+    """A declared layout for a custom attention module: the child names of its projections.
+
+    ``q``, ``k``, ``v``, ``o``: separate ``Linear``-like children (any may be ``None``);
+    ``qkv``: a fused child whose ``weight`` rows (``fused_dim``, default 0; 1 for a GPT-2
+    ``Conv1D``) are ``groups`` repetitions of the blocks named by ``order`` (equal sizes), e.g.
+    ``order="qvk"`` for CodeGen-like ``[q; v; k]``, ``groups="num_heads"`` (an int or the name of
+    an int attribute of the module) for per-head interleaving, ``order="kv"`` with a separate
+    ``q``. Register it with :func:`register_attention_layout`.
+    """
+
+    q: str | None = None
+    k: str | None = None
+    v: str | None = None
+    o: str | None = None
+    qkv: str | None = None
+    order: str = "qkv"
+    groups: int | str = 1
+    fused_dim: int = 0
+    name: str = "declared"
+
+    def site(self, name: str, m: nn.Module) -> AttentionSite:
+        """The :class:`AttentionSite` of module ``m`` under this layout (raises if a child is missing)."""
+        site = AttentionSite(name, m, f"{self.name} ({type(m).__name__})")
+        for role, child in (("q", self.q), ("k", self.k), ("v", self.v), ("o", self.o)):
+            if child is None:
+                continue
+            proj = getattr(m, child, None)
+            if not _is_projection(proj):
+                raise UnknownAttentionLayout(f"{name} ({type(m).__name__}): declared {role}={child!r} is not a "
+                                             "child with a weight")
+            site.whole += _params_of(proj, "qk" if role in "qk" else "ov", role)
+        if self.qkv is not None:
+            proj = getattr(m, self.qkv, None)
+            if not _is_projection(proj):
+                raise UnknownAttentionLayout(f"{name} ({type(m).__name__}): declared qkv={self.qkv!r} is not a "
+                                             "child with a weight")
+            groups = self.groups if isinstance(self.groups, int) else getattr(m, self.groups, None)
+            n = proj.weight.shape[self.fused_dim]
+            if not isinstance(groups, int) or groups <= 0 or set(self.order) - set("qkv") \
+                    or n % (groups * len(self.order)):
+                raise UnknownAttentionLayout(f"{name} ({type(m).__name__}): declared qkv={self.qkv!r} with "
+                                             f"order={self.order!r}, groups={self.groups!r} does not divide its "
+                                             f"{n} outputs")
+            labels = _blocks(tuple(self.order), (n // (groups * len(self.order)),) * len(self.order), groups)
+            cand = ((f"{self.name}: {groups} x [{'; '.join(self.order)}]", labels),)
+            site.fused.append(FusedTensor(proj, "weight", self.fused_dim, labels, cand, declared=True))
+            if isinstance(getattr(proj, "bias", None), torch.Tensor):
+                site.fused.append(FusedTensor(proj, "bias", 0, labels, cand, declared=True))
+        return site
+
+
+_DECLARED: dict[type, AttentionLayout] = {}
+
+
+def register_attention_layout(module_type: type, layout: AttentionLayout | None) -> None:
+    """Declare where ``module_type``'s (and its subclasses') projections are; ``None`` removes it.
+
+    Declared layouts take precedence over the built-in ones. They are checked against the
+    module's forward like any other when example inputs are available.
+    """
+    if layout is None:
+        _DECLARED.pop(module_type, None)
+    else:
+        if not isinstance(layout, AttentionLayout):
+            raise TypeError(f"layout: expected AttentionLayout, got {type(layout).__name__}")
+        _DECLARED[module_type] = layout
+
+
+def declared_layout(m: nn.Module) -> AttentionLayout | None:
+    """The layout registered for ``type(m)`` or its nearest base class, if any."""
+    for cls in type(m).__mro__:
+        if cls in _DECLARED:
+            return _DECLARED[cls]
+    return None
+
+
+def _inside(parent: nn.Module, child: nn.Module) -> bool:
+    return any(c is child for c in parent.modules())
+
+
+def _check_site(site: AttentionSite, rec: layout_probe.SiteRecord) -> tuple[AttentionSite, str | None]:
+    """Match ``site`` against what its forward did; ``(site with confirmed labels, problem or None)``."""
+    weights = [ft for ft in site.fused if ft.attr != "bias"]
+    wholes = [wt for wt in site.whole if wt.attr == "weight" and _inside(site.module, wt.module)]
+    tensors = [(getattr(ft.module, ft.attr), ft.dim) for ft in weights] + [(getattr(wt.module, wt.attr), 0)
+                                                                             for wt in wholes]
+    if not tensors:
+        return site, None
+    eff = layout_probe.row_effects(rec, tensors)
+    if eff is None:
+        if not weights and not any(ft.declared for ft in site.fused):
+            return site, None  # separate projections named as in a known layout: nothing contradicts them
+        return site, "recorded no attention scores (no softmax or scaled_dot_product_attention ran in it)"
+    chosen: dict[int, tuple[str, tuple[str, ...]]] = {}
+    for ft, (score, out) in zip(weights, eff[:len(weights)]):
+        value = out & ~score
+        match = None
+        for cname, labels in ft.candidates or (("given", ft.labels),):
+            qk = torch.tensor([lab in "qk" for lab in labels])
+            if len(labels) == len(score) and bool((qk == score).all()) and bool((~qk == value).all()):
+                match = (cname, labels)
+                break
+        if match is None:
+            names = "; ".join(c for c, _ in ft.candidates) or "none"
+            inert = ~(score | out)
+            child = next((n for n, c in site.module.named_modules() if c is ft.module), "")
+            return site, (f"{child + '.' if child else ''}{ft.attr}: the forward puts rows {layout_probe.ranges(score)} of {len(score)} in the "
+                          f"attention scores and {layout_probe.ranges(value)} only in the output"
+                          + (f" ({layout_probe.ranges(inert)} in neither)" if bool(inert.any()) else "")
+                          + f"; no known layout matches (tried: {names}); declare it with register_attention_layout")
+        chosen[id(ft.module)] = match
+    for wt, (score, out) in zip(wholes, eff[len(weights):]):
+        child = next((n for n, c in site.module.named_modules() if c is wt.module), "?")
+        if wt.circuit == "qk" and not bool(score.any()):
+            return site, f"{child}: taken as W_{wt.role.upper()} but it does not move the attention scores"
+        if wt.circuit == "ov" and (bool(score.any()) or not bool(out.any())):
+            what = "moves the attention scores" if bool(score.any()) else "does not move the output"
+            return site, f"{child}: taken as W_{wt.role.upper()} but it {what}"
+    fused = []
+    layout = site.layout
+    for ft in site.fused:
+        if id(ft.module) in chosen:
+            cname, labels = chosen[id(ft.module)]
+            ft = _replace(ft, labels=labels, verified=True)
+            layout = f"{site.layout.split(':')[0]}: {cname}"
+        fused.append(ft)
+    return AttentionSite(site.name, site.module, layout, list(site.whole), fused, list(site.notes)), None
+
+
+def verify_sites(model: nn.Module, sites: list[AttentionSite], inputs: Any, *,
+                 strict: bool = True) -> list[AttentionSite]:
+    """Confirm each site's q/k/v/o assignment against one forward of ``model`` on ``inputs``.
+
+    Fused tensors take the candidate layout whose QK rows are exactly the rows that move the
+    attention scores (:mod:`validation.layout_probe`); whole q/k weights must move the scores,
+    v/o weights (inside the module) must move only its output. A site that fails raises
+    :class:`UnknownAttentionLayout` in one line naming the module and what the forward showed,
+    or, with ``strict=False``, is dropped (its tensors stay at ``lr_other``) with a warning.
+    """
+    if not sites:
+        return sites
+    records = layout_probe.run_probe(model, {s.name: s.module for s in sites}, inputs)
+    out = []
+    for s in sites:
+        if not records[s.name].done:
+            problem = "did not run during the probe forward" if s.fused else None
+        else:
+            s, problem = _check_site(s, records[s.name])
+        if problem is None:
+            out.append(s)
+            continue
+        msg = f"{s.name or '<root>'} ({type(s.module).__name__}): {problem}"
+        if strict:
+            raise UnknownAttentionLayout(msg)
+        warnings.warn(f"qkov: {msg}; left at lr_other (strict=False)", stacklevel=3)
+    return out

@@ -15,7 +15,9 @@ built from
     and ``out_proj``;
 
 :func:`qk_ov_param_groups` returns optimizer parameter groups; everything else is at
-``lr_other``. :func:`describe_param_groups` prints, without changing the model, which tensor
+``lr_other``. Before a fused tensor is split, which of its rows are q, k, v is confirmed against
+the module's own forward (:func:`resolve_sites`, :mod:`validation.layout_probe`); a layout the
+forward contradicts is refused in one line naming the module. :func:`describe_param_groups` prints, without changing the model, which tensor
 (or which rows of a fused tensor) gets which rate.
 
 Why the split: ``nn.MultiheadAttention`` stores :math:`W_Q, W_K, W_V` stacked in one
@@ -27,15 +29,19 @@ constant gradient scale. :func:`split_mha_in_proj` therefore re-parametrizes
 Parameters ``original0`` (q), ``original1`` (k), ``original2`` (v): the module computes
 exactly the same function, and each slice can get its own learning rate with any optimizer.
 
-State dict: after the split, ``in_proj_weight`` is stored as
-``<mha>.parametrizations.in_proj_weight.original0/1/2`` (likewise ``in_proj_bias``); such a
-state dict loads into a model split the same way. :func:`merge_mha_in_proj` (or
-:func:`merge_all`) folds the slices back into plain ``in_proj_weight``/``in_proj_bias``
-Parameters, giving the standard state dict of the unmodified module.
+State dict: the split keeps the model's own checkpoint format. Each split module carries a
+state-dict hook that folds the parts back into the fused tensor on save (``in_proj_weight``,
+``c_attn.weight``, ...) and a load pre-hook that splits a fused tensor on load, so
+``state_dict()``, ``save_pretrained``, ``Trainer`` checkpoints and ``from_pretrained`` of a fresh
+model all see the standard keys; a checkpoint written with the parts
+(``parametrizations.<name>.original0/1/2``) still loads. :func:`merge_all` folds the parts back
+into plain Parameters (needed only for code that reads ``module.<name>`` as a Parameter); it is
+safe on a ``copy.deepcopy`` of a split model and leaves the original working.
 """
 
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass
 from typing import Any, Iterator
 
@@ -43,7 +49,14 @@ import torch
 from torch import nn
 from torch.nn.utils import parametrize
 
-from validation.attention_layouts import FusedTensor, UnknownAttentionLayout, find_attention_sites
+from validation.attention_layouts import (
+    AttentionSite,
+    FusedTensor,
+    UnknownAttentionLayout,
+    find_attention_sites,
+    verify_sites,
+)
+from validation.layout_probe import default_inputs
 from validation.param_groups import circuit_param_groups
 
 
@@ -62,6 +75,69 @@ class ConcatSlices(nn.Module):
             raise ValueError(f"cannot split a tensor of shape {tuple(stacked.shape)} into q, k, v slices")
         q, k, v = stacked.chunk(3, dim=0)
         return q.clone(), k.clone(), v.clone()
+
+
+_FUSED_ATTRS = "_qkov_fused_attrs"
+
+
+def _n_parts(pl: Any) -> int:
+    return int(getattr(pl, "ntensors", 3))
+
+
+def _fuse_on_save(module: nn.Module, state_dict: dict, prefix: str, _local_metadata: Any) -> None:
+    """State-dict post-hook: ``parametrizations.<attr>.original0..`` -> the fused ``<attr>`` (standard key)."""
+    for attr in module.__dict__.get(_FUSED_ATTRS, ()):
+        if not parametrize.is_parametrized(module, attr):
+            continue
+        pl = module.parametrizations[attr]
+        keys = [f"{prefix}parametrizations.{attr}.original{i}" for i in range(_n_parts(pl))]
+        if not all(k in state_dict for k in keys):
+            continue
+        parts = [state_dict.pop(k) for k in keys]
+        with torch.no_grad():
+            state_dict[prefix + attr] = pl[0](*[p.detach() for p in parts])
+
+
+def _split_on_load(module: nn.Module, state_dict: dict, prefix: str, *_args: Any) -> None:
+    """Load pre-hook: a fused ``<attr>`` in the state dict -> the parts the split module stores."""
+    for attr in module.__dict__.get(_FUSED_ATTRS, ()):
+        key = prefix + attr
+        if key not in state_dict or not parametrize.is_parametrized(module, attr):
+            continue
+        pl = module.parametrizations[attr]
+        fused = state_dict.pop(key)
+        with torch.no_grad():
+            parts = pl[0].right_inverse(fused)
+        for i, part in enumerate(parts):
+            state_dict[f"{prefix}parametrizations.{attr}.original{i}"] = part
+
+
+def _keep_standard_format(module: nn.Module, attr: str) -> None:
+    """Register :func:`_fuse_on_save` / :func:`_split_on_load` on ``module`` for ``attr`` (once)."""
+    attrs = module.__dict__.get(_FUSED_ATTRS)
+    if attrs is None:
+        attrs = module.__dict__[_FUSED_ATTRS] = []
+        module.register_state_dict_post_hook(_fuse_on_save)
+        module.register_load_state_dict_pre_hook(_split_on_load)
+    if attr not in attrs:
+        attrs.append(attr)
+
+
+def _own_class(module: nn.Module) -> None:
+    """Give a parametrized module a class of its own before removing a parametrization.
+
+    torch injects one ``Parametrized<Cls>`` class per module, and ``copy.deepcopy`` shares it
+    between the copy and the original; ``remove_parametrizations`` deletes the property from
+    that class, which would break the original (``... has no attribute 'bias'``).
+    """
+    cls = type(module)
+    body = {k: v for k, v in cls.__dict__.items() if k not in ("__dict__", "__weakref__")}
+    module.__class__ = type(cls.__name__, cls.__bases__, body)
+
+
+def _remove_split(module: nn.Module, attr: str) -> None:
+    _own_class(module)
+    parametrize.remove_parametrizations(module, attr, leave_parametrized=True)
 
 
 def is_split(mha: nn.MultiheadAttention) -> bool:
@@ -88,6 +164,7 @@ def split_mha_in_proj(mha: nn.MultiheadAttention) -> nn.MultiheadAttention:
                 continue
             raise ValueError(f"{name} already carries another parametrization; cannot split it")
         parametrize.register_parametrization(mha, name, ConcatSlices(), unsafe=True)
+        _keep_standard_format(mha, name)
     return mha
 
 
@@ -95,7 +172,7 @@ def merge_mha_in_proj(mha: nn.MultiheadAttention) -> nn.MultiheadAttention:
     """Undo :func:`split_mha_in_proj`: plain ``in_proj_weight``/``in_proj_bias`` with the current values."""
     for name in ("in_proj_weight", "in_proj_bias"):
         if parametrize.is_parametrized(mha, name) and isinstance(mha.parametrizations[name][0], ConcatSlices):
-            parametrize.remove_parametrizations(mha, name, leave_parametrized=True)
+            _remove_split(mha, name)
     return mha
 
 
@@ -168,6 +245,7 @@ def split_fused(ft: FusedTensor) -> dict[str, nn.Parameter]:
             raise ValueError(f"{type(m).__name__}.{attr} already carries another parametrization; cannot split it")
     else:
         parametrize.register_parametrization(m, attr, FusedSlices(ft.dim, ft.labels), unsafe=True)
+        _keep_standard_format(m, attr)
     pl = m.parametrizations[attr]
     return {r: getattr(pl, f"original{i}") for i, r in enumerate(pl[0].roles)}
 
@@ -175,15 +253,67 @@ def split_fused(ft: FusedTensor) -> dict[str, nn.Parameter]:
 def merge_all(model: nn.Module) -> nn.Module:
     """Undo every split qkov made in ``model`` (MHA and fused projections): plain Parameters again.
 
-    Gives the state dict of the unmodified model (e.g. for ``save_pretrained``).
+    Not needed for saving (the split model's ``state_dict`` is already the standard one). In place;
+    an optimizer built on the split Parameters no longer drives the model afterwards. For an
+    export copy use :func:`merged_copy`, which leaves ``model`` untouched.
     """
     for m in model.modules():
         if isinstance(m, nn.MultiheadAttention):
             merge_mha_in_proj(m)
         for attr in list(getattr(m, "parametrizations", {}) or {}):
             if isinstance(m.parametrizations[attr][0], FusedSlices):
-                parametrize.remove_parametrizations(m, attr, leave_parametrized=True)
+                _remove_split(m, attr)
     return model
+
+
+def merged_copy(model: nn.Module) -> nn.Module:
+    """A deep copy of ``model`` with every split merged back; ``model`` (and its optimizer) unchanged."""
+    import copy
+
+    return merge_all(copy.deepcopy(model))
+
+
+def _needs_probe(site: AttentionSite) -> bool:
+    return any(not parametrize.is_parametrized(ft.module, ft.attr) for ft in site.fused)
+
+
+def resolve_sites(model: nn.Module, *, strict: bool = True, example_inputs: Any = None,
+                  verify: bool | None = None) -> list[AttentionSite]:
+    """The attention sites of ``model`` with their layouts confirmed against its forward.
+
+    ``example_inputs`` (a mapping of keyword arguments, a tuple of positional ones, or one
+    tensor) default to a Hugging Face model's ``dummy_inputs``. ``verify``: ``None`` (default)
+    checks every site when inputs are available and refuses a not-yet-split fused projection
+    (not declared by :func:`~validation.attention_layouts.register_attention_layout`) when
+    they are not; ``True`` requires the check; ``False`` takes the preferred layout unchecked.
+    """
+    sites = find_attention_sites(model, strict=strict)
+    if verify is False or not sites:
+        return sites
+    inputs = example_inputs if example_inputs is not None else default_inputs(model)
+    pending = [s for s in sites if _needs_probe(s) and not all(ft.declared for ft in s.fused)]
+    if inputs is None:
+        if verify or pending:
+            s = pending[0] if pending else sites[0]
+            ft = s.fused[0] if s.fused else None
+            child = next((n for n, c in s.module.named_modules() if ft is not None and c is ft.module), "")
+            what = (f"{child + '.' if child else ''}{ft.attr} is a fused q/k/v projection (preferred layout: "
+                    f"{ft.candidates[0][0] if ft.candidates else 'given'})" if ft is not None
+                    else "its layout is to be verified")
+            raise UnknownAttentionLayout(
+                f"{s.name or '<root>'} ({type(s.module).__name__}): {what}; qkov confirms which rows are q, k, v by "
+                "running the model: pass example_inputs=... (or verify=False to take it unchecked)")
+        return sites
+    try:
+        return verify_sites(model, sites, inputs, strict=strict)
+    except UnknownAttentionLayout:
+        raise
+    except Exception as e:  # the model did not run on these inputs
+        if verify or pending:
+            raise UnknownAttentionLayout(
+                f"{type(model).__name__}: could not run the model on its example inputs to check the attention layout "
+                f"({type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}); pass example_inputs=...") from e
+        return sites
 
 
 @dataclass(frozen=True)
@@ -248,14 +378,18 @@ def _mha_rows(model: nn.Module, name: str, mha: nn.MultiheadAttention, qk_bias: 
 
 
 def plan_qk_ov(model: nn.Module, *, qk_bias: bool = True, embeddings: bool = False,
-               strict: bool = True) -> list[PlanRow]:
+               strict: bool = True, example_inputs: Any = None, verify: bool | None = None,
+               sites: list[AttentionSite] | None = None) -> list[PlanRow]:
     """Which tensor (or which rows of a fused tensor) goes to which circuit; changes nothing.
 
     Rows for every parameter of ``model``: recognised W_Q/W_K (and, with ``qk_bias``, their
     biases) -> ``"qk"``; W_V, W_O and their biases -> ``"ov"``; with ``embeddings`` the input
     embedding -> ``"qk"`` (as the paper's HateXplain/SVA code does); everything else ``"other"``.
     Raises :class:`~validation.attention_layouts.UnknownAttentionLayout` when no attention is
-    found, or (``strict``) when an attention-like module is in no known layout.
+    found, or (``strict``) when an attention-like module is in no known layout, or a layout is
+    contradicted by the module's forward (see :func:`resolve_sites` for ``example_inputs`` and
+    ``verify``); with ``strict=False`` such modules, or all of a model without recognised
+    attention, stay ``"other"``.
     """
     names = _param_names(model)
     rows: list[PlanRow] = []
@@ -270,8 +404,12 @@ def plan_qk_ov(model: nn.Module, *, qk_bias: bool = True, embeddings: bool = Fal
     for n, m in mhas:
         for pname, r, c in _mha_rows(model, n, m, qk_bias):
             add(pname, r, shapes.get(pname, ()), c, n, "nn.MultiheadAttention")
-    sites = find_attention_sites(model, strict=strict)
-    if not sites and not mhas:
+    if sites is None:
+        sites = resolve_sites(model, strict=strict, example_inputs=example_inputs, verify=verify)
+    if not sites and not mhas and not strict:
+        warnings.warn(f"qkov: {type(model).__name__}: no recognised attention module; every parameter stays at "
+                      "lr_other (strict=False)", stacklevel=3)
+    elif not sites and not mhas:
         found = sorted({type(m).__name__ for m in model.modules()})
         raise UnknownAttentionLayout(
             f"{type(model).__name__}: no attention module found (module types present: {', '.join(found[:20])}"
@@ -309,14 +447,16 @@ def plan_qk_ov(model: nn.Module, *, qk_bias: bool = True, embeddings: bool = Fal
 
 
 def describe_param_groups(model: nn.Module, lr: float, ratio: float, lr_other: float | None = None, *,
-                          qk_bias: bool = True, embeddings: bool = False, strict: bool = True) -> str:
+                          qk_bias: bool = True, embeddings: bool = False, strict: bool = True,
+                          example_inputs: Any = None, verify: bool | None = None) -> str:
     """Dry run of :func:`qk_ov_param_groups`: one line per tensor (or fused rows) with its rate.
 
     Changes nothing in ``model``. Columns: learning rate, circuit, parameter name, rows, shape,
     attention site and layout.
     """
     lrs = {"qk": ratio * lr, "ov": lr, "other": lr if lr_other is None else lr_other}
-    plan = plan_qk_ov(model, qk_bias=qk_bias, embeddings=embeddings, strict=strict)
+    plan = plan_qk_ov(model, qk_bias=qk_bias, embeddings=embeddings, strict=strict,
+                      example_inputs=example_inputs, verify=verify)
     w = max(len(r.name) for r in plan)
     lines = [f"{'lr':>10}  {'circuit':7}  {'parameter':{w}}  rows / shape / site"]
     for r in plan:
@@ -328,7 +468,8 @@ def describe_param_groups(model: nn.Module, lr: float, ratio: float, lr_other: f
 
 
 def qk_ov_parameters(model: nn.Module, *, qk_bias: bool = True, embeddings: bool = False,
-                     strict: bool = True) -> tuple[list[nn.Parameter], list[nn.Parameter]]:
+                     strict: bool = True, example_inputs: Any = None,
+                     verify: bool | None = None) -> tuple[list[nn.Parameter], list[nn.Parameter]]:
     """The QK and OV Parameters of every recognised attention (splitting fused tensors in place).
 
     Fused q/k/v tensors (``nn.MultiheadAttention.in_proj_*``, ``c_attn``, ``query_key_value``,
@@ -337,9 +478,9 @@ def qk_ov_parameters(model: nn.Module, *, qk_bias: bool = True, embeddings: bool
     """
     qk: list[nn.Parameter] = []
     ov: list[nn.Parameter] = []
-    sites = find_attention_sites(model, strict=strict)
+    sites = resolve_sites(model, strict=strict, example_inputs=example_inputs, verify=verify)
     mhas = [m for m in model.modules() if isinstance(m, nn.MultiheadAttention)]
-    plan_qk_ov(model, qk_bias=qk_bias, embeddings=embeddings, strict=strict)  # raises on unknown layouts
+    plan_qk_ov(model, qk_bias=qk_bias, embeddings=embeddings, strict=strict, sites=sites)  # raises on unknown
     for m in mhas:
         a, b = _mha_circuits(m)
         if not qk_bias:
@@ -363,6 +504,7 @@ def qk_ov_parameters(model: nn.Module, *, qk_bias: bool = True, embeddings: bool
 
 def qk_ov_param_groups(model: nn.Module, lr: float, ratio: float, lr_other: float | None = None, *,
                        qk_bias: bool = True, embeddings: bool = False, strict: bool = True,
+                       example_inputs: Any = None, verify: bool | None = None,
                        **group_options: Any) -> list[dict[str, Any]]:
     r"""Optimizer parameter groups with :math:`\eta_{QK} = \text{ratio}\cdot\eta_{OV}` for any known layout.
 
@@ -371,13 +513,16 @@ def qk_ov_param_groups(model: nn.Module, lr: float, ratio: float, lr_other: floa
     ``"other"`` at ``lr_other`` (default ``lr``). Fused projections are split in place by a
     re-parametrization, so the rates hold for every optimizer (AdamW included: its update is
     elementwise, hence identical to the same model with separate q, k, v Parameters). Extra
-    keyword arguments (e.g. ``weight_decay``) go into every group. See
+    keyword arguments (e.g. ``weight_decay``) go into every group. Before a fused projection is
+    split, its layout is confirmed against the module's forward on ``example_inputs`` (default:
+    a Hugging Face model's ``dummy_inputs``; see :func:`resolve_sites`). See
     :func:`describe_param_groups` for a dry run and :mod:`validation.attention_layouts` for
     the layouts. ::
 
         opt = torch.optim.AdamW(qk_ov_param_groups(model, lr=5e-5, ratio=30))
     """
-    qk, ov = qk_ov_parameters(model, qk_bias=qk_bias, embeddings=embeddings, strict=strict)
+    qk, ov = qk_ov_parameters(model, qk_bias=qk_bias, embeddings=embeddings, strict=strict,
+                              example_inputs=example_inputs, verify=verify)
     ids = {id(p) for p in qk + ov}
     other = [p for p in model.parameters() if id(p) not in ids]
     return circuit_param_groups(qk, ov, other, lr_ov=lr, ratio=ratio, lr_other=lr_other, **group_options)

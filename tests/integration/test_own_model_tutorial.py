@@ -15,7 +15,7 @@ def test_tutorial_code_runs(capsys):
     pytest.importorskip("transformers", reason="transformers not installed (pip install qkov[hf])")
     torch.set_num_threads(1)
     blocks = re.findall(r"```python\n(.*?)```", TUTORIAL.read_text(), flags=re.S)
-    assert len(blocks) == 6
+    assert len(blocks) == 7
     namespace: dict = {}
     for block in blocks:
         exec(compile(block, str(TUTORIAL), "exec"), namespace)
@@ -27,3 +27,17 @@ def test_tutorial_code_runs(capsys):
     assert re.search(r"\('qk', 5, 0\.00(3|29999)", out) and "('ov', 4, 0.0003)" in out
     assert "(2, 4, 4, 12, 12)" in out and "(1, 4, 1, 12, 12)" in out and "(2, 2, 4, 7, 7)" in out
     assert re.search(r"rollout mass 0\.\d{3}, AC \d\.\d\d", out)
+    # the declared custom layout: q, k parts of wvqk (weight, bias) in QK; its v part and wo in OV
+    assert "[('qk', 4), ('ov', 4), ('other', 2)]" in out
+    from validation.attention_layouts import AttentionLayout, UnknownAttentionLayout, register_attention_layout
+
+    cls = namespace["MyAttention"]
+    register_attention_layout(cls, AttentionLayout(qkv="wvqk", o="wo", order="qkv"))
+    try:  # the refusal the page quotes
+        with pytest.raises(UnknownAttentionLayout, match=re.escape(
+                "0 (MyAttention): wvqk.weight: the forward puts rows [16:48] of 48 in the attention scores and "
+                "[0:16] only in the output; no known layout matches")):
+            namespace["qk_ov_param_groups"](torch.nn.Sequential(cls()), 1e-3, 10.0,
+                                            example_inputs=torch.randn(2, 5, 16))
+    finally:
+        register_attention_layout(cls, None)

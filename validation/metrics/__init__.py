@@ -7,7 +7,9 @@ One module per job:
 - :mod:`.eraser`: ERASER faithfulness (comprehensiveness, sufficiency, AOPC);
 - :mod:`.plausibility`: agreement with human rationales (token F1, IOU-F1, AUPRC);
 - :mod:`.squad_eval`: the official SQuAD exact match and F1;
-- :mod:`.eraser_export`: results in ERASER's JSONL format.
+- :mod:`.eraser_export`: results in ERASER's JSONL format;
+- :mod:`.sharpness`: label-free sharpness of attention rows (entropy, normalised entropy,
+  max weight, mass span), per layer and head.
 
 Every scalar metric states in :data:`LOWER_IS_BETTER` whether lower values are better.
 """
@@ -19,6 +21,11 @@ LOWER_IS_BETTER: dict[str, bool] = {
     "relevant_mass": False,
     "attention_confidence": False,
     "acmc": False,
+    # label-free sharpness (lower entropy / span = sharper attention)
+    "attention_entropy": True,
+    "normalized_entropy": True,
+    "max_weight": False,
+    "mass_span": True,
     # ERASER faithfulness
     "comprehensiveness": False,
     "sufficiency": True,

@@ -1,0 +1,66 @@
+"""Sharpness logging during training: a plain loop and a Trainer record per-layer, per-head
+measures that match a direct computation, and the relevant-token metrics when labels exist."""
+
+import numpy as np
+import pytest
+import torch
+
+transformers = pytest.importorskip("transformers", reason="transformers not installed (pip install qkov[hf])")
+
+from validation.metrics.sharpness import sharpness_summary  # noqa: E402
+from validation.sharpness_log import SharpnessLogger  # noqa: E402
+from validation.user_attention import read_attention  # noqa: E402
+from validation.user_models import qk_ov_param_groups  # noqa: E402
+
+torch.set_num_threads(1)
+V, L = 40, 8
+
+
+def _gpt2():
+    torch.manual_seed(0)
+    return transformers.GPT2LMHeadModel(transformers.GPT2Config(
+        n_embd=32, n_layer=2, n_head=2, vocab_size=V, n_positions=16, bos_token_id=0, eos_token_id=0))
+
+
+IDS = torch.randint(0, V, (4, L), generator=torch.Generator().manual_seed(2))
+
+
+def test_plain_loop_records_match_a_direct_computation_and_restore_train_mode():
+    model = _gpt2()
+    mask = torch.ones_like(IDS)
+    mask[0, -2:] = 0
+    relevant = torch.zeros(4, L, dtype=torch.bool)
+    relevant[:, :2] = True
+    log = SharpnessLogger({"input_ids": IDS, "attention_mask": mask}, every=2, relevant=relevant, query=5)
+    opt = torch.optim.AdamW(qk_ov_param_groups(model, 1e-2, 10.0))
+    for step in range(1, 5):
+        opt.zero_grad()
+        model(input_ids=IDS, labels=IDS).loss.backward()
+        opt.step()
+        log(model, step)
+    assert model.training
+    arr = log.arrays()
+    assert arr["step"].tolist() == [2, 4] and arr["normalized_entropy"].shape == (2, 2, 2)
+    want = sharpness_summary(read_attention(model.eval(), {"input_ids": IDS, "attention_mask": mask}), mask.bool())
+    for k in ("entropy", "normalized_entropy", "max_weight", "mass_span"):
+        np.testing.assert_allclose(arr[k][-1], want[k], rtol=1e-6)
+    assert arr["relevant_mass"].shape == (2, 2, 2) and arr["attention_confidence"].shape == (2, 2, 2)
+    assert not np.allclose(arr["max_weight"][0], arr["max_weight"][1])  # training moved the attention
+    assert set(SharpnessLogger.scalars(log.history[0])) >= {"sharpness/normalized_entropy", "sharpness/relevant_mass"}
+
+
+def test_trainer_callback_logs_sharpness(tmp_path):
+    pytest.importorskip("accelerate", reason="accelerate not installed (pip install qkov[hf])")
+    from validation.hf_trainer import QKOVTrainer, SharpnessCallback
+
+    cb = SharpnessCallback({"input_ids": IDS[:2]}, every=2)
+    args = transformers.TrainingArguments(output_dir=str(tmp_path), max_steps=4, per_device_train_batch_size=2,
+                                          learning_rate=1e-3, report_to=[], use_cpu=True, save_strategy="no",
+                                          logging_steps=1, disable_tqdm=True)
+    data = [{"input_ids": i, "labels": i} for i in IDS]
+    trainer = QKOVTrainer(model=_gpt2(), args=args, train_dataset=data, qk_ov_ratio=10.0, callbacks=[cb])
+    trainer.train()
+    assert [r["step"] for r in cb.logger.history] == [0, 2, 4]
+    logged = [h for h in trainer.state.log_history if "sharpness/entropy" in h]
+    assert [h["step"] for h in logged] == [0, 2, 4]
+    assert all(0 < h["sharpness/normalized_entropy"] <= 1 for h in logged)

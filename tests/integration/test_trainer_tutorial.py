@@ -1,0 +1,30 @@
+"""docs/tutorials/trainer.md: its python blocks run as written, in order, and print what the page says."""
+
+import re
+
+import pytest
+import torch
+
+from tests.paths import DOCS
+
+TUTORIAL = DOCS / "tutorials" / "trainer.md"
+
+
+def test_trainer_tutorial_runs(capsys):
+    pytest.importorskip("transformers", reason="transformers not installed (pip install qkov[hf])")
+    pytest.importorskip("accelerate", reason="accelerate not installed (pip install qkov[hf])")
+    torch.set_num_threads(1)
+    blocks = re.findall(r"```python\n(.*?)```", TUTORIAL.read_text(), flags=re.S)
+    assert len(blocks) == 5
+    namespace: dict = {}
+    for block in blocks:
+        exec(compile(block, str(TUTORIAL), "exec"), namespace)
+    out = capsys.readouterr().out
+    assert "qk 0.03, ov 0.003, other 0.003" in out
+    assert "[0, 5, 10, 15, 20]" in out and "(5, 2, 4)" in out
+    assert re.search(r"normalised entropy \d\.\d\d -> \d\.\d\d", out)
+    assert "set() set()" in out and "same logits: True" in out
+    assert "[10, 20]" in out
+    from pathlib import Path
+
+    assert (Path(namespace["out"]) / "sharpness.png").stat().st_size > 1000
