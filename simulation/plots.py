@@ -21,13 +21,14 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
+from theory.parametrization import Parametrization, registered  # noqa: E402
+
 OKABE_ITO = ("#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#000000")
 """Okabe & Ito's colour-blind-safe palette, without its yellow (unreadable as a line on white)."""
-COLORS = {"CACO": OKABE_ITO[0], "FACO": OKABE_ITO[1], "CAFO": OKABE_ITO[2], "FAFO": OKABE_ITO[3]}
-"""One fixed colour per parametrization in every figure."""
-PARAM_NAMES = {"CACO": "CACO (collapsed QK, collapsed OV)", "FACO": "FACO (factorized QK, collapsed OV)",
-               "CAFO": "CAFO (collapsed QK, factorized OV)", "FAFO": "FAFO (factorized QK, factorized OV)"}
-"""Legend names of the parametrizations."""
+COLORS = {name: OKABE_ITO[i % len(OKABE_ITO)] for i, name in enumerate(registered())}
+"""One fixed colour per registered parametrization (the registry's order) in every figure."""
+PARAM_NAMES = {name: Parametrization(name).description for name in registered()}
+"""Legend names of the parametrizations, e.g. ``"FACO (factorized QK, collapsed OV)"``."""
 LAW_LABELS = {"u_of_t": "u(t), closed form", "u_of_t_expanded": "u(t), leading terms",
               "v_of_u": "v(u), first integral", "residual_of_u": "1-p as a function of u",
               "v_of_t_expanded": "v(t), leading terms", "residual_of_t_expanded": "1-p(t), leading terms"}

@@ -158,8 +158,8 @@ def asymptotic_checks(param: str) -> list[Check]:
     return checks
 
 
-RATIO_SHIFT = {"CACO": sp.Integer(0), "CAFO": -2 * K * (M + 1) / (r ** 2 * (K - 1) * (K + M + 1))}
-r"""Stated :math:`\lim_{u\to\infty}\partial_r[u\,(1-p)]` on the leading curve (collapsed QK)."""
+RATIO_SHIFT = {"collapsed": sp.Integer(0), "factorized": -2 * K * (M + 1) / (r ** 2 * (K - 1) * (K + M + 1))}
+r"""Stated :math:`\lim_{u\to\infty}\partial_r[u\,(1-p)]` on the leading curve (collapsed QK), by the OV circuit's kind."""
 
 
 def ratio_shift_check(param: str) -> Check:
@@ -174,9 +174,9 @@ def ratio_shift_check(param: str) -> Check:
     """
     res = _with_ratio(asymptotic_laws(param).residual_of_u).subs(u, _up)
     return limit_check(f"{param}-u-leading-independent-of-ratio",
-                       rf"\lim_{{u\to\infty}} \partial_r\bigl[u(1-p)\bigr] = {sp.latex(RATIO_SHIFT[param])} "
+                       rf"\lim_{{u\to\infty}} \partial_r\bigl[u(1-p)\bigr] = {sp.latex(RATIO_SHIFT[Parametrization(param).ov.kind.name])} "
                        r"\text{ (finite: } r \text{ shifts } u(t) \text{ by } O(1))",
-                       sp.diff(_up * res, r), _up, sp.oo, RATIO_SHIFT[param])
+                       sp.diff(_up * res, r), _up, sp.oo, RATIO_SHIFT[Parametrization(param).ov.kind.name])
 
 
 def growth_summary(param: str) -> dict[str, str]:

@@ -11,7 +11,8 @@ Regenerate after changing a derivation::
     python -m theory.codegen            # rewrites simulation/generated.py
     python -m theory.codegen --check    # exit 1 if the checked-in file is stale
 
-What is generated (``P`` is a parametrization, ``CACO`` ... ``FAFO``):
+What is generated (``P`` is a registered parametrization, :func:`theory.parametrization.registered`; the
+tables are keyed by its name; a parametrization off MODEL.md's line, such as tied QK, gets the first item only):
 
 * ``rhs_P(*state, K, M, eta_QK, eta_OV) -> tuple``: the reduced flow :math:`\dot y = f(y)`;
   ``jac_P`` its Jacobian (rows); ``observables_P(*state, K, M) -> (u, v, p, residual, loss)``;
@@ -42,7 +43,7 @@ from typing import Sequence
 import sympy as sp
 from sympy.printing.numpy import SciPyPrinter
 
-from theory.parametrization import PARAMETRIZATIONS, Parametrization
+from theory.parametrization import Parametrization, registered
 
 TARGET = Path(__file__).resolve().parent.parent / "simulation" / "generated.py"
 """The generated module's path in the source tree."""
@@ -253,8 +254,14 @@ import scipy.special
 '''
 
 
-def render_module(params: Sequence[str] = PARAMETRIZATIONS) -> str:
-    """The full text of ``simulation/generated.py``."""
+def render_module(params: Sequence[str] | None = None) -> str:
+    """The full text of ``simulation/generated.py``, for every registered parametrization (default).
+
+    Every parametrization gets its reduced flow (``rhs``, ``jac``, ``observables``, ``initial``); the
+    pieces that rest on MODEL.md's line :math:`p = p(v)` (first integrals, laws, next order, exact problems,
+    sign laws) only those whose QK circuit stays on it (:attr:`theory.reduced.Circuit.on_line`; not tied QK).
+    The tables are keyed by name, generated from the registry (:func:`theory.parametrization.registered`).
+    """
     from theory.asymptotics import LAW_NAMES, LAW_TARGETS
     from theory.asymptotics_next import NEXT_ORDER_EXPRESSIONS
     from theory.reduced import reduced_system
@@ -262,19 +269,21 @@ def render_module(params: Sequence[str] = PARAMETRIZATIONS) -> str:
     blocks: list[str] = [HEADER]
     tables = {"STATE_NAMES": [], "RHS": [], "JAC": [], "OBSERVABLES": [], "INITIAL": [], "LAWS": [],
               "FIRST_INTEGRALS": [], "NEXT_ORDER": [], "FROZEN_QK_TIME": [], "QK_OFFSET": [], "SIGN_LAWS": []}
-    for param in params:
+    for param in (registered() if params is None else params):
         for fn in _reduced_functions(param):
             blocks.append(_render(fn))
+        names = tuple(x.name for x in reduced_system(param).state)
+        tables["STATE_NAMES"].append(f"    {param!r}: {names!r},")
+        for key, prefix in (("RHS", "rhs"), ("JAC", "jac"), ("OBSERVABLES", "observables"), ("INITIAL", "initial")):
+            tables[key].append(f"    {param!r}: {prefix}_{param},")
+        if not reduced_system(param).qk.on_line:
+            continue
         fi_fns, n_pieces = _first_integral_functions(param)
         for fn in fi_fns:
             blocks.append(_render(fn))
         for fn in (_law_functions(param) + _next_order_functions(param) + _problem_functions(param)
                    + _sign_law_functions(param)):
             blocks.append(_render(fn))
-        names = tuple(x.name for x in reduced_system(param).state)
-        tables["STATE_NAMES"].append(f"    {param!r}: {names!r},")
-        for key, prefix in (("RHS", "rhs"), ("JAC", "jac"), ("OBSERVABLES", "observables"), ("INITIAL", "initial")):
-            tables[key].append(f"    {param!r}: {prefix}_{param},")
         laws = ", ".join(f"{n!r}: law_{param}_{n}" for n in LAW_NAMES)
         tables["LAWS"].append(f"    {param!r}: {{{laws}}},")
         nxt = ", ".join(f"{n!r}: next_{param}_{n}" for n in NEXT_ORDER_EXPRESSIONS)

@@ -25,12 +25,12 @@ from dataclasses import dataclass, field
 import numpy as np
 import torch
 
-from theory.parametrization import Parametrization
+from theory.parametrization import PARAMETRIZATIONS, Parametrization
 from torch.nn import functional as F
 
 from validation.synthetic import paper_preset as pp
 
-PARAMS = ("CACO", "FACO", "CAFO", "FAFO")
+PARAMS = PARAMETRIZATIONS
 DTAP_EDGES = np.linspace(0.0, 1.0, 6)   # the notebooks' synthetic bins 0, 0.2, ..., 1
 
 
@@ -51,15 +51,15 @@ class PaperRunResult:
 
 def _init(param: str, n: int) -> dict[str, torch.Tensor]:
     eye = pp.INIT_SCALE * torch.eye(pp.VOCAB).expand(n, -1, -1).clone()
-    names = (["W_K", "W_Q"] if Parametrization(param).qk.factorized else ["W_KQ"]) + (["W_O", "W_V"] if Parametrization(param).ov.factorized else ["W_OV"])
+    p = Parametrization(param)
+    names = p.qk.factors + p.ov.factors
     return {k: eye.clone().requires_grad_(True) for k in names}
 
 
 def effective(param: str, w: dict[str, torch.Tensor]) -> tuple[torch.Tensor, torch.Tensor]:
     """``(W_KQ, W_OV)`` of every model, shapes ``(n, 50, 50)``."""
-    wkq = w["W_K"].transpose(1, 2) @ w["W_Q"] if Parametrization(param).qk.factorized else w["W_KQ"]
-    wov = w["W_O"] @ w["W_V"] if Parametrization(param).ov.factorized else w["W_OV"]
-    return wkq, wov
+    p = Parametrization(param)
+    return p.qk.effective([w[k] for k in p.qk.factors]), p.ov.effective([w[k] for k in p.ov.factors])
 
 
 def forward(wkq: torch.Tensor, wov: torch.Tensor, ids: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
