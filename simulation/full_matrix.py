@@ -34,7 +34,8 @@ from typing import Literal
 import numpy as np
 from scipy.special import softmax
 
-from simulation.model_matrices import TokenLayout, observables
+from simulation.integrators import steps_for_times
+from simulation.model_matrices import TokenLayout
 from theory.parametrization import Parametrization, registered
 
 State = dict[str, np.ndarray]
@@ -210,67 +211,35 @@ class FullTrajectory:
     asym_qk: np.ndarray
     dt: float
     method: str
+    success: bool = True
+    message: str = ""
 
     def as_json(self) -> dict:
         return {"param": self.param, "t": self.t.tolist(), "u": self.u.tolist(), "v": self.v.tolist(),
                 "p": self.p.tolist(), "loss": self.loss.tolist()}
 
 
-def steps_for_times(t_eval: np.ndarray, dt: float) -> np.ndarray:
-    """Step counts ``round(t / dt)``; a time that is not a multiple of ``dt`` (to 1e-6) is an error."""
-    t_eval = np.asarray(t_eval, dtype=float)
-    n = np.rint(t_eval / dt).astype(np.int64)
-    bad = np.abs(n * dt - t_eval) > 1e-6 * np.maximum(1.0, t_eval)
-    if np.any(bad):
-        raise ValueError(f"time {t_eval[bad][0]:g} is not a multiple of dt = {dt:g}")
-    if np.any(np.diff(n) <= 0):
-        raise ValueError("times must be strictly increasing multiples of dt")
-    return n
-
-
 def simulate_full(param: str, K: int, M: int, eta_qk: float, eta_ov: float, t_eval, dt: float, *,
                   state: State, method: Literal["gd", "rk4"] = "gd") -> FullTrajectory:
     r"""Run the full-matrix flow from ``state`` and record observables at ``t_eval`` (multiples of ``dt``).
 
-    ``method="gd"``: :math:`W \leftarrow W - \eta\,dt\,\nabla_W\mathcal L` (gradient descent);
-    ``"rk4"``: one classical Runge-Kutta step of the flow per ``dt``.
+    ``method="gd"``: :math:`W \leftarrow W - \eta\,dt\,\nabla_W\mathcal L` (gradient descent, the Euler scheme);
+    ``"rk4"``: one classical Runge-Kutta step of the flow per ``dt`` (:mod:`simulation.integrators`).
+    A state that turns non-finite (a step too large for the rates) gives ``success`` False and NaN from there.
     """
+    from simulation.integrators import INTEGRATORS
+    from simulation.systems import full_from_state
+
     p = _check_param(param)
-    if dt <= 0:
-        raise ValueError("dt must be > 0")
+    if method not in ("gd", "rk4"):
+        raise ValueError(f"method {method!r}: must be 'gd' or 'rk4'")
     n_at = steps_for_times(t_eval, dt)
-    pg = PopulationGradient(K, M)
-    rates = {**{k: eta_qk for k in p.qk.factors}, **{k: eta_ov for k in p.ov.factors}}
-    W = {k: np.array(v, dtype=float, copy=True) for k, v in state.items()}
-
-    def velocity(S: State) -> State:
-        _, g = pg.gradients(S, p)
-        return {k: -rates[k] * g[k] for k in S}
-
-    rows = []
-    step = 0
-    for n_target in n_at:
-        while step < n_target:
-            if method == "gd":
-                vel = velocity(W)
-                for k in W:
-                    W[k] += dt * vel[k]
-            elif method == "rk4":
-                k1 = velocity(W)
-                k2 = velocity({k: W[k] + 0.5 * dt * k1[k] for k in W})
-                k3 = velocity({k: W[k] + 0.5 * dt * k2[k] for k in W})
-                k4 = velocity({k: W[k] + dt * k3[k] for k in W})
-                for k in W:
-                    W[k] += dt / 6.0 * (k1[k] + 2 * k2[k] + 2 * k3[k] + k4[k])
-            else:
-                raise ValueError(f"method {method!r}: must be 'gd' or 'rk4'")
-            step += 1
-        W_KQ, W_OV = effective(W, p)
-        ob = observables(W_KQ, W_OV, K, M)
-        a_ov, a_qk = symmetric_projection_distance(W_KQ, W_OV, K, M)
-        rows.append((ob.u, ob.v, ob.p, ob.loss, ob.u_spread, ob.v_spread, ob.p_spread, a_ov, a_qk))
-    arr = np.array(rows, dtype=float).T
-    return FullTrajectory(param, n_at * dt, *arr, dt=dt, method=method)
+    system = full_from_state(p, K, M, eta_qk, eta_ov, state)
+    run = INTEGRATORS[method](system, n_at * dt, dt=dt)
+    ob = system.observe(run.y)
+    return FullTrajectory(str(p), n_at * dt, ob["u"], ob["v"], ob["p"], ob["loss"], ob["u_spread"], ob["v_spread"],
+                          ob["p_spread"], ob["asym_ov"], ob["asym_qk"], dt=dt, method=method, success=bool(run.success),
+                          message=run.message)
 
 
 __all__ = ["State", "balanced_state", "random_state", "effective", "PopulationGradient", "autograd_gradients",

@@ -89,12 +89,18 @@ class Trajectories:
     def column(self, b: int) -> "Trajectory":
         """Trajectory ``b`` alone."""
         return Trajectory(self.param, self.state_names, self.t, self.state[:, :, b], self.u[:, b], self.v[:, b],
-                          self.p[:, b], self.residual[:, b], self.loss[:, b])
+                          self.p[:, b], self.residual[:, b], self.loss[:, b], bool(self.success[b]),
+                          "" if self.success[b] else "the integration failed before the last time",
+                          {"system": "reduced", "integrator": "dop853", "steps": int(self.steps[b])})
 
 
 @dataclass(frozen=True)
 class Trajectory:
-    """One reduced trajectory: ``t (T,)``, ``state (n_state, T)``, observables ``(T,)``."""
+    """One trajectory: ``t (T,)``, ``state (n_state, T)``, observables ``(T,)``.
+
+    ``success``: reached the last time with finite states (else NaN from the failure on, ``message`` says why);
+    ``stats``: system, integrator and cost (``nfev``, ``steps``, ``rejected``).
+    """
 
     param: str
     state_names: tuple[str, ...]
@@ -105,6 +111,9 @@ class Trajectory:
     p: np.ndarray
     residual: np.ndarray
     loss: np.ndarray
+    success: bool = True
+    message: str = ""
+    stats: dict = field(default_factory=dict, compare=False)
 
     def as_json(self) -> dict:
         """MODEL.md's observables as plain lists (the CLI's ``--json`` record)."""
@@ -189,21 +198,18 @@ def reference_states(param: str, y0: np.ndarray, K, M, eta_qk, eta_ov, t_eval: n
                      rtol: float = 1e-13, atol: float = 1e-15, method: str = "DOP853") -> np.ndarray:
     r"""The same flow with one :func:`scipy.integrate.solve_ivp` call (for tests and benchmarks).
 
-    Integrates :math:`dy/d\tau = e^\tau f(y)`; returns states ``(n_state, T)``.
+    Integrates :math:`dy/d\tau = e^\tau f(y)` (:mod:`simulation.integrators`); returns states ``(n_state, T)``.
+    Raises ``RuntimeError`` when scipy fails (a reference that did not reach its time is no reference).
     """
-    from scipy.integrate import solve_ivp
+    from simulation.integrators import INTEGRATORS
+    from simulation.systems import reduced
 
-    ns = numeric_system(param)
-    t_eval = _check_times(t_eval)
-    tau = tau_of_t(t_eval)
-    extra = {}
-    if method in ("Radau", "BDF", "LSODA"):
-        extra["jac"] = lambda s, y: np.exp(s) * ns.jacobian(y, K, M, eta_qk, eta_ov)
-    sol = solve_ivp(lambda s, y: np.exp(s) * ns.rhs(y, K, M, eta_qk, eta_ov), (0.0, float(tau[-1])),
-                    np.asarray(y0, dtype=float), method=method, t_eval=tau, rtol=rtol, atol=atol, **extra)
-    if not sol.success:
-        raise RuntimeError(f"{param}: solve_ivp failed: {sol.message}")
-    return sol.y
+    system = reduced(param, K, M, eta_qk, eta_ov, 0.0, 0.0, y0=y0)
+    run = INTEGRATORS["scipy-DOP853" if method == "DOP853" else method](system, _check_times(t_eval), rtol=rtol,
+                                                                         atol=atol)
+    if not run.success:
+        raise RuntimeError(f"{param}: solve_ivp failed: {run.message}")
+    return run.y
 
 
 __all__ = ["Trajectory", "Trajectories", "integrate", "integrate_many", "integrate_states", "initial_states",
