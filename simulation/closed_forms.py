@@ -65,7 +65,7 @@ def first_integral_evaluator(param: str) -> FirstIntegralEvaluator:
             vals = np.empty(shape)
             for i in np.ndindex(shape):
                 k_, m_, a_ = float(k_arr[i]), float(m_arr[i]), float(a_arr[i])
-                vals[i] = quad(lambda x: float(integrand(x, k_, m_, a_)), 0.0, float(full[1][i]), epsabs=0.0,
+                vals[i] = quad(lambda x, f=integrand, k=k_, m=m_, a=a_: float(f(x, k, m, a)), 0.0, float(full[1][i]), epsabs=0.0,
                                epsrel=1e-12, limit=200)[0]
             g_qk += np.broadcast_to(np.asarray(coef(*full), dtype=float), shape) * vals
         rg = np.broadcast_to(np.asarray(fi["r_g_ov"](*full), dtype=float), shape)
@@ -93,7 +93,7 @@ def level_curve(param: str, state0: np.ndarray, K_, M_, eta_qk_, eta_ov_, u_grid
     out = np.full(np.size(u_grid), np.nan)
     for i, uu in enumerate(np.ravel(u_grid)):
         target = H0 + float(ev.terms_uv(uu, 0.0, K_, M_, eta_qk_, eta_ov_, d, A)[1])
-        f = lambda vv: float(ev.terms_uv(uu, vv, K_, M_, eta_qk_, eta_ov_, d, A)[0]) - target  # noqa: E731
+        f = lambda vv, uu=uu, target=target: float(ev.terms_uv(uu, vv, K_, M_, eta_qk_, eta_ov_, d, A)[0]) - target  # noqa: E731
         lo, hi = -50.0 if Parametrization(param).qk.collapsed else 0.0, 60.0
         if f(lo) <= 0 <= f(hi):
             out[i] = brentq(f, lo, hi, xtol=1e-12)

@@ -58,7 +58,7 @@ def balanced_state(param: str, K: int, M: int, u0: float, v0: float, *, rank_qk:
             mats = circuit.start(K, M, value, rank)
         except ValueError as e:
             raise ValueError(f"{p}: {e}; give a positive start") from None
-        state.update(zip(circuit.factors, mats))
+        state.update(zip(circuit.factors, mats, strict=True))
     return state
 
 
@@ -73,7 +73,7 @@ def random_state(param: str, K: int, M: int, scale: float, seed: int, *, rank_qk
     rng = np.random.default_rng(seed)
     state: State = {}
     for circuit, rank in ((p.qk, rank_qk or D), (p.ov, rank_ov or D)):
-        for name, shape in zip(circuit.factors, circuit.kind.factor_shapes(circuit.name, D, K, rank)):
+        for name, shape in zip(circuit.factors, circuit.kind.factor_shapes(circuit.name, D, K, rank), strict=True):
             state[name] = scale * rng.standard_normal(shape)
     return state
 
@@ -142,7 +142,7 @@ class PopulationGradient:
         G_KQ[:, self.q] = G_col
         grads: State = {}
         for circuit, G in ((p.qk, G_KQ), (p.ov, G_OV)):
-            grads.update(zip(circuit.factors, circuit.pullback([state[k] for k in circuit.factors], G)))
+            grads.update(zip(circuit.factors, circuit.pullback([state[k] for k in circuit.factors], G), strict=True))
         return loss, grads
 
 
@@ -160,7 +160,7 @@ def autograd_gradients(state: State, K: int, M: int) -> tuple[float, State]:
     z = torch.einsum("kd,yld,yl->yk", W_OV, X, a)
     loss = torch.nn.functional.cross_entropy(z, torch.arange(K))
     loss.backward()
-    return loss.item(), {k: t.grad.numpy() for k, t in ts.items()}
+    return loss.item(), {k: t.grad.numpy() for k, t in ts.items() if t.grad is not None}
 
 
 def symmetric_projection_distance(W_KQ: np.ndarray, W_OV: np.ndarray, K: int, M: int) -> tuple[float, float]:
@@ -185,7 +185,7 @@ def symmetric_projection_distance(W_KQ: np.ndarray, W_OV: np.ndarray, K: int, M:
     pcol[d] = col[d].mean()
     pcol[c] = col[c].mean()
     pcol[q] = col[q]
-    rel = lambda x, px: float(np.linalg.norm(x - px) / max(np.linalg.norm(x), 1e-300))  # noqa: E731
+    rel = lambda x, px: float(np.linalg.norm(x - px) / max(float(np.linalg.norm(x)), 1e-300))  # noqa: E731
     return rel(W_OV, proj), rel(col, pcol)
 
 

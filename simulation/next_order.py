@@ -90,7 +90,7 @@ def next_order_law(param: str, K_, M_, eta_qk_, eta_ov_, u0, v0, t) -> dict[str,
         if idx.size == 0:
             continue
         j = idx[-1]          # the last crossing: past it the clock increases for good
-        vs[i] = brentq(lambda x: float(c.log_time(np.array(x))) - np.log(tt), grid[j], grid[j + 1], xtol=1e-13,
+        vs[i] = brentq(lambda x, tt=tt: float(c.log_time(np.array(x))) - np.log(tt), grid[j], grid[j + 1], xtol=1e-13,
                        rtol=1e-14)
     uu = c.u_of_v(vs)
     M_f = float(M_)

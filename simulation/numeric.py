@@ -69,7 +69,7 @@ def numeric_system(param: str) -> NumericSystem:
         y = np.asarray(y, dtype=float)
         shape = y.shape[1:]
         return {name: np.broadcast_to(np.asarray(val, dtype=float), shape).copy()
-                for name, val in zip(("u", "v", "p", "residual", "loss"), obs_fn(*y, K_, M_))}
+                for name, val in zip(("u", "v", "p", "residual", "loss"), obs_fn(*y, K_, M_), strict=False)}
 
     def initial_state(u0_, v0_, K_):
         for circuit, value, name in ((p.ov, u0_, "u0"), (p.qk, v0_, "v0")):

@@ -51,7 +51,7 @@ def plot_trajectories(trajs: Sequence, laws: dict[str, dict[str, np.ndarray]] | 
         c = COLORS.get(tr.param, None)
         t = np.asarray(tr.t)
         m = t > 0
-        for ax, key in zip(axes, ("u", "v", "residual")):
+        for ax, key in zip(axes, ("u", "v", "residual"), strict=False):
             y = np.asarray(getattr(tr, key))
             ax.plot(t[m], y[m], color=c, label=PARAM_NAMES.get(tr.param, tr.param))
             if laws and tr.param in laws:
@@ -62,7 +62,7 @@ def plot_trajectories(trajs: Sequence, laws: dict[str, dict[str, np.ndarray]] | 
                 ln = laws_next[tr.param]
                 ok = m & np.isfinite(ln[key]) & (ln[key] > 0)
                 ax.plot(t[ok], ln[key][ok], color=c, ls=":", lw=2)
-    for ax, title in zip(axes, ("u(t)", "v(t)", "1 - p(t)")):
+    for ax, title in zip(axes, ("u(t)", "v(t)", "1 - p(t)"), strict=False):
         ax.set_xscale("log")
         ax.set_title(title + ("  (dashed: leading law; dotted: next order)" if laws_next else
                               "  (dashed: leading-order law)"), fontsize=9)
@@ -79,7 +79,7 @@ def plot_phase_portraits(portraits: dict[str, list[dict]]):
     """``portraits[param]``: list of ``{ratio, u, v, level_u, level_v}`` (trajectory and ``H = H_0`` curve)."""
     params = list(portraits)
     fig, axes = plt.subplots(1, len(params), figsize=(4 * len(params), 4), squeeze=False)
-    for ax, prm in zip(axes[0], params):
+    for ax, prm in zip(axes[0], params, strict=False):
         items = portraits[prm]
         cols = ratio_colors(len(items))
         for i, it in enumerate(items):
@@ -168,7 +168,7 @@ def plot_asymptotic_errors(times: np.ndarray, errors: dict[str, dict[str, np.nda
     params = list(errors)
     laws = list(dict.fromkeys(law for prm in params for law in errors[prm]))
     fig, axes = plt.subplots(1, len(params), figsize=(4 * len(params), 4.4), squeeze=False, sharey=True)
-    for ax, prm in zip(axes[0], params):
+    for ax, prm in zip(axes[0], params, strict=False):
         for k, law in enumerate(laws):
             if law not in errors[prm]:
                 continue
@@ -195,7 +195,7 @@ def plot_paper_comparison(run, levels: np.ndarray, paper_at: np.ndarray, ours_at
     cols = ratio_colors(len(run.ratios))
     t = np.asarray(run.t)
     m = t > 0
-    for i, r in enumerate(run.ratios):
+    for i in range(len(run.ratios)):
         axes[0].plot(t[m], run.paper_attention[m, i], color=cols[i])
         axes[0].plot(t[m], run.ours_attention[m, i], color=cols[i], ls="--")
         axes[1].plot(levels, paper_at[i], color=cols[i])
@@ -209,7 +209,7 @@ def plot_paper_comparison(run, levels: np.ndarray, paper_at: np.ndarray, ours_at
     axes[1].set_xlabel("loss level (log scale, decreasing)")
     axes[1].set_ylabel("attention when the loss first reaches the level")
     axes[1].set_title("attention at matched loss")
-    handles = [Line2D([], [], color=c, label=f"eta_QK/eta_OV = {r:g}") for c, r in zip(cols, run.ratios)]
+    handles = [Line2D([], [], color=c, label=f"eta_QK/eta_OV = {r:g}") for c, r in zip(cols, run.ratios, strict=False)]
     handles += [Line2D([], [], color="k", label="paper's equations"),
                 Line2D([], [], color="k", ls="--", label=f"derived CACO flow (K={run.ours_K}, M={run.ours_M})")]
     fig.legend(handles=handles, loc="lower center", ncol=4, fontsize=8, frameon=False)

@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from typing import Sequence
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from simulation.batch import BatchSolution, integrate_batch
 from simulation.numeric import numeric_system
@@ -44,7 +45,7 @@ def t_of_tau(tau: np.ndarray) -> np.ndarray:
     return np.expm1(np.asarray(tau, dtype=float))
 
 
-def _check_times(t_eval: np.ndarray) -> np.ndarray:
+def _check_times(t_eval: ArrayLike) -> np.ndarray:
     t_eval = np.atleast_1d(np.asarray(t_eval, dtype=float))
     if t_eval.ndim != 1 or t_eval.size == 0 or np.any(~np.isfinite(t_eval)) or np.any(t_eval < 0) \
             or np.any(np.diff(t_eval) <= 0):
@@ -121,7 +122,7 @@ class Trajectory:
                 "p": self.p.tolist(), "loss": self.loss.tolist()}
 
 
-def integrate_states(param: str, y0: np.ndarray, K, M, eta_qk, eta_ov, t_eval: np.ndarray, *,
+def integrate_states(param: str, y0: np.ndarray, K, M, eta_qk, eta_ov, t_eval: ArrayLike, *,
                      rtol: float = DEFAULT_RTOL, atol: float = DEFAULT_ATOL) -> tuple[np.ndarray, BatchSolution]:
     r"""Integrate ``B`` reduced states of ``param`` from ``t = 0``.
 
@@ -157,7 +158,7 @@ def initial_states(param: str, u0, v0, K) -> np.ndarray:
     return numeric_system(param).initial_state(u0, v0, K)
 
 
-def integrate_many(param: str, K, M, eta_qk, eta_ov, u0, v0, t_eval: np.ndarray, *,
+def integrate_many(param: str, K, M, eta_qk, eta_ov, u0, v0, t_eval: ArrayLike, *,
                    rtol: float = DEFAULT_RTOL, atol: float = DEFAULT_ATOL) -> Trajectories:
     """``B`` trajectories of ``param`` from balanced starts; every argument broadcasts to ``(B,)``."""
     arrays = np.broadcast_arrays(*(np.atleast_1d(np.asarray(x, dtype=float)) for x in (K, M, eta_qk, eta_ov, u0, v0)))

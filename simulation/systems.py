@@ -91,12 +91,12 @@ def full_from_state(param, K: int, M: int, eta_qk: float, eta_ov: float, state: 
     names = p.qk.factors + p.ov.factors
     shapes = [np.shape(state[k]) for k in names]
     sizes = [int(np.prod(s)) for s in shapes]
-    rates = np.concatenate([np.full(n, eta_qk if k in p.qk.factors else eta_ov) for k, n in zip(names, sizes)])
+    rates = np.concatenate([np.full(n, eta_qk if k in p.qk.factors else eta_ov) for k, n in zip(names, sizes, strict=True)])
     pg = PopulationGradient(K, M)
     cuts = np.cumsum(sizes)[:-1]
 
     def unpack(y: Array) -> dict[str, Array]:
-        return {k: part.reshape(s) for k, part, s in zip(names, np.split(y, cuts), shapes)}
+        return {k: part.reshape(s) for k, part, s in zip(names, np.split(y, cuts), shapes, strict=True)}
 
     def rhs(y: Array) -> Array:
         _, g = pg.gradients(unpack(y), p)
@@ -113,9 +113,9 @@ def full_from_state(param, K: int, M: int, eta_qk: float, eta_ov: float, state: 
                          *symmetric_projection_distance(W_KQ, W_OV, K, M)))
         keys = ("u", "v", "p", "residual", "loss", "u_spread", "v_spread", "p_spread", "asym_ov", "asym_qk")
         arr = np.array(rows, dtype=float).reshape(-1, len(keys)).T
-        return dict(zip(keys, arr))
+        return dict(zip(keys, arr, strict=True))
 
-    state_names = tuple(f"{k}[{i}]" for k, n in zip(names, sizes) for i in range(n))
+    state_names = tuple(f"{k}[{i}]" for k, n in zip(names, sizes, strict=True) for i in range(n))
     return System("full", p, state_names, _pack({k: np.asarray(v, float) for k, v in state.items()}, names), rhs,
                   observe, vectorized=False)
 
@@ -150,12 +150,16 @@ def paper(param, K, M, eta_qk, eta_ov, u0, v0, *, m: float = 1.0, n: float | Non
             float(eta_ov), float(eta_qk))
     speed = 1.0 / min(eta_qk, eta_ov) if clock == "tau" else 1.0
 
+    paper_rhs: Callable[..., tuple] = generated.paper_rhs       # generated, untyped: (*state, *parameters)
+    paper_attention: Callable[..., Array] = generated.paper_attention
+    paper_loss: Callable[..., Array] = generated.paper_loss
+
     def rhs(y: Array) -> Array:
-        return speed * np.stack([np.broadcast_to(x, np.shape(y)[1:]) for x in generated.paper_rhs(*y, *pars)])
+        return speed * np.stack([np.broadcast_to(x, np.shape(y)[1:]) for x in paper_rhs(*y, *pars)])
 
     def observe(Y: Array) -> dict[str, Array]:
-        att = np.asarray(generated.paper_attention(*Y, *pars), float) * np.ones(Y.shape[1])
-        loss = np.asarray(generated.paper_loss(*Y, *pars), float) * np.ones(Y.shape[1])
+        att = np.broadcast_to(np.asarray(paper_attention(*Y, *pars), dtype=np.float64), Y.shape[1:]).copy()
+        loss = np.broadcast_to(np.asarray(paper_loss(*Y, *pars), dtype=np.float64), Y.shape[1:]).copy()
         return {"u": Y[0], "v": Y[1], "p": att, "residual": 1 - att, "loss": loss}
 
     return System("paper", p, ("mu_OV", "mu_QK"), np.array([float(u0), float(v0)]), rhs, observe)

@@ -267,7 +267,7 @@ def render_module(params: Sequence[str] | None = None) -> str:
     from theory.reduced import reduced_system
 
     blocks: list[str] = [HEADER]
-    tables = {"STATE_NAMES": [], "RHS": [], "JAC": [], "OBSERVABLES": [], "INITIAL": [], "LAWS": [],
+    tables: dict[str, list[str]] = {"STATE_NAMES": [], "RHS": [], "JAC": [], "OBSERVABLES": [], "INITIAL": [], "LAWS": [],
               "FIRST_INTEGRALS": [], "NEXT_ORDER": [], "FROZEN_QK_TIME": [], "QK_OFFSET": [], "SIGN_LAWS": []}
     for param in (registered() if params is None else params):
         for fn in _reduced_functions(param):

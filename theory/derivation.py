@@ -61,7 +61,7 @@ class Derivation:
             "dimension": self.dimension,
             "state": [x.name for x in s.state],
             "matrices": {"OV": s.ov.matrix_form, "QK": s.qk.matrix_form},
-            "rhs": {x.name: sp.sstr(f) for x, f in zip(s.state, s.rhs_display)},
+            "rhs": {x.name: sp.sstr(f) for x, f in zip(s.state, s.rhs_display, strict=False)},
             "p": "exp(v)/(M + exp(v) + 1)",
             "observables": {"u": sp.sstr(s.u_expr), "v": sp.sstr(s.v_expr), "loss": "log(1 + (K - 1)*exp(-p*u))"},
             "initial_state": {x.name: sp.sstr(val) for x, val in balanced_initial_state(self.param).items()},

@@ -124,7 +124,7 @@ def factorized_full_matrix_check(k: int, m: int, param: str = "FAFO") -> Check:
     point = {}
     for Wsym, Wval in ((WO, pt_O), (WV, pt_V), (WK, pt_K), (WQ, pt_Q)):
         point.update({Wsym[i, j]: Wval[i, j] for i in range(Wsym.rows) for j in range(Wsym.cols)})
-    rhs = dict(zip(sysm.state, sysm.rhs))
+    rhs = dict(zip(sysm.state, sysm.rhs, strict=False))
     sub_kmr = {K: k, M: m}
     ok, numeric = True, 0
     # Flow of each factor entry vs the reduced coordinates' rates times the direction matrices: exactly

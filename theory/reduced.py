@@ -159,7 +159,7 @@ def _rhs_with_symbol_p(circuit: Circuit, ov: Circuit, qk: Circuit) -> list[sp.Ex
     Lam = margin_loss(u, P)
     lam_u, lam_p = sp.diff(Lam, u), sp.diff(Lam, P)
     out = []
-    for x, n in zip(circuit.coords, circuit.multiplicity):
+    for x, n in zip(circuit.coords, circuit.multiplicity, strict=True):
         dL = (lam_u.subs(u, ov.effective) * sp.diff(ov.effective, x)
               + (lam_p * P * (1 - P)).subs(u, ov.effective) * sp.diff(qk.effective, x))
         out.append(sp.simplify(-circuit.rate / n * dL))
@@ -191,7 +191,7 @@ def reduced_system(param: str) -> ReducedSystem:
         rhs = tuple(e.subs(P, p_expr) for e in rhs_display)
     else:
         rhs = tuple(sp.simplify(-c.rate / n * sp.diff(loss, x))
-                    for c in (ov, qk) for x, n in zip(c.coords, c.multiplicity))
+                    for c in (ov, qk) for x, n in zip(c.coords, c.multiplicity, strict=True))
         rhs_display = rhs
     return ReducedSystem(param, ov, qk, state, rhs_display, rhs, ov.effective, qk.effective, p_expr, loss)
 
@@ -203,7 +203,7 @@ def balanced_initial_state(param: str) -> dict[sp.Symbol, sp.Expr]:
     :math:`b = K^{-1/4}\sqrt{v_0}`, :math:`c = 0` (so :math:`a^2 = K b^2`, :math:`ab = v_0`).
     """
     ov, qk = circuits(param)
-    return dict(zip(ov.coords + qk.coords, ov.start + qk.start))
+    return dict(zip(ov.coords + qk.coords, ov.start + qk.start, strict=True))
 
 
 __all__ = ["Circuit", "ReducedSystem", "reduced_system", "ov_circuit", "qk_circuit", "circuits",

@@ -59,7 +59,7 @@ class QKOVAttention(nn.Module):
         self.rank_ov = rank_ov or d_in
         self.scale = scale
         for circuit, rank in ((self.parametrization.qk, self.rank_qk), (self.parametrization.ov, self.rank_ov)):
-            for name, shape in zip(circuit.factors, circuit.kind.factor_shapes(circuit.name, d_in, d_out, rank)):
+            for name, shape in zip(circuit.factors, circuit.kind.factor_shapes(circuit.name, d_in, d_out, rank), strict=True):
                 w = torch.zeros(*shape, dtype=dtype)
                 if init_std > 0:
                     w.normal_(0.0, init_std, generator=generator)

@@ -14,7 +14,6 @@ Data: ``population`` (the exact MODEL.md population: full batch for ``gd``/``ada
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 from dataclasses import dataclass
 from typing import Annotated, Callable, Literal
 

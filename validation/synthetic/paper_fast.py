@@ -109,7 +109,7 @@ def train_paper(param: str, settings: list[tuple[float, float]], seeds: list[int
     qk_names = {"W_KQ", "W_K", "W_Q"}
     data = [pp.PaperData(s, batch_size=batch_size) for s in seeds]
     if resume is not None:
-        for d, g in zip(data, resume["gens"]):
+        for d, g in zip(data, resume["gens"], strict=False):
             d.gen.set_state(g)
     tests = [pp.PaperData(s + 10_000).token_ids(test_size) for s in seeds]
     test_ids = torch.stack([tests[k % n_seeds][0] for k in range(n)])
@@ -151,7 +151,7 @@ def train_paper(param: str, settings: list[tuple[float, float]], seeds: list[int
         loss = F.cross_entropy(z.reshape(-1, pp.VOCAB), y.reshape(-1), reduction="sum") / batch_size
         grads = torch.autograd.grad(loss, list(w.values()))
         with torch.no_grad():
-            for (name, p), g in zip(w.items(), grads):
+            for (name, p), g in zip(w.items(), grads, strict=False):
                 lr = lr_qk if name in qk_names else lr_ov
                 p.sub_(lr.view(-1, 1, 1) * g)
         if step % log_every == 0 or step == first + steps:
