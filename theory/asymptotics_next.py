@@ -125,11 +125,11 @@ def next_order_checks(param: str) -> list[Check]:
                        fi.coefficient * fi.G_ov.subs(delta, 0).subs(u, _up).subs(_up, laws.u_of_level),
                        G_level - H0),
     ]
-    if param == "CAFO":
+    if Parametrization(param).qk.collapsed and Parametrization(param).ov.factorized:   # CAFO
         # Leading curve e^v = R u / 2: eps * u -> 2 (M+1)/R, the constant the leading clock drops.
         R = fi.coefficient
         eps_u = (laws.residual_of_v * u).subs(sp.exp(v), R * _up / 2).subs(u, _up)
-        checks.append(limit_check("CAFO-next-attention-factor-nonvanishing", r"\varepsilon u \to 2(M+1)/R \ne 0",
+        checks.append(limit_check(f"{param}-next-attention-factor-nonvanishing", r"\varepsilon u \to 2(M+1)/R \ne 0",
                                   eps_u, _up, sp.oo, 2 * (M + 1) / R))
     return checks
 
