@@ -46,7 +46,7 @@ class FirstIntegralEvaluator:
 
 
 @lru_cache(maxsize=None)
-def first_integral_evaluator(param: str) -> FirstIntegralEvaluator:
+def first_integral_evaluator(param: Parametrization) -> FirstIntegralEvaluator:
     """Theory's first integral of ``param`` (generated), with its constants taken from the state."""
     fi = generated.FIRST_INTEGRALS[Parametrization(param)]
 
@@ -78,7 +78,7 @@ def first_integral_evaluator(param: str) -> FirstIntegralEvaluator:
     return FirstIntegralEvaluator(str(Parametrization(param)), terms, terms_uv, constants)
 
 
-def level_curve(param: str, state0: np.ndarray, K_, M_, eta_qk_, eta_ov_, u_grid: np.ndarray) -> np.ndarray:
+def level_curve(param: Parametrization, state0: np.ndarray, K_, M_, eta_qk_, eta_ov_, u_grid: np.ndarray) -> np.ndarray:
     r"""``v`` on the curve :math:`H(u, v) = H(u_0, v_0)` through ``state0 (n,)``, for each ``u`` in ``u_grid``.
 
     :math:`G_{QK}` increases in ``v``, so each ``v`` is the root of :math:`G_{QK}(v) = H_0 + R\,G_{OV}(u)`
@@ -100,12 +100,12 @@ def level_curve(param: str, state0: np.ndarray, K_, M_, eta_qk_, eta_ov_, u_grid
     return out
 
 
-def first_integral_values(param: str, state: np.ndarray, K_, M_, eta_qk_, eta_ov_) -> np.ndarray:
+def first_integral_values(param: Parametrization, state: np.ndarray, K_, M_, eta_qk_, eta_ov_) -> np.ndarray:
     r""":math:`H` on reduced states ``(n_state, ...)``; constant in time along every exact solution."""
     return first_integral_evaluator(param)(state, K_, M_, eta_qk_, eta_ov_)
 
 
-def first_integral_drift(param: str, state: np.ndarray, K_, M_, eta_qk_, eta_ov_) -> np.ndarray:
+def first_integral_drift(param: Parametrization, state: np.ndarray, K_, M_, eta_qk_, eta_ov_) -> np.ndarray:
     r"""Relative drift :math:`|H(t) - H(0)| / \max(|G_{QK}|, |R G_{OV}|, 1)` along states ``(n, T, ...)``."""
     g, rg = first_integral_evaluator(param).terms(state, K_, M_, eta_qk_, eta_ov_)
     H = g - rg
@@ -114,7 +114,7 @@ def first_integral_drift(param: str, state: np.ndarray, K_, M_, eta_qk_, eta_ov_
 
 
 @lru_cache(maxsize=None)
-def law_functions(param: str) -> dict[str, Callable[..., np.ndarray]]:
+def law_functions(param: Parametrization) -> dict[str, Callable[..., np.ndarray]]:
     """Theory's asymptotic laws (generated) as numpy functions ``f(t, u, K, M, eta_qk, eta_ov)`` (real part)."""
     out = {}
     for name, fn in generated.LAWS[Parametrization(param)].items():
@@ -127,7 +127,7 @@ def law_functions(param: str) -> dict[str, Callable[..., np.ndarray]]:
     return out
 
 
-def asymptotic_errors(param: str, times: np.ndarray, solution: dict[str, np.ndarray], K_, M_, eta_qk_,
+def asymptotic_errors(param: Parametrization, times: np.ndarray, solution: dict[str, np.ndarray], K_, M_, eta_qk_,
                       eta_ov_) -> dict[str, np.ndarray]:
     r"""Relative error :math:`|\text{law}/\text{solution} - 1|` of each law at ``times``.
 
@@ -144,7 +144,7 @@ def asymptotic_errors(param: str, times: np.ndarray, solution: dict[str, np.ndar
     return out
 
 
-def law_table(param: str, K_: int, M_: int, eta_qk_: float, eta_ov_: float, u0: float, v0: float, t, *,
+def law_table(param: Parametrization, K_: int, M_: int, eta_qk_: float, eta_ov_: float, u0: float, v0: float, t, *,
               rtol: float = 1e-10) -> dict[str, np.ndarray]:
     """Per time: solution, leading law and next-order law of ``u``, ``v``, ``1 - p`` (see
     :func:`simulation.next_order.law_table`; keys ``t, u, u_leading, u_next, v, v_leading, v_next,

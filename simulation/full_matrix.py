@@ -41,11 +41,11 @@ from theory.parametrization import Parametrization, registered
 State = dict[str, np.ndarray]
 
 
-def _check_param(param: str) -> Parametrization:
+def _check_param(param: Parametrization) -> Parametrization:
     return Parametrization(param)  # ValueError naming the registered ones for anything else
 
 
-def balanced_state(param: str, K: int, M: int, u0: float, v0: float, *, rank_qk: int = 1,
+def balanced_state(param: Parametrization, K: int, M: int, u0: float, v0: float, *, rank_qk: int = 1,
                    rank_ov: int | None = None) -> State:
     """MODEL.md's start at effective ``(u0, v0)``: each circuit's kind's start (:meth:`CircuitKind.start`).
 
@@ -62,7 +62,7 @@ def balanced_state(param: str, K: int, M: int, u0: float, v0: float, *, rank_qk:
     return state
 
 
-def random_state(param: str, K: int, M: int, scale: float, seed: int, *, rank_qk: int | None = None,
+def random_state(param: Parametrization, K: int, M: int, scale: float, seed: int, *, rank_qk: int | None = None,
                  rank_ov: int | None = None) -> State:
     r"""Every matrix i.i.d. :math:`\mathcal N(0, \text{scale}^2)` from ``numpy.random.default_rng(seed)``.
 
@@ -78,7 +78,7 @@ def random_state(param: str, K: int, M: int, scale: float, seed: int, *, rank_qk
     return state
 
 
-def effective(state: State, param: str | None = None) -> tuple[np.ndarray, np.ndarray]:
+def effective(state: State, param: Parametrization | None = None) -> tuple[np.ndarray, np.ndarray]:
     r"""Effective matrices :math:`W_{KQ}` ``(D, D)`` and :math:`W_{OV}` ``(K, D)`` of a state.
 
     ``param`` names the kinds; without it they are read off the state's keys (:func:`param_of_state`).
@@ -132,7 +132,7 @@ class PopulationGradient:
         np.add.at(G_col, seq, ds)
         return loss, G_col, G_OV
 
-    def gradients(self, state: State, param: str | None = None) -> tuple[float, State]:
+    def gradients(self, state: State, param: Parametrization | None = None) -> tuple[float, State]:
         """Loss and the gradient of every matrix in ``state`` (same keys and shapes): each circuit's pull-back
         (:meth:`theory.parametrization.CircuitKind.pullback`) of the effective gradients."""
         p = _check_param(param) if param is not None else param_of_state(state)
@@ -219,7 +219,7 @@ class FullTrajectory:
                 "p": self.p.tolist(), "loss": self.loss.tolist()}
 
 
-def simulate_full(param: str, K: int, M: int, eta_qk: float, eta_ov: float, t_eval, dt: float, *,
+def simulate_full(param: Parametrization, K: int, M: int, eta_qk: float, eta_ov: float, t_eval, dt: float, *,
                   state: State, method: Literal["gd", "rk4"] = "gd") -> FullTrajectory:
     r"""Run the full-matrix flow from ``state`` and record observables at ``t_eval`` (multiples of ``dt``).
 

@@ -53,11 +53,6 @@ class TokenLayout:
         return np.eye(self.D)[self.sequences()]
 
 
-def centering(K: int) -> np.ndarray:
-    r"""The centring projector :math:`P = I_K - \mathbf 1\mathbf 1^\top/K`, shape ``(K, K)``."""
-    return np.eye(K) - np.full((K, K), 1.0 / K)
-
-
 def symmetric_ov(K: int, M: int, u: float) -> np.ndarray:
     r"""Collapsed OV on the symmetric line: :math:`W_{OV} = u\,P E_d^\top`, shape ``(K, D)`` (the kind's start)."""
     return KINDS["C"].start("OV", K, M, u)[0]

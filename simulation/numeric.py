@@ -49,7 +49,7 @@ def _stacked(values, shape) -> np.ndarray:
 
 
 @lru_cache(maxsize=None)
-def numeric_system(param: str) -> NumericSystem:
+def numeric_system(param: Parametrization) -> NumericSystem:
     """The generated reduced system of ``param`` (cached)."""
     p = Parametrization(param)
     n = len(generated.STATE_NAMES[p])

@@ -26,6 +26,7 @@ from numpy.typing import ArrayLike
 
 from simulation.batch import BatchSolution, integrate_batch
 from simulation.numeric import numeric_system
+from theory.parametrization import Parametrization
 
 DEFAULT_RTOL = 1e-10
 DEFAULT_ATOL = 1e-12
@@ -38,11 +39,6 @@ OBSERVABLES = ("u", "v", "p", "residual", "loss")
 def tau_of_t(t: np.ndarray) -> np.ndarray:
     r""":math:`\tau = \log(1 + t)`."""
     return np.log1p(np.asarray(t, dtype=float))
-
-
-def t_of_tau(tau: np.ndarray) -> np.ndarray:
-    r""":math:`t = e^\tau - 1`."""
-    return np.expm1(np.asarray(tau, dtype=float))
 
 
 def _check_times(t_eval: ArrayLike) -> np.ndarray:
@@ -122,7 +118,7 @@ class Trajectory:
                 "p": self.p.tolist(), "loss": self.loss.tolist()}
 
 
-def integrate_states(param: str, y0: np.ndarray, K, M, eta_qk, eta_ov, t_eval: ArrayLike, *,
+def integrate_states(param: Parametrization, y0: np.ndarray, K, M, eta_qk, eta_ov, t_eval: ArrayLike, *,
                      rtol: float = DEFAULT_RTOL, atol: float = DEFAULT_ATOL) -> tuple[np.ndarray, BatchSolution]:
     r"""Integrate ``B`` reduced states of ``param`` from ``t = 0``.
 
@@ -152,13 +148,13 @@ def integrate_states(param: str, y0: np.ndarray, K, M, eta_qk, eta_ov, t_eval: A
     return sol.y, sol
 
 
-def initial_states(param: str, u0, v0, K) -> np.ndarray:
+def initial_states(param: Parametrization, u0, v0, K) -> np.ndarray:
     """MODEL.md's symmetric/balanced start by effective values, ``(n_state, B)`` (theory's map)."""
     u0, v0, K = np.broadcast_arrays(*(np.atleast_1d(np.asarray(x, dtype=float)) for x in (u0, v0, K)))
     return numeric_system(param).initial_state(u0, v0, K)
 
 
-def integrate_many(param: str, K, M, eta_qk, eta_ov, u0, v0, t_eval: ArrayLike, *,
+def integrate_many(param: Parametrization, K, M, eta_qk, eta_ov, u0, v0, t_eval: ArrayLike, *,
                    rtol: float = DEFAULT_RTOL, atol: float = DEFAULT_ATOL) -> Trajectories:
     """``B`` trajectories of ``param`` from balanced starts; every argument broadcasts to ``(B,)``."""
     arrays = np.broadcast_arrays(*(np.atleast_1d(np.asarray(x, dtype=float)) for x in (K, M, eta_qk, eta_ov, u0, v0)))
@@ -168,7 +164,7 @@ def integrate_many(param: str, K, M, eta_qk, eta_ov, u0, v0, t_eval: ArrayLike, 
     return trajectories_from_states(param, np.asarray(t_eval, dtype=float), states, K_, M_, eq, eo, sol)
 
 
-def trajectories_from_states(param: str, t: np.ndarray, states: np.ndarray, K, M, eta_qk, eta_ov,
+def trajectories_from_states(param: Parametrization, t: np.ndarray, states: np.ndarray, K, M, eta_qk, eta_ov,
                              sol: BatchSolution | None = None) -> Trajectories:
     """Wrap states ``(n, T, B)`` with their observables."""
     ns = numeric_system(param)
@@ -181,7 +177,7 @@ def trajectories_from_states(param: str, t: np.ndarray, states: np.ndarray, K, M
                         obs["residual"], obs["loss"], as_b(K), as_b(M), as_b(eta_qk), as_b(eta_ov), steps, success)
 
 
-def integrate(param: str, K: int, M: int, eta_qk: float, eta_ov: float, u0: float, v0: float,
+def integrate(param: Parametrization, K: int, M: int, eta_qk: float, eta_ov: float, u0: float, v0: float,
               t_eval: Sequence[float] | np.ndarray, *, rtol: float = DEFAULT_RTOL,
               atol: float = DEFAULT_ATOL) -> Trajectory:
     r"""One reduced trajectory of ``param`` from MODEL.md's start at effective ``(u0, v0)``.
@@ -195,7 +191,7 @@ def integrate(param: str, K: int, M: int, eta_qk: float, eta_ov: float, u0: floa
     return trajs.column(0)
 
 
-def reference_states(param: str, y0: np.ndarray, K, M, eta_qk, eta_ov, t_eval: np.ndarray, *,
+def reference_states(param: Parametrization, y0: np.ndarray, K, M, eta_qk, eta_ov, t_eval: np.ndarray, *,
                      rtol: float = 1e-13, atol: float = 1e-15, method: str = "DOP853") -> np.ndarray:
     r"""The same flow with one :func:`scipy.integrate.solve_ivp` call (for tests and benchmarks).
 
@@ -214,5 +210,5 @@ def reference_states(param: str, y0: np.ndarray, K, M, eta_qk, eta_ov, t_eval: n
 
 
 __all__ = ["Trajectory", "Trajectories", "integrate", "integrate_many", "integrate_states", "initial_states",
-           "trajectories_from_states", "reference_states", "tau_of_t", "t_of_tau", "OBSERVABLES",
+           "trajectories_from_states", "reference_states", "tau_of_t", "OBSERVABLES",
            "DEFAULT_RTOL", "DEFAULT_ATOL"]

@@ -68,7 +68,7 @@ def _default_integrator(system: str) -> str:
     return "dop853" if system == "reduced" else "rk4"
 
 
-def solve(param: str, *, K: int, M: int, eta_qk: float, eta_ov: float, u0: float, v0: float,
+def solve(param: Parametrization, *, K: int, M: int, eta_qk: float, eta_ov: float, u0: float, v0: float,
           t: Sequence[float] | np.ndarray, method: str | None = None, system: str | None = None,
           integrator: str | None = None, check: bool = True, **options) -> Trajectory:
     r"""Integrate one parametrization of MODEL.md: ``system`` x ``integrator`` (or the older ``method``).
@@ -127,13 +127,13 @@ for _method in METHODS:
     SOLVERS[_method] = _solver
 
 
-def solve_batch(param: str, *, K, M, eta_qk, eta_ov, u0, v0, t: Sequence[float] | np.ndarray,
+def solve_batch(param: Parametrization, *, K, M, eta_qk, eta_ov, u0, v0, t: Sequence[float] | np.ndarray,
                 rtol: float = DEFAULT_RTOL, atol: float = DEFAULT_ATOL) -> Trajectories:
     r"""The reduced flow for a grid: every parameter broadcasts to ``(B,)``; one vectorised integration.
 
     Returns :class:`~simulation.reduced.Trajectories` with observables ``(T, B)`` (``success`` per trajectory).
     """
-    return integrate_many(str(Parametrization(param)), K, M, eta_qk, eta_ov, u0, v0, t, rtol=rtol, atol=atol)
+    return integrate_many(Parametrization(param), K, M, eta_qk, eta_ov, u0, v0, t, rtol=rtol, atol=atol)
 
 
 __all__ = ["solve", "solve_batch", "SOLVERS", "METHODS", "register_solver", "IntegrationError"]

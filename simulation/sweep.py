@@ -17,10 +17,10 @@ from typing import Sequence
 import numpy as np
 from numpy.typing import ArrayLike
 
-from theory.parametrization import PARAMETRIZATIONS
+from theory.parametrization import Parametrization
 from simulation.reduced import DEFAULT_ATOL, DEFAULT_RTOL, integrate_many
 
-PARAMS = PARAMETRIZATIONS
+PARAMS = Parametrization.all()
 
 
 @dataclass(frozen=True)
@@ -50,7 +50,7 @@ class Sweep:
         return self.u.shape[:-1]
 
 
-def sweep(params: Sequence[str], ratios: ArrayLike, scales: ArrayLike, t_eval: ArrayLike, *,
+def sweep(params: Sequence[Parametrization], ratios: ArrayLike, scales: ArrayLike, t_eval: ArrayLike, *,
           Ks: ArrayLike = (10,), Ms: ArrayLike = (19,), eta_ov: float = 1.0, rtol: float = DEFAULT_RTOL,
           atol: float = DEFAULT_ATOL) -> Sweep:
     """Integrate the whole grid (one vectorised solve per parametrization); arrays ``(P, R, S, nK, nM[, T])``."""

@@ -78,7 +78,7 @@ class NextOrderLaws:
 
 
 @lru_cache(maxsize=None)
-def next_order_laws(param: str) -> NextOrderLaws:
+def next_order_laws(param: Parametrization) -> NextOrderLaws:
     """Derive the next-order laws of ``param`` from its rescaling factor and first integral."""
     fi = first_integral(param)
     rho_ov = rescaling_factor("OV", Parametrization(param).ov.factorized).subs(delta, 0).subs(u, _up).subs(_up, u)
@@ -98,7 +98,7 @@ def next_order_laws(param: str) -> NextOrderLaws:
     return NextOrderLaws(param, eps, u_level, log_h, dlog_h, log_time)
 
 
-def next_order_checks(param: str) -> list[Check]:
+def next_order_checks(param: Parametrization) -> list[Check]:
     r"""What the next-order law rests on, each a symbolic identity or a ``sympy.limit``.
 
     * the Laplace step, for a generic function :math:`h`:

@@ -114,17 +114,7 @@ REDUCED_CIRCUITS = {"collapsed": _collapsed, "factorized": _factorized, "tied": 
 """Kind name (:data:`theory.parametrization.KINDS`) -> ``builder(circuit) -> Circuit``: a kind's symbolic side."""
 
 
-def ov_circuit(factorized: bool) -> Circuit:
-    """The OV circuit's reduced coordinates (see module docstring)."""
-    return REDUCED_CIRCUITS["factorized" if factorized else "collapsed"]("OV")
-
-
-def qk_circuit(factorized: bool) -> Circuit:
-    """The QK circuit's reduced coordinates (see module docstring)."""
-    return REDUCED_CIRCUITS["factorized" if factorized else "collapsed"]("QK")
-
-
-def circuits(param: str) -> tuple[Circuit, Circuit]:
+def circuits(param: Parametrization | str) -> tuple[Circuit, Circuit]:
     """``(ov, qk)`` reduced circuits of a registered parametrization, from the kinds' registry."""
     p = Parametrization(param)
     return REDUCED_CIRCUITS[p.ov.kind.name]("OV"), REDUCED_CIRCUITS[p.qk.kind.name]("QK")
@@ -175,7 +165,7 @@ def _attention(qk: Circuit) -> sp.Expr:
 
 
 @lru_cache(maxsize=None)
-def reduced_system(param: str) -> ReducedSystem:
+def reduced_system(param: Parametrization | str) -> ReducedSystem:
     r"""Derive the reduced ODE of a registered ``param`` (``"CACO"``, ..., ``"FAFO"``, ``"TACO"``, ...).
 
     On MODEL.md's line (:attr:`Circuit.on_line`) by the chain rule through the symbol ``p``; otherwise
@@ -196,7 +186,7 @@ def reduced_system(param: str) -> ReducedSystem:
     return ReducedSystem(param, ov, qk, state, rhs_display, rhs, ov.effective, qk.effective, p_expr, loss)
 
 
-def balanced_initial_state(param: str) -> dict[sp.Symbol, sp.Expr]:
+def balanced_initial_state(param: Parametrization | str) -> dict[sp.Symbol, sp.Expr]:
     r"""MODEL.md's start by effective values :math:`u_0, v_0`, in reduced coordinates (each circuit's ``start``).
 
     Factorized OV: :math:`s_O = s_V = \sqrt{u_0}`; factorized QK: :math:`a = K^{1/4}\sqrt{v_0}`,
@@ -206,5 +196,5 @@ def balanced_initial_state(param: str) -> dict[sp.Symbol, sp.Expr]:
     return dict(zip(ov.coords + qk.coords, ov.start + qk.start, strict=True))
 
 
-__all__ = ["Circuit", "ReducedSystem", "reduced_system", "ov_circuit", "qk_circuit", "circuits",
+__all__ = ["Circuit", "ReducedSystem", "reduced_system", "circuits",
            "balanced_initial_state", "REDUCED_CIRCUITS", "N"]

@@ -34,7 +34,7 @@ from theory.parametrization import Parametrization
 
 
 # -- conserved quantities -----------------------------------------------------------------
-def conserved_quantities(param: str) -> dict[str, sp.Expr]:
+def conserved_quantities(param: Parametrization) -> dict[str, sp.Expr]:
     r"""Conserved quantities of the reduced flow, as expressions in the reduced state.
 
     * factorized OV: :math:`W_O^\top W_O - W_V W_V^\top = (s_O^2 - s_V^2)\,R R^\top` gives
@@ -58,7 +58,7 @@ def conserved_quantities(param: str) -> dict[str, sp.Expr]:
     return out
 
 
-def conservation_checks(param: str) -> list[Check]:
+def conservation_checks(param: Parametrization) -> list[Check]:
     """``d/dt C = 0`` along the reduced flow, for each conserved quantity (symbolic K, M)."""
     sysm = reduced_system(param)
     checks = []
@@ -180,7 +180,7 @@ def rescaling_factor(circuit: str, factorized: bool) -> sp.Expr:
 
 
 @lru_cache(maxsize=None)
-def effective_system(param: str) -> tuple[sp.Expr, sp.Expr]:
+def effective_system(param: Parametrization) -> tuple[sp.Expr, sp.Expr]:
     r"""The exact 2-D system :math:`(\dot u, \dot v)` with the rescaling factors and ``p`` as a symbol."""
     base = reduced_system("CACO")
     rho_ov = rescaling_factor("OV", Parametrization(param).ov.factorized)
@@ -188,7 +188,7 @@ def effective_system(param: str) -> tuple[sp.Expr, sp.Expr]:
     return rho_ov * base.rhs_display[0], rho_qk * base.rhs_display[1]
 
 
-def effective_system_checks(param: str) -> list[Check]:
+def effective_system_checks(param: Parametrization) -> list[Check]:
     r"""The 2-D system equals the reduced flow pushed to :math:`(u, v)`, on every reduced state."""
     from theory.symbols import P
 

@@ -21,7 +21,7 @@ from torch import nn
 from theory.parametrization import Parametrization
 
 
-def circuit_kinds(param: str) -> tuple[bool, bool]:
+def circuit_kinds(param: Parametrization) -> tuple[bool, bool]:
     """``(qk_factorized, ov_factorized)`` of a parametrization name such as ``"FACO"``."""
     p = Parametrization(param)  # ValueError naming the registered ones
     return p.qk.factorized, p.ov.factorized
@@ -47,7 +47,7 @@ class QKOVAttention(nn.Module):
     ``forward`` returns ``(logits (B, d_out), attention (B, L))``.
     """
 
-    def __init__(self, d_in: int, d_out: int, param: str = "CACO", *, rank_qk: int | None = None,
+    def __init__(self, d_in: int, d_out: int, param: Parametrization = "CACO", *, rank_qk: int | None = None,
                  rank_ov: int | None = None, scale: float = 1.0, init_std: float = 0.0,
                  generator: torch.Generator | None = None, dtype: torch.dtype = torch.float32):
         super().__init__()

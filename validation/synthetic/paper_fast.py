@@ -49,14 +49,14 @@ class PaperRunResult:
     state: dict = field(default_factory=dict)                     # parameters + data generators, for resume
 
 
-def _init(param: str, n: int) -> dict[str, torch.Tensor]:
+def _init(param: Parametrization, n: int) -> dict[str, torch.Tensor]:
     eye = pp.INIT_SCALE * torch.eye(pp.VOCAB).expand(n, -1, -1).clone()
     p = Parametrization(param)
     names = p.qk.factors + p.ov.factors
     return {k: eye.clone().requires_grad_(True) for k in names}
 
 
-def effective(param: str, w: dict[str, torch.Tensor]) -> tuple[torch.Tensor, torch.Tensor]:
+def effective(param: Parametrization, w: dict[str, torch.Tensor]) -> tuple[torch.Tensor, torch.Tensor]:
     """``(W_KQ, W_OV)`` of every model, shapes ``(n, 50, 50)``."""
     p = Parametrization(param)
     return p.qk.effective([w[k] for k in p.qk.factors]), p.ov.effective([w[k] for k in p.ov.factors])
@@ -89,7 +89,7 @@ def dtap(mass: np.ndarray, p_true: np.ndarray) -> np.ndarray:
     return 100.0 * h / max(len(mass), 1)
 
 
-def train_paper(param: str, settings: list[tuple[float, float]], seeds: list[int], steps: int, *,
+def train_paper(param: Parametrization, settings: list[tuple[float, float]], seeds: list[int], steps: int, *,
                 batch_size: int = 32, log_every: int = 1000, test_size: int = 2000, chunk: int = 500,
                 threads: int | None = None, resume: dict | None = None) -> PaperRunResult:
     """SGD of ``len(settings) * len(seeds)`` paper models (model ``k = s * len(seeds) + j``) in one stack.
@@ -191,16 +191,3 @@ def dtap_panels_figure(results: list[PaperRunResult], setting_names: tuple[str, 
             ax.set_ylabel("p(true token)", fontsize=7)
     fig.tight_layout()
     return fig
-
-
-def plot_dtap_panels(results: list[PaperRunResult], out_stem, setting_names: tuple[str, ...] = ("equal rates", "faster QK")):
-    """:func:`dtap_panels_figure` written as ``out_stem``.png and .svg; returns the paths."""
-    from pathlib import Path
-
-    fig = dtap_panels_figure(results, setting_names)
-    stem = Path(out_stem)
-    stem.parent.mkdir(parents=True, exist_ok=True)
-    paths = [stem.with_suffix(".png"), stem.with_suffix(".svg")]
-    for p in paths:
-        fig.savefig(p, dpi=120)
-    return paths
