@@ -46,7 +46,7 @@ class FirstIntegralEvaluator:
 
 
 @lru_cache(maxsize=None)
-def first_integral_evaluator(param: str) -> FirstIntegralEvaluator:
+def first_integral_evaluator(param: Parametrization) -> FirstIntegralEvaluator:
     """Theory's first integral of ``param`` (generated), with its constants taken from the state."""
     fi = generated.FIRST_INTEGRALS[Parametrization(param)]
 
@@ -65,7 +65,7 @@ def first_integral_evaluator(param: str) -> FirstIntegralEvaluator:
             vals = np.empty(shape)
             for i in np.ndindex(shape):
                 k_, m_, a_ = float(k_arr[i]), float(m_arr[i]), float(a_arr[i])
-                vals[i] = quad(lambda x: float(integrand(x, k_, m_, a_)), 0.0, float(full[1][i]), epsabs=0.0,
+                vals[i] = quad(lambda x, f=integrand, k=k_, m=m_, a=a_: float(f(x, k, m, a)), 0.0, float(full[1][i]), epsabs=0.0,
                                epsrel=1e-12, limit=200)[0]
             g_qk += np.broadcast_to(np.asarray(coef(*full), dtype=float), shape) * vals
         rg = np.broadcast_to(np.asarray(fi["r_g_ov"](*full), dtype=float), shape)
@@ -78,7 +78,7 @@ def first_integral_evaluator(param: str) -> FirstIntegralEvaluator:
     return FirstIntegralEvaluator(str(Parametrization(param)), terms, terms_uv, constants)
 
 
-def level_curve(param: str, state0: np.ndarray, K_, M_, eta_qk_, eta_ov_, u_grid: np.ndarray) -> np.ndarray:
+def level_curve(param: Parametrization, state0: np.ndarray, K_, M_, eta_qk_, eta_ov_, u_grid: np.ndarray) -> np.ndarray:
     r"""``v`` on the curve :math:`H(u, v) = H(u_0, v_0)` through ``state0 (n,)``, for each ``u`` in ``u_grid``.
 
     :math:`G_{QK}` increases in ``v``, so each ``v`` is the root of :math:`G_{QK}(v) = H_0 + R\,G_{OV}(u)`
@@ -93,19 +93,19 @@ def level_curve(param: str, state0: np.ndarray, K_, M_, eta_qk_, eta_ov_, u_grid
     out = np.full(np.size(u_grid), np.nan)
     for i, uu in enumerate(np.ravel(u_grid)):
         target = H0 + float(ev.terms_uv(uu, 0.0, K_, M_, eta_qk_, eta_ov_, d, A)[1])
-        f = lambda vv: float(ev.terms_uv(uu, vv, K_, M_, eta_qk_, eta_ov_, d, A)[0]) - target  # noqa: E731
+        f = lambda vv, uu=uu, target=target: float(ev.terms_uv(uu, vv, K_, M_, eta_qk_, eta_ov_, d, A)[0]) - target  # noqa: E731
         lo, hi = -50.0 if Parametrization(param).qk.collapsed else 0.0, 60.0
         if f(lo) <= 0 <= f(hi):
             out[i] = brentq(f, lo, hi, xtol=1e-12)
     return out
 
 
-def first_integral_values(param: str, state: np.ndarray, K_, M_, eta_qk_, eta_ov_) -> np.ndarray:
+def first_integral_values(param: Parametrization, state: np.ndarray, K_, M_, eta_qk_, eta_ov_) -> np.ndarray:
     r""":math:`H` on reduced states ``(n_state, ...)``; constant in time along every exact solution."""
     return first_integral_evaluator(param)(state, K_, M_, eta_qk_, eta_ov_)
 
 
-def first_integral_drift(param: str, state: np.ndarray, K_, M_, eta_qk_, eta_ov_) -> np.ndarray:
+def first_integral_drift(param: Parametrization, state: np.ndarray, K_, M_, eta_qk_, eta_ov_) -> np.ndarray:
     r"""Relative drift :math:`|H(t) - H(0)| / \max(|G_{QK}|, |R G_{OV}|, 1)` along states ``(n, T, ...)``."""
     g, rg = first_integral_evaluator(param).terms(state, K_, M_, eta_qk_, eta_ov_)
     H = g - rg
@@ -114,7 +114,7 @@ def first_integral_drift(param: str, state: np.ndarray, K_, M_, eta_qk_, eta_ov_
 
 
 @lru_cache(maxsize=None)
-def law_functions(param: str) -> dict[str, Callable[..., np.ndarray]]:
+def law_functions(param: Parametrization) -> dict[str, Callable[..., np.ndarray]]:
     """Theory's asymptotic laws (generated) as numpy functions ``f(t, u, K, M, eta_qk, eta_ov)`` (real part)."""
     out = {}
     for name, fn in generated.LAWS[Parametrization(param)].items():
@@ -127,7 +127,7 @@ def law_functions(param: str) -> dict[str, Callable[..., np.ndarray]]:
     return out
 
 
-def asymptotic_errors(param: str, times: np.ndarray, solution: dict[str, np.ndarray], K_, M_, eta_qk_,
+def asymptotic_errors(param: Parametrization, times: np.ndarray, solution: dict[str, np.ndarray], K_, M_, eta_qk_,
                       eta_ov_) -> dict[str, np.ndarray]:
     r"""Relative error :math:`|\text{law}/\text{solution} - 1|` of each law at ``times``.
 
@@ -144,7 +144,7 @@ def asymptotic_errors(param: str, times: np.ndarray, solution: dict[str, np.ndar
     return out
 
 
-def law_table(param: str, K_: int, M_: int, eta_qk_: float, eta_ov_: float, u0: float, v0: float, t, *,
+def law_table(param: Parametrization, K_: int, M_: int, eta_qk_: float, eta_ov_: float, u0: float, v0: float, t, *,
               rtol: float = 1e-10) -> dict[str, np.ndarray]:
     """Per time: solution, leading law and next-order law of ``u``, ``v``, ``1 - p`` (see
     :func:`simulation.next_order.law_table`; keys ``t, u, u_leading, u_next, v, v_leading, v_next,

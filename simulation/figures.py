@@ -10,25 +10,28 @@ from simulation import plots
 from simulation.closed_forms import law_functions, level_curve
 from simulation.reduced import integrate_many
 from simulation.sweep import PARAMS, dense_times, residual_at_loss, sharpest, sweep
+from theory.parametrization import Parametrization
 
 MATCHED_LOSS = 1e-4
 """Loss level at which attention is compared (the paper's stopping loss)."""
 
 
-def laws_on(param: str, t: np.ndarray, u: np.ndarray, K: int, M: int, eta_qk: float, eta_ov: float) -> dict:
+def laws_on(param: Parametrization, t: np.ndarray, u: np.ndarray, K: int, M: int, eta_qk: float, eta_ov: float) -> dict:
     """Leading-order ``u(t)``, ``v(t)``, ``1 - p(t)`` of theory on ``t`` (``u`` unused except for shape)."""
     f = law_functions(param)
     return {"u": f["u_of_t"](t, u, K, M, eta_qk, eta_ov), "v": f["v_of_t_expanded"](t, u, K, M, eta_qk, eta_ov),
             "residual": f["residual_of_t_expanded"](t, u, K, M, eta_qk, eta_ov)}
 
 
-def trajectories_figure(run, params: Sequence[str], K: int, M: int, eta_qk: float, eta_ov: float, u0: float,
+def trajectories_figure(run, params: Sequence[Parametrization], K: int, M: int, eta_qk: float, eta_ov: float, u0: float,
                         v0: float, t_max: float = 1e12, full_runs: Sequence = ()) -> dict:
     """Dense reduced trajectories with law overlays (and full-matrix points as markers); returns the data."""
     t = dense_times(t_max, 200, 1e-2)[1:]
     from simulation.next_order import next_order_law
 
-    trajs, laws, laws_next = [], {}, {}
+    trajs: list = []
+    laws: dict[str, dict] = {}
+    laws_next: dict[str, dict] = {}
     late = t >= 1e2                      # the next-order clock needs u past the start (its O(u e^-u) term)
     for prm in params:
         tr = integrate_many(prm, K, M, eta_qk, eta_ov, u0, v0, t).column(0)
@@ -52,11 +55,12 @@ def trajectories_figure(run, params: Sequence[str], K: int, M: int, eta_qk: floa
     return {"t": t, "trajectories": trajs, "laws": laws, "laws_next": laws_next}
 
 
-def phase_portrait_figure(run, params: Sequence[str], K: int, M: int, eta_ov: float, u0: float, v0: float,
+def phase_portrait_figure(run, params: Sequence[Parametrization], K: int, M: int, eta_ov: float, u0: float, v0: float,
                           ratios: Sequence[float] = (0.1, 1.0, 10.0, 100.0), t_max: float = 1e8) -> dict:
     """(u, v) trajectories for several ratios with their first-integral level curves; returns max |v - v_H|."""
     t = dense_times(t_max, 120, 1e-2)[1:]
-    portraits, worst = {}, {}
+    portraits: dict[str, list] = {}
+    worst: dict[str, float] = {}
     for prm in params:
         tr = integrate_many(prm, K, M, np.asarray(ratios) * eta_ov, eta_ov, u0, v0, t)
         items, w = [], 0.0
@@ -80,7 +84,7 @@ def sharpness_figures(run, K: int, M: int, eta_ov: float, ratios: Sequence[float
                eta_ov=eta_ov)
     res = residual_at_loss(sw.loss, sw.residual, [loss_level])[..., 0, 0, 0]     # (P, R, S)
     j = int(np.argmin(np.abs(sw.scales - ref_scale)))
-    at_ref = {prm: res[i, :, j] for i, prm in enumerate(PARAMS)}
+    at_ref: dict[str, np.ndarray] = {prm: res[i, :, j] for i, prm in enumerate(PARAMS)}
     fig = plots.plot_residual_vs_ratio(sw.ratios, at_ref, loss_level)
     run.write_figure("residual_vs_ratio", fig)
     plots.close(fig)
@@ -126,7 +130,7 @@ def crossover_level(residual_caco: np.ndarray, residual_fafo: np.ndarray, levels
     return float(np.exp(np.interp(0.0, [d[j], d[i]], np.log([levels[j], levels[i]]))))
 
 
-def level_curve_residual_at_loss(param: str, K, M, eta_qk, eta_ov, u0, v0, levels: np.ndarray,
+def level_curve_residual_at_loss(param: Parametrization, K, M, eta_qk, eta_ov, u0, v0, levels: np.ndarray,
                                  n_v: int = 3000, v_max: float = 60.0) -> np.ndarray:
     r"""``1-p`` at the loss ``levels (L,)`` without integrating in time: on the first integral's level curve
     through MODEL.md's balanced start, ``u`` is a function of ``v`` (:mod:`simulation.next_order`), and so
@@ -163,8 +167,8 @@ def level_curve_crossover(K, M, ratio, scale, eta_ov: float = 1.0, levels: np.nd
     :mod:`theory.ledger` is 3 decades too low.
     """
     levels = np.logspace(-1, -30, 300) if levels is None else np.asarray(levels, dtype=float)
-    res = {p: level_curve_residual_at_loss(p, K, M, ratio * eta_ov, eta_ov, scale, scale, levels, n_v)
-           for p in ("CACO", "FAFO")}
+    res: dict[str, np.ndarray] = {p: level_curve_residual_at_loss(p, K, M, ratio * eta_ov, eta_ov, scale, scale, levels, n_v)
+           for p in (Parametrization("CACO"), Parametrization("FAFO"))}
     return crossover_level(res["CACO"], res["FAFO"], levels)
 
 
@@ -183,13 +187,13 @@ def order_crossover(K, M, ratio, scale, eta_ov: float = 1.0, t_max: float = 1e40
     Kb, Mb, rb, sb = (a.ravel() for a in np.broadcast_arrays(*(np.atleast_1d(np.asarray(x, dtype=float))
                                                               for x in (K, M, ratio, scale))))
     t = dense_times(t_max, n_times)
-    res = {}
+    res: dict[str, np.ndarray] = {}
     for prm in PARAMS:
         tr = integrate_many(prm, Kb, Mb, rb * eta_ov, eta_ov, sb, sb, t)
         res[prm] = residual_at_loss(tr.loss.T, tr.residual.T, levels)             # (B, L)
     out = []
     for b in range(Kb.size):
-        rb_ = {p: res[p][b] for p in PARAMS}
+        rb_: dict[str, np.ndarray] = {p: res[p][b] for p in PARAMS}
         cross = crossover_level(rb_["CACO"], rb_["FAFO"], levels)
         orders = [" > ".join(sorted(PARAMS, key=lambda p: rb_[p][k])) if all(np.isfinite(rb_[p][k]) for p in PARAMS)
                   else "" for k in range(levels.size)]
@@ -210,7 +214,7 @@ def ratio_slopes(K: int, M: int, r_lo: float, r_hi: float, scales, levels, eta_o
     rr = np.repeat([r_lo, r_hi], scales.size)
     ss = np.tile(scales, 2)
     t = dense_times(t_max, n_times)
-    out = {}
+    out: dict[str, np.ndarray] = {}
     for prm in PARAMS:
         tr = integrate_many(prm, K, M, rr * eta_ov, eta_ov, ss, ss, t)
         res = residual_at_loss(tr.loss.T, tr.residual.T, levels).reshape(2, scales.size, levels.size)

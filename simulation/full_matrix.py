@@ -34,72 +34,66 @@ from typing import Literal
 import numpy as np
 from scipy.special import softmax
 
-from simulation.model_matrices import (TokenLayout, balanced_ov_factors, balanced_qk_factors, observables,
-                                       symmetric_ov, symmetric_qk)
-from theory.parametrization import Parametrization
+from simulation.integrators import steps_for_times
+from simulation.model_matrices import TokenLayout
+from theory.parametrization import Parametrization, registered
 
 State = dict[str, np.ndarray]
-QK_NAMES = {"C": ("W_KQ",), "F": ("W_K", "W_Q")}
-OV_NAMES = {"C": ("W_OV",), "F": ("W_O", "W_V")}
 
 
-def _check_param(param: str) -> None:
-    Parametrization(param)  # ValueError naming the four for anything else
+def _check_param(param: Parametrization) -> Parametrization:
+    return Parametrization(param)  # ValueError naming the registered ones for anything else
 
 
-def balanced_state(param: str, K: int, M: int, u0: float, v0: float, *, rank_qk: int = 1,
+def balanced_state(param: Parametrization, K: int, M: int, u0: float, v0: float, *, rank_qk: int = 1,
                    rank_ov: int | None = None) -> State:
-    """MODEL.md's start at effective ``(u0, v0)``: symmetric collapsed matrices, balanced factors.
+    """MODEL.md's start at effective ``(u0, v0)``: each circuit's kind's start (:meth:`CircuitKind.start`).
 
-    Raises ``ValueError`` when a factorized circuit is asked to start at 0 (a fixed point of the flow).
+    Raises ``ValueError`` when a factorized or tied circuit is asked to start at 0 (a fixed point of the flow).
     """
-    _check_param(param)
+    p = _check_param(param)
     state: State = {}
-    if Parametrization(param).qk.factorized:
-        if v0 <= 0:
-            raise ValueError(f"{param}: a factorized QK circuit started at v0 = 0 is a fixed point of the flow "
-                             "(it never moves); give v0 > 0")
-        state["W_K"], state["W_Q"] = balanced_qk_factors(K, M, v0, rank=rank_qk)
-    else:
-        state["W_KQ"] = symmetric_qk(K, M, v0)
-    if Parametrization(param).ov.factorized:
-        if u0 <= 0:
-            raise ValueError(f"{param}: a factorized OV circuit started at u0 = 0 is a fixed point of the flow "
-                             "(it never moves); give u0 > 0")
-        state["W_O"], state["W_V"] = balanced_ov_factors(K, M, u0, rank=rank_ov)
-    else:
-        state["W_OV"] = symmetric_ov(K, M, u0)
+    for circuit, value, rank in ((p.qk, v0, rank_qk), (p.ov, u0, rank_ov)):
+        try:
+            mats = circuit.start(K, M, value, rank)
+        except ValueError as e:
+            raise ValueError(f"{p}: {e}; give a positive start") from None
+        state.update(zip(circuit.factors, mats, strict=True))
     return state
 
 
-def random_state(param: str, K: int, M: int, scale: float, seed: int, *, rank_qk: int | None = None,
+def random_state(param: Parametrization, K: int, M: int, scale: float, seed: int, *, rank_qk: int | None = None,
                  rank_ov: int | None = None) -> State:
     r"""Every matrix i.i.d. :math:`\mathcal N(0, \text{scale}^2)` from ``numpy.random.default_rng(seed)``.
 
     Factor ranks default to ``D = K + M + 1`` (as :class:`validation.attention.QKOVAttention`).
     """
-    _check_param(param)
+    p = _check_param(param)
     D = TokenLayout(K, M).D
-    rq, ro = rank_qk or D, rank_ov or D
     rng = np.random.default_rng(seed)
-    g = lambda *shape: scale * rng.standard_normal(shape)  # noqa: E731
     state: State = {}
-    if Parametrization(param).qk.factorized:
-        state["W_K"], state["W_Q"] = g(rq, D), g(rq, D)
-    else:
-        state["W_KQ"] = g(D, D)
-    if Parametrization(param).ov.factorized:
-        state["W_O"], state["W_V"] = g(K, ro), g(ro, D)
-    else:
-        state["W_OV"] = g(K, D)
+    for circuit, rank in ((p.qk, rank_qk or D), (p.ov, rank_ov or D)):
+        for name, shape in zip(circuit.factors, circuit.kind.factor_shapes(circuit.name, D, K, rank), strict=True):
+            state[name] = scale * rng.standard_normal(shape)
     return state
 
 
-def effective(state: State) -> tuple[np.ndarray, np.ndarray]:
-    r"""Effective matrices :math:`W_{KQ} = W_K^\top W_Q` ``(D, D)`` and :math:`W_{OV} = W_O W_V` ``(K, D)``."""
-    W_KQ = state["W_KQ"] if "W_KQ" in state else state["W_K"].T @ state["W_Q"]
-    W_OV = state["W_OV"] if "W_OV" in state else state["W_O"] @ state["W_V"]
-    return W_KQ, W_OV
+def effective(state: State, param: Parametrization | None = None) -> tuple[np.ndarray, np.ndarray]:
+    r"""Effective matrices :math:`W_{KQ}` ``(D, D)`` and :math:`W_{OV}` ``(K, D)`` of a state.
+
+    ``param`` names the kinds; without it they are read off the state's keys (:func:`param_of_state`).
+    """
+    p = _check_param(param) if param is not None else param_of_state(state)
+    return (p.qk.effective([state[k] for k in p.qk.factors]), p.ov.effective([state[k] for k in p.ov.factors]))
+
+
+def param_of_state(state: State) -> Parametrization:
+    """The registered parametrization whose factor names are exactly the keys of ``state``."""
+    for name in registered():
+        p = Parametrization(name)
+        if set(p.qk.factors) | set(p.ov.factors) == set(state):
+            return p
+    raise ValueError(f"no parametrization has the matrices {sorted(state)}")
 
 
 class PopulationGradient:
@@ -112,11 +106,9 @@ class PopulationGradient:
         self.q = self.layout.query
         self._rows = np.arange(K)
 
-    def query_column(self, state: State) -> np.ndarray:
+    def query_column(self, state: State, param: Parametrization | None = None) -> np.ndarray:
         """Column ``q`` of the effective :math:`W_{KQ}`, ``(D,)`` (all that the scores read)."""
-        if "W_KQ" in state:
-            return state["W_KQ"][:, self.q]
-        return state["W_K"].T @ state["W_Q"][:, self.q]
+        return effective(state, param)[0][:, self.q]
 
     def effective_grads(self, col_q: np.ndarray, W_OV: np.ndarray) -> tuple[float, np.ndarray, np.ndarray]:
         r"""``loss``, :math:`G_{KQ}[:, q]` ``(D,)`` and :math:`G_{OV}` ``(K, D)`` (other columns of :math:`G_{KQ}` vanish)."""
@@ -140,27 +132,17 @@ class PopulationGradient:
         np.add.at(G_col, seq, ds)
         return loss, G_col, G_OV
 
-    def gradients(self, state: State) -> tuple[float, State]:
-        """Loss and the gradient of every matrix in ``state`` (same keys and shapes)."""
-        col = self.query_column(state)
-        W_OV = state["W_OV"] if "W_OV" in state else state["W_O"] @ state["W_V"]
-        loss, G_col, G_OV = self.effective_grads(col, W_OV)
+    def gradients(self, state: State, param: Parametrization | None = None) -> tuple[float, State]:
+        """Loss and the gradient of every matrix in ``state`` (same keys and shapes): each circuit's pull-back
+        (:meth:`theory.parametrization.CircuitKind.pullback`) of the effective gradients."""
+        p = _check_param(param) if param is not None else param_of_state(state)
+        W_KQ, W_OV = effective(state, p)
+        loss, G_col, G_OV = self.effective_grads(W_KQ[:, self.q], W_OV)
+        G_KQ = np.zeros_like(W_KQ)
+        G_KQ[:, self.q] = G_col
         grads: State = {}
-        if "W_KQ" in state:
-            G = np.zeros_like(state["W_KQ"])
-            G[:, self.q] = G_col
-            grads["W_KQ"] = G
-        else:
-            W_K, W_Q = state["W_K"], state["W_Q"]
-            grads["W_K"] = np.outer(W_Q[:, self.q], G_col)
-            GQ = np.zeros_like(W_Q)
-            GQ[:, self.q] = W_K @ G_col
-            grads["W_Q"] = GQ
-        if "W_OV" in state:
-            grads["W_OV"] = G_OV
-        else:
-            grads["W_O"] = G_OV @ state["W_V"].T
-            grads["W_V"] = state["W_O"].T @ G_OV
+        for circuit, G in ((p.qk, G_KQ), (p.ov, G_OV)):
+            grads.update(zip(circuit.factors, circuit.pullback([state[k] for k in circuit.factors], G), strict=True))
         return loss, grads
 
 
@@ -171,15 +153,14 @@ def autograd_gradients(state: State, K: int, M: int) -> tuple[float, State]:
     lay = TokenLayout(K, M)
     X = torch.as_tensor(lay.one_hot_population())            # (K, L, D)
     ts = {k: torch.tensor(v, dtype=torch.float64, requires_grad=True) for k, v in state.items()}
-    W_KQ = ts["W_KQ"] if "W_KQ" in ts else ts["W_K"].T @ ts["W_Q"]
-    W_OV = ts["W_OV"] if "W_OV" in ts else ts["W_O"] @ ts["W_V"]
+    W_KQ, W_OV = effective(ts)  # type: ignore[arg-type]
     xq = X[:, -1, :]                                          # (K, D) the query
     s = torch.einsum("yld,de,ye->yl", X, W_KQ, xq)
     a = torch.softmax(s, dim=1)
     z = torch.einsum("kd,yld,yl->yk", W_OV, X, a)
     loss = torch.nn.functional.cross_entropy(z, torch.arange(K))
     loss.backward()
-    return loss.item(), {k: t.grad.numpy() for k, t in ts.items()}
+    return loss.item(), {k: t.grad.numpy() for k, t in ts.items() if t.grad is not None}
 
 
 def symmetric_projection_distance(W_KQ: np.ndarray, W_OV: np.ndarray, K: int, M: int) -> tuple[float, float]:
@@ -204,7 +185,7 @@ def symmetric_projection_distance(W_KQ: np.ndarray, W_OV: np.ndarray, K: int, M:
     pcol[d] = col[d].mean()
     pcol[c] = col[c].mean()
     pcol[q] = col[q]
-    rel = lambda x, px: float(np.linalg.norm(x - px) / max(np.linalg.norm(x), 1e-300))  # noqa: E731
+    rel = lambda x, px: float(np.linalg.norm(x - px) / max(float(np.linalg.norm(x)), 1e-300))  # noqa: E731
     return rel(W_OV, proj), rel(col, pcol)
 
 
@@ -230,67 +211,35 @@ class FullTrajectory:
     asym_qk: np.ndarray
     dt: float
     method: str
+    success: bool = True
+    message: str = ""
 
     def as_json(self) -> dict:
         return {"param": self.param, "t": self.t.tolist(), "u": self.u.tolist(), "v": self.v.tolist(),
                 "p": self.p.tolist(), "loss": self.loss.tolist()}
 
 
-def steps_for_times(t_eval: np.ndarray, dt: float) -> np.ndarray:
-    """Step counts ``round(t / dt)``; a time that is not a multiple of ``dt`` (to 1e-6) is an error."""
-    t_eval = np.asarray(t_eval, dtype=float)
-    n = np.rint(t_eval / dt).astype(np.int64)
-    bad = np.abs(n * dt - t_eval) > 1e-6 * np.maximum(1.0, t_eval)
-    if np.any(bad):
-        raise ValueError(f"time {t_eval[bad][0]:g} is not a multiple of dt = {dt:g}")
-    if np.any(np.diff(n) <= 0):
-        raise ValueError("times must be strictly increasing multiples of dt")
-    return n
-
-
-def simulate_full(param: str, K: int, M: int, eta_qk: float, eta_ov: float, t_eval, dt: float, *,
+def simulate_full(param: Parametrization, K: int, M: int, eta_qk: float, eta_ov: float, t_eval, dt: float, *,
                   state: State, method: Literal["gd", "rk4"] = "gd") -> FullTrajectory:
     r"""Run the full-matrix flow from ``state`` and record observables at ``t_eval`` (multiples of ``dt``).
 
-    ``method="gd"``: :math:`W \leftarrow W - \eta\,dt\,\nabla_W\mathcal L` (gradient descent);
-    ``"rk4"``: one classical Runge-Kutta step of the flow per ``dt``.
+    ``method="gd"``: :math:`W \leftarrow W - \eta\,dt\,\nabla_W\mathcal L` (gradient descent, the Euler scheme);
+    ``"rk4"``: one classical Runge-Kutta step of the flow per ``dt`` (:mod:`simulation.integrators`).
+    A state that turns non-finite (a step too large for the rates) gives ``success`` False and NaN from there.
     """
-    _check_param(param)
-    if dt <= 0:
-        raise ValueError("dt must be > 0")
+    from simulation.integrators import INTEGRATORS
+    from simulation.systems import full_from_state
+
+    p = _check_param(param)
+    if method not in ("gd", "rk4"):
+        raise ValueError(f"method {method!r}: must be 'gd' or 'rk4'")
     n_at = steps_for_times(t_eval, dt)
-    pg = PopulationGradient(K, M)
-    rates = {name: (eta_qk if name in ("W_KQ", "W_K", "W_Q") else eta_ov) for name in state}
-    W = {k: np.array(v, dtype=float, copy=True) for k, v in state.items()}
-
-    def velocity(S: State) -> State:
-        _, g = pg.gradients(S)
-        return {k: -rates[k] * g[k] for k in S}
-
-    rows = []
-    step = 0
-    for n_target in n_at:
-        while step < n_target:
-            if method == "gd":
-                vel = velocity(W)
-                for k in W:
-                    W[k] += dt * vel[k]
-            elif method == "rk4":
-                k1 = velocity(W)
-                k2 = velocity({k: W[k] + 0.5 * dt * k1[k] for k in W})
-                k3 = velocity({k: W[k] + 0.5 * dt * k2[k] for k in W})
-                k4 = velocity({k: W[k] + dt * k3[k] for k in W})
-                for k in W:
-                    W[k] += dt / 6.0 * (k1[k] + 2 * k2[k] + 2 * k3[k] + k4[k])
-            else:
-                raise ValueError(f"method {method!r}: must be 'gd' or 'rk4'")
-            step += 1
-        W_KQ, W_OV = effective(W)
-        ob = observables(W_KQ, W_OV, K, M)
-        a_ov, a_qk = symmetric_projection_distance(W_KQ, W_OV, K, M)
-        rows.append((ob.u, ob.v, ob.p, ob.loss, ob.u_spread, ob.v_spread, ob.p_spread, a_ov, a_qk))
-    arr = np.array(rows, dtype=float).T
-    return FullTrajectory(param, n_at * dt, *arr, dt=dt, method=method)
+    system = full_from_state(p, K, M, eta_qk, eta_ov, state)
+    run = INTEGRATORS[method](system, n_at * dt, dt=dt)
+    ob = system.observe(run.y)
+    return FullTrajectory(str(p), n_at * dt, ob["u"], ob["v"], ob["p"], ob["loss"], ob["u_spread"], ob["v_spread"],
+                          ob["p_spread"], ob["asym_ov"], ob["asym_qk"], dt=dt, method=method, success=bool(run.success),
+                          message=run.message)
 
 
 __all__ = ["State", "balanced_state", "random_state", "effective", "PopulationGradient", "autograd_gradients",

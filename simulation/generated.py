@@ -884,6 +884,262 @@ def sign_v_FAFO(t, eta_OV, eta_QK, u_0, v_0, K):
     return 2*_x0*_x1 + 2*eta_QK**2*t**2 + v_0 + _x1/_x0
 
 
+def rhs_TACO(u, a, b, c, K, M, eta_QK, eta_OV):
+    """TACO: d(u, a, b, c)/dt of the reduced gradient flow."""
+    _x0 = numpy.exp(a*b)
+    _x1 = numpy.exp(a**2)
+    _x2 = numpy.exp(a*c)
+    _x3 = _x2*(M - 1)
+    _x4 = _x1 + _x2 + _x3
+    _x5 = _x0 + _x4
+    _x6 = _x0/_x5
+    _x7 = K - 1
+    _x8 = (_x7 + numpy.exp(_x6*u))**(-1.0)
+    _x9 = _x7*_x8*eta_QK*u/_x5**2
+    _x10 = _x0*_x9
+    return (_x6*_x8*eta_OV, _x10*(-_x0*b - 2*_x1*a - _x2*c - _x3*c + _x5*b), _x10*_x4*a/K, -_x9*a*numpy.exp(a*(b + c)))
+
+
+def jac_TACO(u, a, b, c, K, M, eta_QK, eta_OV):
+    """TACO: Jacobian of rhs_TACO, row-major (4x4 entries)."""
+    _x0 = a*b
+    _x1 = numpy.exp(_x0)
+    _x2 = a**2
+    _x3 = numpy.exp(_x2)
+    _x4 = a*c
+    _x5 = numpy.exp(_x4)
+    _x6 = _x5*(M - 1)
+    _x7 = _x5 + _x6
+    _x8 = _x3 + _x7
+    _x9 = _x1 + _x8
+    _x10 = _x9**(-2.0)
+    _x11 = _x10*eta_OV
+    _x12 = numpy.exp(2*_x0)
+    _x13 = _x9**(-1.0)
+    _x14 = _x13*u
+    _x15 = _x1*_x14
+    _x16 = numpy.exp(_x15)
+    _x17 = K - 1
+    _x18 = _x16 + _x17
+    _x19 = _x18**(-2.0)
+    _x20 = _x16*_x19
+    _x21 = _x12*_x20
+    _x22 = _x13*eta_OV
+    _x23 = _x18**(-1.0)
+    _x24 = _x1*b
+    _x25 = _x23*_x24
+    _x26 = _x5*c
+    _x27 = 2*_x3
+    _x28 = _x6*c
+    _x29 = _x26 + _x27*a + _x28
+    _x30 = _x24 + _x29
+    _x31 = -_x1*_x30
+    _x32 = _x11*_x23
+    _x33 = _x10*u
+    _x34 = _x14*_x24 + _x31*_x33
+    _x35 = _x1*_x20*_x22
+    _x36 = _x12*a
+    _x37 = _x15*a - _x33*_x36
+    _x38 = _x5*a
+    _x39 = _x6*a
+    _x40 = _x38 + _x39
+    _x41 = -_x40
+    _x42 = u/_x9**3
+    _x43 = _x21*_x41
+    _x44 = -_x30 + _x9*b
+    _x45 = _x17*eta_QK
+    _x46 = _x42*_x45
+    _x47 = _x44*_x46
+    _x48 = _x33*_x45
+    _x49 = _x44*_x48
+    _x50 = c**2
+    _x51 = 4*_x3
+    _x52 = _x1*_x23
+    _x53 = _x48*_x52
+    _x54 = -2*_x24 - 2*_x26 - 2*_x28 - _x51*a
+    _x55 = _x44*_x46*_x52
+    _x56 = _x1*_x49
+    _x57 = _x20*_x56
+    _x58 = _x53*_x8
+    _x59 = _x23*a
+    _x60 = 2*_x23
+    _x61 = -2*_x38 - 2*_x39
+    _x62 = u**2
+    _x63 = _x9**(-4.0)
+    _x64 = _x45*_x62*_x63
+    _x65 = K**(-1.0)
+    _x66 = _x46*_x65*_x8
+    _x67 = _x20*_x36
+    _x68 = _x58*_x65
+    _x69 = _x1*_x65
+    _x70 = _x48*_x59*_x69
+    _x71 = _x69*_x8
+    _x72 = _x46*_x59*_x71
+    _x73 = _x20*a
+    _x74 = _x48*_x71*_x73
+    _x75 = a*(b + c)
+    _x76 = numpy.exp(_x75)
+    _x77 = _x46*_x76
+    _x78 = _x48*_x76
+    _x79 = _x23*_x78
+    _x80 = _x59*_x77
+    _x81 = _x2*_x79
+    return (-_x11*_x21, _x22*_x25 + _x31*_x32 - _x34*_x35, _x1*_x13*_x23*a*eta_OV - _x32*_x36 - _x35*_x37, _x1*_x10*_x23*_x41*eta_OV - _x42*_x43*eta_OV, _x1*_x10*_x17*_x23*_x44*eta_QK - _x21*_x47, _x25*_x49 - _x34*_x57 + _x53*(-_x1*b**2 - _x2*_x51 - _x27 + _x30*b - _x5*_x50 - _x50*_x6) + _x54*_x55, -_x36*_x47*_x60 - _x37*_x57 + _x56*_x59 + _x58, -_x43*_x44*_x64 + _x53*(-_x4*_x5 - _x4*_x6 + _x40*b - _x7) + _x55*_x61, _x1*_x10*_x17*_x23*_x65*_x8*a*eta_QK - _x66*_x67, _x0*_x68 + _x29*_x70 - _x34*_x74 + _x54*_x72 + _x68, _x1*_x10*_x17*_x2*_x23*_x65*_x8*eta_QK*u - _x12*_x2*_x60*_x66 - _x37*_x74, _x40*_x70 - _x41*_x64*_x65*_x67*_x8 + _x61*_x72, _x1*_x73*_x77 - _x10*_x45*_x59*_x76, _x10*_x16*_x17*_x19*_x34*_x76*a*eta_QK*u - _x54*_x80 - _x75*_x79 - _x79, 2*_x2*_x52*_x77 + _x37*_x73*_x78 - _x81, _x1*_x16*_x17*_x19*_x41*_x62*_x63*_x76*a*eta_QK - _x61*_x80 - _x81)
+
+
+def observables_TACO(u, a, b, c, K, M):
+    """TACO: (u, v, p, 1 - p, loss) of a reduced state."""
+    _x0 = numpy.exp(a*b)
+    _x1 = numpy.exp(a**2)
+    _x2 = numpy.exp(a*c)
+    _x3 = _x0/(_x0 + _x1 + _x2*(M - 1) + _x2)
+    _x4 = M*_x2 + _x1
+    return (u, a*(b - c), _x3, _x4/(_x0 + _x4), numpy.log1p((K - 1)*numpy.exp(-_x3*u)))
+
+
+def initial_TACO(u_0, v_0, K):
+    """TACO: MODEL.md's symmetric/balanced start (u, a, b, c) with effective values u0, v0."""
+    _x0 = numpy.sqrt(v_0)
+    return (u_0, _x0, 2*_x0, _x0)
+
+
+def rhs_TAFO(s_O, s_V, a, b, c, K, M, eta_QK, eta_OV):
+    """TAFO: d(s_O, s_V, a, b, c)/dt of the reduced gradient flow."""
+    _x0 = s_O*s_V
+    _x1 = numpy.exp(a*b)
+    _x2 = numpy.exp(a**2)
+    _x3 = numpy.exp(a*c)
+    _x4 = _x3*(M - 1)
+    _x5 = _x2 + _x3 + _x4
+    _x6 = _x1 + _x5
+    _x7 = _x1/_x6
+    _x8 = K - 1
+    _x9 = (_x8 + numpy.exp(_x0*_x7))**(-1.0)
+    _x10 = _x7*_x9*eta_OV
+    _x11 = _x0*_x8*_x9*eta_QK/_x6**2
+    _x12 = _x1*_x11
+    return (_x10*s_V, _x10*s_O, _x12*(-_x1*b - 2*_x2*a - _x3*c - _x4*c + _x6*b), _x12*_x5*a/K, -_x11*a*numpy.exp(a*(b + c)))
+
+
+def jac_TAFO(s_O, s_V, a, b, c, K, M, eta_QK, eta_OV):
+    """TAFO: Jacobian of rhs_TAFO, row-major (5x5 entries)."""
+    _x0 = s_V**2
+    _x1 = a*b
+    _x2 = numpy.exp(_x1)
+    _x3 = a**2
+    _x4 = numpy.exp(_x3)
+    _x5 = a*c
+    _x6 = numpy.exp(_x5)
+    _x7 = _x6*(M - 1)
+    _x8 = _x6 + _x7
+    _x9 = _x4 + _x8
+    _x10 = _x2 + _x9
+    _x11 = _x10**(-2.0)
+    _x12 = numpy.exp(2*_x1)
+    _x13 = _x10**(-1.0)
+    _x14 = _x13*_x2
+    _x15 = s_O*s_V
+    _x16 = _x14*_x15
+    _x17 = numpy.exp(_x16)
+    _x18 = K - 1
+    _x19 = _x17 + _x18
+    _x20 = _x19**(-2.0)
+    _x21 = _x17*_x20
+    _x22 = _x21*eta_OV
+    _x23 = _x12*_x22
+    _x24 = _x11*_x23
+    _x25 = _x19**(-1.0)
+    _x26 = _x11*_x15
+    _x27 = _x13*_x2*_x25*eta_OV - _x23*_x26
+    _x28 = _x2*b
+    _x29 = _x13*_x28
+    _x30 = _x25*eta_OV
+    _x31 = _x30*s_V
+    _x32 = _x6*c
+    _x33 = 2*_x4
+    _x34 = _x7*c
+    _x35 = _x32 + _x33*a + _x34
+    _x36 = _x28 + _x35
+    _x37 = -_x2*_x36
+    _x38 = _x11*_x31
+    _x39 = _x15*_x29 + _x26*_x37
+    _x40 = _x14*_x22
+    _x41 = _x40*s_V
+    _x42 = _x12*a
+    _x43 = _x16*a - _x26*_x42
+    _x44 = _x6*a
+    _x45 = _x7*a
+    _x46 = _x44 + _x45
+    _x47 = -_x46
+    _x48 = _x23*_x47
+    _x49 = _x10**(-3.0)
+    _x50 = _x0*_x49
+    _x51 = _x50*s_O
+    _x52 = s_O**2
+    _x53 = _x30*s_O
+    _x54 = _x11*_x53
+    _x55 = _x40*s_O
+    _x56 = _x49*_x52
+    _x57 = _x56*s_V
+    _x58 = _x10*b - _x36
+    _x59 = _x18*eta_QK
+    _x60 = _x21*_x59
+    _x61 = _x12*_x60
+    _x62 = _x25*_x59
+    _x63 = _x26*_x62
+    _x64 = c**2
+    _x65 = 4*_x4
+    _x66 = _x2*_x63
+    _x67 = _x2*_x58
+    _x68 = _x15*_x49*_x62
+    _x69 = _x68*(-2*_x28 - 2*_x32 - 2*_x34 - _x65*a)
+    _x70 = _x26*_x60
+    _x71 = _x67*_x70
+    _x72 = _x66*_x9
+    _x73 = _x66*a
+    _x74 = 2*_x68
+    _x75 = _x68*(-2*_x44 - 2*_x45)
+    _x76 = _x10**(-4.0)
+    _x77 = _x0*_x47*_x52*_x76
+    _x78 = K**(-1.0)
+    _x79 = _x78*_x9
+    _x80 = _x42*_x60*_x79
+    _x81 = _x72*_x78
+    _x82 = _x73*_x78
+    _x83 = _x2*_x79*a
+    _x84 = _x70*_x83
+    _x85 = _x3*_x74
+    _x86 = a*s_V
+    _x87 = a*(b + c)
+    _x88 = numpy.exp(_x87)
+    _x89 = _x11*_x62*_x88
+    _x90 = a*s_O
+    _x91 = _x2*_x88
+    _x92 = _x60*_x91
+    _x93 = _x63*_x88
+    _x94 = _x88*a
+    _x95 = _x3*_x93
+    return (-_x0*_x24, _x27, _x29*_x31 + _x37*_x38 - _x39*_x41, _x13*_x2*_x25*a*eta_OV*s_V - _x38*_x42 - _x41*_x43, _x11*_x2*_x25*_x47*eta_OV*s_V - _x48*_x51, _x27, -_x24*_x52, _x29*_x53 + _x37*_x54 - _x39*_x55, _x13*_x2*_x25*a*eta_OV*s_O - _x42*_x54 - _x43*_x55, _x11*_x2*_x25*_x47*eta_OV*s_O - _x48*_x57, _x11*_x18*_x2*_x25*_x58*eta_QK*s_V - _x50*_x58*_x61*s_O, _x11*_x18*_x2*_x25*_x58*eta_QK*s_O - _x56*_x58*_x61*s_V, _x28*_x58*_x63 - _x39*_x71 + _x66*(-_x2*b**2 - _x3*_x65 - _x33 + _x36*b - _x6*_x64 - _x64*_x7) + _x67*_x69, -_x42*_x58*_x74 - _x43*_x71 + _x58*_x73 + _x72, -_x58*_x61*_x77 + _x66*(_x46*b - _x5*_x6 - _x5*_x7 - _x8) + _x67*_x75, _x11*_x18*_x2*_x25*_x78*_x9*a*eta_QK*s_V - _x51*_x80, _x11*_x18*_x2*_x25*_x78*_x9*a*eta_QK*s_O - _x57*_x80, _x1*_x81 + _x35*_x82 - _x39*_x84 + _x69*_x83 + _x81, _x11*_x18*_x2*_x25*_x3*_x78*_x9*eta_QK*s_O*s_V - _x12*_x79*_x85 - _x43*_x84, _x46*_x82 + _x75*_x83 - _x77*_x80, _x50*_x90*_x92 - _x86*_x89, _x56*_x86*_x92 - _x89*_x90, _x11*_x17*_x18*_x20*_x39*_x88*a*eta_QK*s_O*s_V - _x69*_x94 - _x87*_x93 - _x93, _x43*_x70*_x94 + _x85*_x91 - _x95, _x0*_x17*_x18*_x2*_x20*_x47*_x52*_x76*_x88*a*eta_QK - _x75*_x94 - _x95)
+
+
+def observables_TAFO(s_O, s_V, a, b, c, K, M):
+    """TAFO: (u, v, p, 1 - p, loss) of a reduced state."""
+    _x0 = s_O*s_V
+    _x1 = numpy.exp(a*b)
+    _x2 = numpy.exp(a**2)
+    _x3 = numpy.exp(a*c)
+    _x4 = _x1/(_x1 + _x2 + _x3*(M - 1) + _x3)
+    _x5 = M*_x3 + _x2
+    return (_x0, a*(b - c), _x4, _x5/(_x1 + _x5), numpy.log1p((K - 1)*numpy.exp(-_x0*_x4)))
+
+
+def initial_TAFO(u_0, v_0, K):
+    """TAFO: MODEL.md's symmetric/balanced start (s_O, s_V, a, b, c) with effective values u0, v0."""
+    _x0 = numpy.sqrt(u_0)
+    _x1 = numpy.sqrt(v_0)
+    return (_x0, _x0, _x1, 2*_x1, _x1)
+
+
 def paper_rhs(mu_OV, mu_QK, m, n, b, M_out, eta_OV, eta_QK):
     """The paper's reduced equations: d(mu_OV, mu_QK)/dt."""
     _x0 = m*numpy.exp(mu_QK)
@@ -933,6 +1189,8 @@ STATE_NAMES = {
     'FACO': ('u', 'a', 'b', 'c'),
     'CAFO': ('s_O', 's_V', 'v'),
     'FAFO': ('s_O', 's_V', 'a', 'b', 'c'),
+    'TACO': ('u', 'a', 'b', 'c'),
+    'TAFO': ('s_O', 's_V', 'a', 'b', 'c'),
 }
 
 
@@ -941,6 +1199,8 @@ RHS = {
     'FACO': rhs_FACO,
     'CAFO': rhs_CAFO,
     'FAFO': rhs_FAFO,
+    'TACO': rhs_TACO,
+    'TAFO': rhs_TAFO,
 }
 
 
@@ -949,6 +1209,8 @@ JAC = {
     'FACO': jac_FACO,
     'CAFO': jac_CAFO,
     'FAFO': jac_FAFO,
+    'TACO': jac_TACO,
+    'TAFO': jac_TAFO,
 }
 
 
@@ -957,6 +1219,8 @@ OBSERVABLES = {
     'FACO': observables_FACO,
     'CAFO': observables_CAFO,
     'FAFO': observables_FAFO,
+    'TACO': observables_TACO,
+    'TAFO': observables_TAFO,
 }
 
 
@@ -965,6 +1229,8 @@ INITIAL = {
     'FACO': initial_FACO,
     'CAFO': initial_CAFO,
     'FAFO': initial_FAFO,
+    'TACO': initial_TACO,
+    'TAFO': initial_TAFO,
 }
 
 

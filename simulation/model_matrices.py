@@ -17,6 +17,8 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.special import log_softmax, softmax
 
+from theory.parametrization import KINDS
+
 
 @dataclass(frozen=True)
 class TokenLayout:
@@ -51,25 +53,14 @@ class TokenLayout:
         return np.eye(self.D)[self.sequences()]
 
 
-def centering(K: int) -> np.ndarray:
-    r"""The centring projector :math:`P = I_K - \mathbf 1\mathbf 1^\top/K`, shape ``(K, K)``."""
-    return np.eye(K) - np.full((K, K), 1.0 / K)
-
-
 def symmetric_ov(K: int, M: int, u: float) -> np.ndarray:
-    r"""Collapsed OV on the symmetric line: :math:`W_{OV} = u\,P E_d^\top`, shape ``(K, D)``."""
-    lay = TokenLayout(K, M)
-    W = np.zeros((K, lay.D))
-    W[:, lay.distinct] = u * centering(K)
-    return W
+    r"""Collapsed OV on the symmetric line: :math:`W_{OV} = u\,P E_d^\top`, shape ``(K, D)`` (the kind's start)."""
+    return KINDS["C"].start("OV", K, M, u)[0]
 
 
 def symmetric_qk(K: int, M: int, v: float) -> np.ndarray:
     r"""Collapsed QK of MODEL.md's symmetric start: :math:`W_{KQ}[d_k, q] = v`, else 0; ``(D, D)``."""
-    lay = TokenLayout(K, M)
-    W = np.zeros((lay.D, lay.D))
-    W[lay.distinct, lay.query] = v
-    return W
+    return KINDS["C"].start("QK", K, M, v)[0]
 
 
 def balanced_ov_factors(K: int, M: int, u: float, rank: int | None = None,
@@ -77,24 +68,13 @@ def balanced_ov_factors(K: int, M: int, u: float, rank: int | None = None,
     r"""Balanced factors of :math:`u P E_d^\top`: :math:`W_O = U S^{1/2} R^\top`, :math:`W_V = R S^{1/2} V^\top`.
 
     ``rank`` (default ``K - 1``, the rank of :math:`P`) is the inner dimension :math:`r_{OV} \ge K-1`;
-    ``rotation`` is any ``(rank, K-1)`` matrix with orthonormal columns (default: the first
-    ``K-1`` unit vectors). Returns ``W_O (K, rank)``, ``W_V (rank, D)`` with
-    :math:`W_O^\top W_O = W_V W_V^\top`.
+    ``rotation`` is any ``(rank, rank)`` orthogonal matrix applied to the inner space (default the identity).
+    Returns ``W_O (K, rank)``, ``W_V (rank, D)`` with :math:`W_O^\top W_O = W_V W_V^\top`
+    (:meth:`theory.parametrization.Factorized.start`).
     """
-    if u <= 0:
-        raise ValueError("a factorized OV circuit needs u0 > 0 (u0 = 0 is a fixed point of the flow)")
-    lay = TokenLayout(K, M)
-    rank = K - 1 if rank is None else rank
-    if rank < K - 1:
-        raise ValueError(f"rank_ov = {rank}: must be >= K - 1 = {K - 1} for the balanced start")
-    target = symmetric_ov(K, M, u)
-    U, S, Vt = np.linalg.svd(target, full_matrices=False)
-    U, S, Vt = U[:, : K - 1], S[: K - 1], Vt[: K - 1]
-    R = np.eye(rank)[:, : K - 1] if rotation is None else rotation
-    root = np.sqrt(S)
-    W_O = (U * root) @ R.T
-    W_V = R @ (root[:, None] * Vt)
-    assert W_V.shape == (rank, lay.D)
+    W_O, W_V = KINDS["F"].start("OV", K, M, u, rank)
+    if rotation is not None:
+        W_O, W_V = W_O @ rotation.T, rotation @ W_V
     return W_O, W_V
 
 
@@ -104,18 +84,13 @@ def balanced_qk_factors(K: int, M: int, v: float, rank: int = 1,
 
     :math:`a^2 = K b^2` and :math:`ab = v`, so :math:`b = \sqrt{v}\,K^{-1/4}`, :math:`a = \sqrt{v}\,K^{1/4}`;
     ``W_K`` is zero on common tokens and on the query. ``direction`` is the unit vector
-    :math:`e \in \mathbb R^{r}` (default the first unit vector). Returns ``W_K, W_Q`` of shape ``(rank, D)``.
+    :math:`e \in \mathbb R^{r}` (default the first unit vector). Returns ``W_K, W_Q`` of shape ``(rank, D)``
+    (:meth:`theory.parametrization.Factorized.start`).
     """
-    if v <= 0:
-        raise ValueError("a factorized QK circuit needs v0 > 0 (v0 = 0 is a fixed point of the flow)")
-    lay = TokenLayout(K, M)
-    e = np.eye(rank)[:, 0] if direction is None else np.asarray(direction, dtype=float)
-    a = np.sqrt(v) * K ** 0.25
-    b = np.sqrt(v) * K ** -0.25
-    W_K = np.zeros((rank, lay.D))
-    W_Q = np.zeros((rank, lay.D))
-    W_K[:, lay.distinct] = b * e[:, None]
-    W_Q[:, lay.query] = a * e
+    W_K, W_Q = KINDS["F"].start("QK", K, M, v, rank)
+    if direction is not None:
+        e = np.asarray(direction, dtype=float)[:, None]
+        W_K, W_Q = e * W_K[0], e * W_Q[0]
     return W_K, W_Q
 
 

@@ -33,7 +33,7 @@ _V_GRID_MAX = 60.0
 
 
 @lru_cache(maxsize=None)
-def next_order_functions(param: str) -> dict[str, Callable[..., np.ndarray]]:
+def next_order_functions(param: Parametrization) -> dict[str, Callable[..., np.ndarray]]:
     """The fields :data:`NEXT_ORDER_EXPRESSIONS` as numpy functions of ``(u, v, K, M, eta_qk, eta_ov, A_QK, H_0, G_QK)``
     (generated from :func:`theory.asymptotics_next.next_order_laws`)."""
     return dict(generated.NEXT_ORDER[Parametrization(param)])
@@ -71,7 +71,7 @@ class _Curve:
         return self._call("log_time_next", uu, vv, g) + np.log(self.pars[3])
 
 
-def next_order_law(param: str, K_, M_, eta_qk_, eta_ov_, u0, v0, t) -> dict[str, np.ndarray]:
+def next_order_law(param: Parametrization, K_, M_, eta_qk_, eta_ov_, u0, v0, t) -> dict[str, np.ndarray]:
     r"""The next-order laws at times ``t (T,)`` for MODEL.md's balanced start ``(u0, v0)``.
 
     Returns ``{"u", "v", "residual"}``, each ``(T,)``; NaN where the asymptotic clock has no root
@@ -90,7 +90,7 @@ def next_order_law(param: str, K_, M_, eta_qk_, eta_ov_, u0, v0, t) -> dict[str,
         if idx.size == 0:
             continue
         j = idx[-1]          # the last crossing: past it the clock increases for good
-        vs[i] = brentq(lambda x: float(c.log_time(np.array(x))) - np.log(tt), grid[j], grid[j + 1], xtol=1e-13,
+        vs[i] = brentq(lambda x, tt=tt: float(c.log_time(np.array(x))) - np.log(tt), grid[j], grid[j + 1], xtol=1e-13,
                        rtol=1e-14)
     uu = c.u_of_v(vs)
     M_f = float(M_)
@@ -99,7 +99,7 @@ def next_order_law(param: str, K_, M_, eta_qk_, eta_ov_, u0, v0, t) -> dict[str,
     return {"u": uu, "v": vs, "residual": residual}
 
 
-def leading_law(param: str, K_, M_, eta_qk_, eta_ov_, t) -> dict[str, np.ndarray]:
+def leading_law(param: Parametrization, K_, M_, eta_qk_, eta_ov_, t) -> dict[str, np.ndarray]:
     """The leading laws at ``t (T,)``: ``u_of_t``, and ``v_of_u``, ``residual_of_u`` at that ``u``."""
     t = np.atleast_1d(np.asarray(t, dtype=float))
     f = law_functions(param)
@@ -108,7 +108,7 @@ def leading_law(param: str, K_, M_, eta_qk_, eta_ov_, t) -> dict[str, np.ndarray
             "residual": f["residual_of_u"](t, uu, K_, M_, eta_qk_, eta_ov_)}
 
 
-def law_table(param: str, K_: int, M_: int, eta_qk_: float, eta_ov_: float, u0: float, v0: float, t,
+def law_table(param: Parametrization, K_: int, M_: int, eta_qk_: float, eta_ov_: float, u0: float, v0: float, t,
               *, rtol: float = 1e-10) -> dict[str, np.ndarray]:
     r"""Solution, leading law and next-order law per time: keys :data:`TABLE_KEYS`, arrays ``(T,)``.
 

@@ -24,7 +24,7 @@ class NumericSystem:
     r"""Vectorised numeric form of one parametrization's reduced flow.
 
     Attributes:
-        param: ``"CACO" | "FACO" | "CAFO" | "FAFO"``.
+        param: a registered parametrization (:func:`theory.parametrization.registered`).
         state_names: names of the reduced coordinates, in order.
         rhs: ``rhs(y, K, M, eta_qk, eta_ov) -> dy/dt`` with the shape of ``y``.
         jacobian: ``jacobian(y, K, M, eta_qk, eta_ov) -> (n_state, n_state, ...)``.
@@ -49,7 +49,7 @@ def _stacked(values, shape) -> np.ndarray:
 
 
 @lru_cache(maxsize=None)
-def numeric_system(param: str) -> NumericSystem:
+def numeric_system(param: Parametrization) -> NumericSystem:
     """The generated reduced system of ``param`` (cached)."""
     p = Parametrization(param)
     n = len(generated.STATE_NAMES[p])
@@ -69,15 +69,13 @@ def numeric_system(param: str) -> NumericSystem:
         y = np.asarray(y, dtype=float)
         shape = y.shape[1:]
         return {name: np.broadcast_to(np.asarray(val, dtype=float), shape).copy()
-                for name, val in zip(("u", "v", "p", "residual", "loss"), obs_fn(*y, K_, M_))}
+                for name, val in zip(("u", "v", "p", "residual", "loss"), obs_fn(*y, K_, M_), strict=False)}
 
     def initial_state(u0_, v0_, K_):
-        if p.ov.factorized and np.any(np.asarray(u0_) <= 0):
-            raise ValueError(f"{p}: a factorized OV circuit started at u0 = 0 is a fixed point of the flow "
-                             "(it never moves); give u0 > 0")
-        if p.qk.factorized and np.any(np.asarray(v0_) <= 0):
-            raise ValueError(f"{p}: a factorized QK circuit started at v0 = 0 is a fixed point of the flow "
-                             "(it never moves); give v0 > 0")
+        for circuit, value, name in ((p.ov, u0_, "u0"), (p.qk, v0_, "v0")):
+            if circuit.kind.zero_is_fixed_point and np.any(np.asarray(value) <= 0):
+                raise ValueError(f"{p}: a {circuit.kind.name} {circuit.name} circuit started at {name} = 0 is a fixed "
+                                 f"point of the flow (it never moves); give {name} > 0")
         shape = np.broadcast(np.asarray(u0_), np.asarray(v0_), np.asarray(K_)).shape
         with np.errstate(invalid="ignore"):
             return _stacked(init_fn(u0_, v0_, K_), shape)

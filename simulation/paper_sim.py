@@ -21,8 +21,10 @@ from typing import Callable
 import numpy as np
 
 from simulation.batch import integrate_batch
+from simulation.integrators import fixed_step, rk4_step
 from simulation.reduced import integrate_many, tau_of_t
 from simulation.sweep import residual_at_loss
+from theory.parametrization import Parametrization
 
 
 @lru_cache(maxsize=1)
@@ -70,7 +72,9 @@ def paper_adaptive(ratios, t_eval: np.ndarray, settings: dict | None = None, rto
 
 
 def paper_rk4(ratios, horizon_tau: float, settings: dict | None = None, record_every: int = 100) -> tuple:
-    r"""The paper's scheme: RK4 in :math:`\tau = t\min(\eta)` with its step, all ratios at once.
+    r"""The paper's scheme: RK4 in :math:`\tau = t\min(\eta)` with its step, all ratios at once (batched state ``(2, R)``).
+
+    One ratio alone is ``solve("CACO", system="paper", integrator="rk4", clock="tau", ...)``.
 
     Returns ``t (T,)`` per ratio as ``(T, R)``, attention and loss ``(T, R)``.
     """
@@ -84,20 +88,11 @@ def paper_rk4(ratios, horizon_tau: float, settings: dict | None = None, record_e
     def f(y):                                        # dy/dtau = f(y) / min(eta)
         return np.stack(rhs(*y, *pars)) / scale
 
-    y = np.zeros((2, ratios.size))
     n = int(round(horizon_tau / h))
-    taus, ys = [0.0], [y.copy()]
-    for i in range(1, n + 1):
-        k1 = f(y)
-        k2 = f(y + 0.5 * h * k1)
-        k3 = f(y + 0.5 * h * k2)
-        k4 = f(y + h * k3)
-        y = y + h / 6.0 * (k1 + 2 * k2 + 2 * k3 + k4)
-        if i % record_every == 0 or i == n:
-            taus.append(i * h)
-            ys.append(y.copy())
-    Y = np.stack(ys, axis=1)                         # (2, T, R)
-    t = np.asarray(taus)[:, None] / scale[None, :]
+    steps = np.unique(np.r_[np.arange(record_every, n + 1, record_every), n])
+    run = fixed_step(rk4_step, f, np.zeros((2, ratios.size)), steps * h, h)
+    Y = np.concatenate([np.zeros((2, 1, ratios.size)), run.y], axis=1)   # (2, T, R), tau = 0 first
+    t = np.r_[0.0, steps * h][:, None] / scale[None, :]
     return t, att(*Y, *pars) * np.ones_like(Y[0]), loss(*Y, *pars) * np.ones_like(Y[0])
 
 
@@ -110,7 +105,7 @@ def reproduce(t_eval: np.ndarray, settings: dict | None = None) -> PaperRun:
     K, M = int(settings["M_out"]), int(round(settings["n"] / settings["m"])) - 1
     b = settings["b"]
     eo = settings["eta_OV"]
-    ours = integrate_many("CACO", K, M, ratios * eo / b ** 2, eo, 0.0, 0.0, t_eval)
+    ours = integrate_many(Parametrization("CACO"), K, M, ratios * eo / b ** 2, eo, 0.0, 0.0, t_eval)
     return PaperRun(ratios, np.asarray(t_eval, dtype=float), p_att, p_loss, ours.p, ours.loss, K, M)
 
 

@@ -21,13 +21,14 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
+from theory.parametrization import Parametrization, registered  # noqa: E402
+
 OKABE_ITO = ("#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#000000")
 """Okabe & Ito's colour-blind-safe palette, without its yellow (unreadable as a line on white)."""
-COLORS = {"CACO": OKABE_ITO[0], "FACO": OKABE_ITO[1], "CAFO": OKABE_ITO[2], "FAFO": OKABE_ITO[3]}
-"""One fixed colour per parametrization in every figure."""
-PARAM_NAMES = {"CACO": "CACO (collapsed QK, collapsed OV)", "FACO": "FACO (factorized QK, collapsed OV)",
-               "CAFO": "CAFO (collapsed QK, factorized OV)", "FAFO": "FAFO (factorized QK, factorized OV)"}
-"""Legend names of the parametrizations."""
+COLORS = {name: OKABE_ITO[i % len(OKABE_ITO)] for i, name in enumerate(registered())}
+"""One fixed colour per registered parametrization (the registry's order) in every figure."""
+PARAM_NAMES = {name: Parametrization(name).description for name in registered()}
+"""Legend names of the parametrizations, e.g. ``"FACO (factorized QK, collapsed OV)"``."""
 LAW_LABELS = {"u_of_t": "u(t), closed form", "u_of_t_expanded": "u(t), leading terms",
               "v_of_u": "v(u), first integral", "residual_of_u": "1-p as a function of u",
               "v_of_t_expanded": "v(t), leading terms", "residual_of_t_expanded": "1-p(t), leading terms"}
@@ -50,7 +51,7 @@ def plot_trajectories(trajs: Sequence, laws: dict[str, dict[str, np.ndarray]] | 
         c = COLORS.get(tr.param, None)
         t = np.asarray(tr.t)
         m = t > 0
-        for ax, key in zip(axes, ("u", "v", "residual")):
+        for ax, key in zip(axes, ("u", "v", "residual"), strict=False):
             y = np.asarray(getattr(tr, key))
             ax.plot(t[m], y[m], color=c, label=PARAM_NAMES.get(tr.param, tr.param))
             if laws and tr.param in laws:
@@ -61,7 +62,7 @@ def plot_trajectories(trajs: Sequence, laws: dict[str, dict[str, np.ndarray]] | 
                 ln = laws_next[tr.param]
                 ok = m & np.isfinite(ln[key]) & (ln[key] > 0)
                 ax.plot(t[ok], ln[key][ok], color=c, ls=":", lw=2)
-    for ax, title in zip(axes, ("u(t)", "v(t)", "1 - p(t)")):
+    for ax, title in zip(axes, ("u(t)", "v(t)", "1 - p(t)"), strict=False):
         ax.set_xscale("log")
         ax.set_title(title + ("  (dashed: leading law; dotted: next order)" if laws_next else
                               "  (dashed: leading-order law)"), fontsize=9)
@@ -78,7 +79,7 @@ def plot_phase_portraits(portraits: dict[str, list[dict]]):
     """``portraits[param]``: list of ``{ratio, u, v, level_u, level_v}`` (trajectory and ``H = H_0`` curve)."""
     params = list(portraits)
     fig, axes = plt.subplots(1, len(params), figsize=(4 * len(params), 4), squeeze=False)
-    for ax, prm in zip(axes[0], params):
+    for ax, prm in zip(axes[0], params, strict=False):
         items = portraits[prm]
         cols = ratio_colors(len(items))
         for i, it in enumerate(items):
@@ -167,7 +168,7 @@ def plot_asymptotic_errors(times: np.ndarray, errors: dict[str, dict[str, np.nda
     params = list(errors)
     laws = list(dict.fromkeys(law for prm in params for law in errors[prm]))
     fig, axes = plt.subplots(1, len(params), figsize=(4 * len(params), 4.4), squeeze=False, sharey=True)
-    for ax, prm in zip(axes[0], params):
+    for ax, prm in zip(axes[0], params, strict=False):
         for k, law in enumerate(laws):
             if law not in errors[prm]:
                 continue
@@ -194,7 +195,7 @@ def plot_paper_comparison(run, levels: np.ndarray, paper_at: np.ndarray, ours_at
     cols = ratio_colors(len(run.ratios))
     t = np.asarray(run.t)
     m = t > 0
-    for i, r in enumerate(run.ratios):
+    for i in range(len(run.ratios)):
         axes[0].plot(t[m], run.paper_attention[m, i], color=cols[i])
         axes[0].plot(t[m], run.ours_attention[m, i], color=cols[i], ls="--")
         axes[1].plot(levels, paper_at[i], color=cols[i])
@@ -208,7 +209,7 @@ def plot_paper_comparison(run, levels: np.ndarray, paper_at: np.ndarray, ours_at
     axes[1].set_xlabel("loss level (log scale, decreasing)")
     axes[1].set_ylabel("attention when the loss first reaches the level")
     axes[1].set_title("attention at matched loss")
-    handles = [Line2D([], [], color=c, label=f"eta_QK/eta_OV = {r:g}") for c, r in zip(cols, run.ratios)]
+    handles = [Line2D([], [], color=c, label=f"eta_QK/eta_OV = {r:g}") for c, r in zip(cols, run.ratios, strict=False)]
     handles += [Line2D([], [], color="k", label="paper's equations"),
                 Line2D([], [], color="k", ls="--", label=f"derived CACO flow (K={run.ours_K}, M={run.ours_M})")]
     fig.legend(handles=handles, loc="lower center", ncol=4, fontsize=8, frameon=False)

@@ -30,14 +30,14 @@ PROBLEMS = ("frozen_qk_time", "collapsed_qk_v_of_u", "first_integral_drift")
 """The exact problems this module provides."""
 
 
-def frozen_qk_time(param: str, u_, K_, M_, eta_ov_, u0, v0) -> np.ndarray:
+def frozen_qk_time(param: Parametrization, u_, K_, M_, eta_ov_, u0, v0) -> np.ndarray:
     r"""Exact time at which the flow with :math:`\eta_{QK} = 0` from ``(u0, v0)`` reaches ``u_`` (any shape)."""
-    p0 = np.exp(v0) / (np.exp(v0) + M_ + 1)
+    p0 = generated.p_of_v(v0, M_)                                  # theory.symmetric_line.p_of_v
     fn = generated.FROZEN_QK_TIME[Parametrization(param)]
     return np.asarray(fn(np.asarray(u_, dtype=float), u0, p0, K_, eta_ov_), dtype=float)
 
 
-def collapsed_qk_v_of_u(param: str, u_, K_, M_, eta_qk_, eta_ov_, u0, v0) -> np.ndarray:
+def collapsed_qk_v_of_u(param: Parametrization, u_, K_, M_, eta_qk_, eta_ov_, u0, v0) -> np.ndarray:
     r"""Exact ``v`` on the trajectory from ``(u0, v0)`` when it reaches ``u_`` (collapsed QK; balanced OV start).
 
     Uses theory's Lambert-W solution (:func:`theory.first_integrals.v_of_u_collapsed_qk`) in Wright-omega form.

@@ -22,9 +22,11 @@ from dataclasses import dataclass, field
 from typing import Sequence
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from simulation.batch import BatchSolution, integrate_batch
 from simulation.numeric import numeric_system
+from theory.parametrization import Parametrization
 
 DEFAULT_RTOL = 1e-10
 DEFAULT_ATOL = 1e-12
@@ -39,12 +41,7 @@ def tau_of_t(t: np.ndarray) -> np.ndarray:
     return np.log1p(np.asarray(t, dtype=float))
 
 
-def t_of_tau(tau: np.ndarray) -> np.ndarray:
-    r""":math:`t = e^\tau - 1`."""
-    return np.expm1(np.asarray(tau, dtype=float))
-
-
-def _check_times(t_eval: np.ndarray) -> np.ndarray:
+def _check_times(t_eval: ArrayLike) -> np.ndarray:
     t_eval = np.atleast_1d(np.asarray(t_eval, dtype=float))
     if t_eval.ndim != 1 or t_eval.size == 0 or np.any(~np.isfinite(t_eval)) or np.any(t_eval < 0) \
             or np.any(np.diff(t_eval) <= 0):
@@ -89,12 +86,18 @@ class Trajectories:
     def column(self, b: int) -> "Trajectory":
         """Trajectory ``b`` alone."""
         return Trajectory(self.param, self.state_names, self.t, self.state[:, :, b], self.u[:, b], self.v[:, b],
-                          self.p[:, b], self.residual[:, b], self.loss[:, b])
+                          self.p[:, b], self.residual[:, b], self.loss[:, b], bool(self.success[b]),
+                          "" if self.success[b] else "the integration failed before the last time",
+                          {"system": "reduced", "integrator": "dop853", "steps": int(self.steps[b])})
 
 
 @dataclass(frozen=True)
 class Trajectory:
-    """One reduced trajectory: ``t (T,)``, ``state (n_state, T)``, observables ``(T,)``."""
+    """One trajectory: ``t (T,)``, ``state (n_state, T)``, observables ``(T,)``.
+
+    ``success``: reached the last time with finite states (else NaN from the failure on, ``message`` says why);
+    ``stats``: system, integrator and cost (``nfev``, ``steps``, ``rejected``).
+    """
 
     param: str
     state_names: tuple[str, ...]
@@ -105,6 +108,9 @@ class Trajectory:
     p: np.ndarray
     residual: np.ndarray
     loss: np.ndarray
+    success: bool = True
+    message: str = ""
+    stats: dict = field(default_factory=dict, compare=False)
 
     def as_json(self) -> dict:
         """MODEL.md's observables as plain lists (the CLI's ``--json`` record)."""
@@ -112,7 +118,7 @@ class Trajectory:
                 "p": self.p.tolist(), "loss": self.loss.tolist()}
 
 
-def integrate_states(param: str, y0: np.ndarray, K, M, eta_qk, eta_ov, t_eval: np.ndarray, *,
+def integrate_states(param: Parametrization, y0: np.ndarray, K, M, eta_qk, eta_ov, t_eval: ArrayLike, *,
                      rtol: float = DEFAULT_RTOL, atol: float = DEFAULT_ATOL) -> tuple[np.ndarray, BatchSolution]:
     r"""Integrate ``B`` reduced states of ``param`` from ``t = 0``.
 
@@ -142,13 +148,13 @@ def integrate_states(param: str, y0: np.ndarray, K, M, eta_qk, eta_ov, t_eval: n
     return sol.y, sol
 
 
-def initial_states(param: str, u0, v0, K) -> np.ndarray:
+def initial_states(param: Parametrization, u0, v0, K) -> np.ndarray:
     """MODEL.md's symmetric/balanced start by effective values, ``(n_state, B)`` (theory's map)."""
     u0, v0, K = np.broadcast_arrays(*(np.atleast_1d(np.asarray(x, dtype=float)) for x in (u0, v0, K)))
     return numeric_system(param).initial_state(u0, v0, K)
 
 
-def integrate_many(param: str, K, M, eta_qk, eta_ov, u0, v0, t_eval: np.ndarray, *,
+def integrate_many(param: Parametrization, K, M, eta_qk, eta_ov, u0, v0, t_eval: ArrayLike, *,
                    rtol: float = DEFAULT_RTOL, atol: float = DEFAULT_ATOL) -> Trajectories:
     """``B`` trajectories of ``param`` from balanced starts; every argument broadcasts to ``(B,)``."""
     arrays = np.broadcast_arrays(*(np.atleast_1d(np.asarray(x, dtype=float)) for x in (K, M, eta_qk, eta_ov, u0, v0)))
@@ -158,7 +164,7 @@ def integrate_many(param: str, K, M, eta_qk, eta_ov, u0, v0, t_eval: np.ndarray,
     return trajectories_from_states(param, np.asarray(t_eval, dtype=float), states, K_, M_, eq, eo, sol)
 
 
-def trajectories_from_states(param: str, t: np.ndarray, states: np.ndarray, K, M, eta_qk, eta_ov,
+def trajectories_from_states(param: Parametrization, t: np.ndarray, states: np.ndarray, K, M, eta_qk, eta_ov,
                              sol: BatchSolution | None = None) -> Trajectories:
     """Wrap states ``(n, T, B)`` with their observables."""
     ns = numeric_system(param)
@@ -171,7 +177,7 @@ def trajectories_from_states(param: str, t: np.ndarray, states: np.ndarray, K, M
                         obs["residual"], obs["loss"], as_b(K), as_b(M), as_b(eta_qk), as_b(eta_ov), steps, success)
 
 
-def integrate(param: str, K: int, M: int, eta_qk: float, eta_ov: float, u0: float, v0: float,
+def integrate(param: Parametrization, K: int, M: int, eta_qk: float, eta_ov: float, u0: float, v0: float,
               t_eval: Sequence[float] | np.ndarray, *, rtol: float = DEFAULT_RTOL,
               atol: float = DEFAULT_ATOL) -> Trajectory:
     r"""One reduced trajectory of ``param`` from MODEL.md's start at effective ``(u0, v0)``.
@@ -185,27 +191,24 @@ def integrate(param: str, K: int, M: int, eta_qk: float, eta_ov: float, u0: floa
     return trajs.column(0)
 
 
-def reference_states(param: str, y0: np.ndarray, K, M, eta_qk, eta_ov, t_eval: np.ndarray, *,
+def reference_states(param: Parametrization, y0: np.ndarray, K, M, eta_qk, eta_ov, t_eval: np.ndarray, *,
                      rtol: float = 1e-13, atol: float = 1e-15, method: str = "DOP853") -> np.ndarray:
     r"""The same flow with one :func:`scipy.integrate.solve_ivp` call (for tests and benchmarks).
 
-    Integrates :math:`dy/d\tau = e^\tau f(y)`; returns states ``(n_state, T)``.
+    Integrates :math:`dy/d\tau = e^\tau f(y)` (:mod:`simulation.integrators`); returns states ``(n_state, T)``.
+    Raises ``RuntimeError`` when scipy fails (a reference that did not reach its time is no reference).
     """
-    from scipy.integrate import solve_ivp
+    from simulation.integrators import INTEGRATORS
+    from simulation.systems import reduced
 
-    ns = numeric_system(param)
-    t_eval = _check_times(t_eval)
-    tau = tau_of_t(t_eval)
-    extra = {}
-    if method in ("Radau", "BDF", "LSODA"):
-        extra["jac"] = lambda s, y: np.exp(s) * ns.jacobian(y, K, M, eta_qk, eta_ov)
-    sol = solve_ivp(lambda s, y: np.exp(s) * ns.rhs(y, K, M, eta_qk, eta_ov), (0.0, float(tau[-1])),
-                    np.asarray(y0, dtype=float), method=method, t_eval=tau, rtol=rtol, atol=atol, **extra)
-    if not sol.success:
-        raise RuntimeError(f"{param}: solve_ivp failed: {sol.message}")
-    return sol.y
+    system = reduced(param, K, M, eta_qk, eta_ov, 0.0, 0.0, y0=y0)
+    run = INTEGRATORS["scipy-DOP853" if method == "DOP853" else method](system, _check_times(t_eval), rtol=rtol,
+                                                                         atol=atol)
+    if not run.success:
+        raise RuntimeError(f"{param}: solve_ivp failed: {run.message}")
+    return run.y
 
 
 __all__ = ["Trajectory", "Trajectories", "integrate", "integrate_many", "integrate_states", "initial_states",
-           "trajectories_from_states", "reference_states", "tau_of_t", "t_of_tau", "OBSERVABLES",
+           "trajectories_from_states", "reference_states", "tau_of_t", "OBSERVABLES",
            "DEFAULT_RTOL", "DEFAULT_ATOL"]

@@ -1,30 +1,31 @@
-r"""One entry point for every way qkov integrates the synthetic model, with a solver registry.
+r"""One entry point for every way qkov integrates the synthetic model: a system x an integrator.
 
 :func:`solve` returns a :class:`~simulation.reduced.Trajectory` (``t, u, v, p, residual, loss``, each
-``(T,)``) whatever the method; :func:`solve_batch` the :class:`~simulation.reduced.Trajectories` of a grid.
+``(T,)``, plus ``success``, ``message`` and ``stats``) whatever the system and integrator;
+:func:`solve_batch` the :class:`~simulation.reduced.Trajectories` of a grid.
 
-Methods (:data:`SOLVERS`):
+``system`` (:data:`simulation.systems.SYSTEMS`): ``"reduced"`` (the derived flow), ``"full"`` (the full
+matrices), ``"paper"`` (the paper's equations with its own ``m, n, b, M_out`` and its ``tau`` clock).
+``integrator`` (:data:`simulation.integrators.INTEGRATORS`): ``"dop853"`` (adaptive, log time; default for
+``reduced``), ``"rk4"`` (default otherwise), ``"euler"``/``"gd"`` (the discrete optimizer: full-batch
+gradient descent), ``"scipy-DOP853"``, ``"LSODA"``, ``"Radau"``. Fixed-step integrators need ``t`` to be
+multiples of ``dt`` (one rule, :func:`simulation.integrators.steps_for_times`).
 
-``"reduced"``
-    The derived reduced flow (:mod:`simulation.generated`), adaptive DOP853 in log time, ``rtol`` 1e-10.
-``"full-gd"``, ``"full-rk4"``
-    Gradient descent (Euler, step ``dt``) or classical RK4 on the full matrices of MODEL.md from the
-    balanced start (or ``init="random"`` with ``scale``, ``seed``); ``t`` must be multiples of ``dt``.
-``"paper-rk4"``
-    The paper's reduced equations (:mod:`theory.paper`) under the identification with MODEL.md
-    (``m = 1`` relevant token, ``n = M + 1`` irrelevant, ``M_out = K`` outputs, ``b = 1``), classical RK4
-    with step ``dt`` from ``u0, v0``; defined for ``CACO`` only, the one parametrization the paper's equations
-    describe. Its QK equation is the CACO one slowed by ``(M+1)/(K+M+1)`` (see ``qkov derive``).
+The older ``method`` names are pairs of the two (:data:`METHODS`): ``"reduced"`` = reduced x dop853,
+``"full-gd"`` = full x gd, ``"full-rk4"`` = full x rk4, ``"paper-rk4"`` = paper x rk4.
 
 Example::
 
     >>> from simulation import solve
     >>> tr = solve("FAFO", K=10, M=19, eta_qk=10, eta_ov=1, u0=0.1, v0=0.1, t=[50, 500, 2500])
-    >>> tr.p.shape
-    (3,)
+    >>> tr.p.shape, tr.success
+    ((3,), True)
+    >>> paper = solve("CACO", K=20, M=9, eta_qk=0.1, eta_ov=1, u0=0, v0=0, t=[1000, 5000], system="paper",
+    ...               integrator="rk4", m=5, n=50, b=50, clock="tau", dt=10)   # the paper's setting, ratio 0.1
 
-A new method is one function ``f(param, K, M, eta_qk, eta_ov, u0, v0, t, **options) -> Trajectory``
-added with :func:`register_solver`.
+A failed integration does not raise unless ``check=True`` (the default, for the older call form): the
+trajectory's ``success`` is False and ``message`` says why; with ``check=True`` it raises
+:class:`IntegrationError` (a ``RuntimeError``) carrying that trajectory.
 """
 
 from __future__ import annotations
@@ -33,12 +34,26 @@ from typing import Callable, Sequence
 
 import numpy as np
 
-from simulation.reduced import DEFAULT_ATOL, DEFAULT_RTOL, Trajectories, Trajectory, integrate, integrate_many
+from simulation.integrators import INTEGRATORS, Integration
+from simulation.reduced import DEFAULT_ATOL, DEFAULT_RTOL, Trajectories, Trajectory, integrate_many
+from simulation.systems import SYSTEMS, system_options
 from theory.parametrization import Parametrization
+
+METHODS: dict[str, tuple[str, str]] = {"reduced": ("reduced", "dop853"), "full-gd": ("full", "gd"),
+                                       "full-rk4": ("full", "rk4"), "paper-rk4": ("paper", "rk4")}
+"""The older method names as (system, integrator) pairs."""
 
 Solver = Callable[..., Trajectory]
 SOLVERS: dict[str, Solver] = {}
-"""method name -> solver function."""
+"""method name -> solver function ``(param, K, M, eta_qk, eta_ov, u0, v0, t, **options) -> Trajectory``."""
+
+
+class IntegrationError(RuntimeError):
+    """An integration that did not reach its last time; ``trajectory`` holds what was reached (NaN after)."""
+
+    def __init__(self, trajectory: Trajectory):
+        super().__init__(f"{trajectory.param}: {trajectory.message}")
+        self.trajectory = trajectory
 
 
 def register_solver(name: str) -> Callable[[Solver], Solver]:
@@ -49,93 +64,76 @@ def register_solver(name: str) -> Callable[[Solver], Solver]:
     return deco
 
 
-@register_solver("reduced")
-def _reduced(param, K, M, eta_qk, eta_ov, u0, v0, t, *, rtol: float = DEFAULT_RTOL, atol: float = DEFAULT_ATOL):
-    return integrate(param, K, M, eta_qk, eta_ov, u0, v0, t, rtol=rtol, atol=atol)
+def _default_integrator(system: str) -> str:
+    return "dop853" if system == "reduced" else "rk4"
 
 
-def _full(method: str):
-    def solver(param, K, M, eta_qk, eta_ov, u0, v0, t, *, dt: float = 0.05, init: str = "balanced",
-               scale: float = 0.05, seed: int = 0):
-        from simulation.full_matrix import balanced_state, random_state, simulate_full
-
-        state = (random_state(param, K, M, scale, seed) if init == "random"
-                 else balanced_state(param, K, M, u0, v0))
-        run = simulate_full(param, K, M, eta_qk, eta_ov, np.asarray(t, dtype=float), dt, state=state, method=method)
-        return Trajectory(str(param), ("u", "v"), np.asarray(run.t, float), np.stack([run.u, run.v]),
-                          np.asarray(run.u), np.asarray(run.v), np.asarray(run.p), 1 - np.asarray(run.p),
-                          np.asarray(run.loss))
-    solver.__name__ = f"_full_{method}"
-    solver.__doc__ = f"Full-matrix {method} from MODEL.md's start."
-    return solver
-
-
-register_solver("full-gd")(_full("gd"))
-register_solver("full-rk4")(_full("rk4"))
-
-
-@register_solver("paper-rk4")
-def _paper_rk4(param, K, M, eta_qk, eta_ov, u0, v0, t, *, dt: float = 0.05):
-    from simulation import generated
-
-    if Parametrization(param) != "CACO":
-        raise ValueError(f"method 'paper-rk4': the paper's equations describe CACO only, not {param}")
-    t = np.asarray(t, dtype=float)
-    pars = (1.0, float(M + 1), 1.0, float(K), float(eta_ov), float(eta_qk))   # m, n, b, M_out, eta_OV, eta_QK
-    names = ("mu_OV", "mu_QK")
-
-    def f(y):
-        return np.asarray(generated.paper_rhs(*y, *pars), dtype=float)
-
-    steps = np.rint(t / dt).astype(np.int64)
-    if np.any(np.abs(steps * dt - t) > 1e-9 * np.maximum(1.0, t)):
-        raise ValueError(f"method 'paper-rk4': times must be multiples of dt = {dt:g}")
-    y = np.array([float(u0), float(v0)])
-    out = np.empty((2, t.size))
-    n = 0
-    for i, target in enumerate(steps):
-        while n < target:
-            k1 = f(y)
-            k2 = f(y + 0.5 * dt * k1)
-            k3 = f(y + 0.5 * dt * k2)
-            k4 = f(y + dt * k3)
-            y = y + dt / 6.0 * (k1 + 2 * k2 + 2 * k3 + k4)
-            n += 1
-        out[:, i] = y
-    p = np.asarray(generated.paper_attention(*out, *pars), dtype=float) * np.ones(t.size)
-    loss = np.asarray(generated.paper_loss(*out, *pars), dtype=float) * np.ones(t.size)
-    return Trajectory("CACO", names, t, out, out[0], out[1], p, 1 - p, loss)
-
-
-def solve(param: str, *, K: int, M: int, eta_qk: float, eta_ov: float, u0: float, v0: float,
-          t: Sequence[float] | np.ndarray, method: str = "reduced", **options) -> Trajectory:
-    r"""Integrate one parametrization of MODEL.md with ``method`` (see the module docstring).
+def solve(param: Parametrization, *, K: int, M: int, eta_qk: float, eta_ov: float, u0: float, v0: float,
+          t: Sequence[float] | np.ndarray, method: str | None = None, system: str | None = None,
+          integrator: str | None = None, check: bool = True, **options) -> Trajectory:
+    r"""Integrate one parametrization of MODEL.md: ``system`` x ``integrator`` (or the older ``method``).
 
     Args:
-        param: ``"CACO" | "FACO" | "CAFO" | "FAFO"`` (or a :class:`theory.Parametrization`).
+        param: a registered parametrization (:class:`theory.Parametrization` or its name).
         K, M: classes (>= 2) and common tokens (>= 1).
         eta_qk, eta_ov: learning rates of the two circuits.
-        u0, v0: effective start (> 0 for a factorized circuit: 0 is a fixed point of its flow).
-        t: strictly increasing output times ``(T,)``.
-        options: the method's own (``rtol``/``atol``; ``dt``, ``init``, ``scale``, ``seed``).
+        u0, v0: effective start (> 0 for a factorized or tied circuit: 0 is a fixed point of its flow).
+        t: strictly increasing output times ``(T,)`` (the paper's ``tau`` with ``clock="tau"``).
+        method: ``"reduced" | "full-gd" | "full-rk4" | "paper-rk4"`` (:data:`METHODS`); or
+        system, integrator: see the module docstring.
+        check: raise :class:`IntegrationError` when the integration fails (else return it with ``success`` False).
+        options: the system's (``init``, ``scale``, ``seed``, ``rank_qk``; ``m, n, b, M_out, clock``) and the
+            integrator's (``dt``; ``rtol``, ``atol``).
 
     Returns:
-        :class:`~simulation.reduced.Trajectory` with ``t, u, v, p, residual = 1 - p, loss``, each ``(T,)``.
+        :class:`~simulation.reduced.Trajectory`, observables ``(T,)``, with ``success``, ``message``, ``stats``.
     """
+    if method is not None and (system is not None or integrator is not None):
+        raise ValueError("give either method or system/integrator, not both")
+    if method is not None and method not in METHODS:
+        if method in SOLVERS:
+            return SOLVERS[method](Parametrization(param), K, M, eta_qk, eta_ov, u0, v0, t, **options)
+        raise ValueError(f"method {method!r}: must be one of {', '.join(METHODS)}")
+    sys_name, int_name = METHODS[method] if method is not None else (system or "reduced", integrator)
+    int_name = int_name or _default_integrator(sys_name)
+    if sys_name not in SYSTEMS:
+        raise ValueError(f"system {sys_name!r}: must be one of {', '.join(SYSTEMS)}")
+    if int_name not in INTEGRATORS:
+        raise ValueError(f"integrator {int_name!r}: must be one of {', '.join(INTEGRATORS)}")
+    own = system_options(sys_name)
+    sys_opts = {k: v for k, v in options.items() if k in own}
+    int_opts = {k: v for k, v in options.items() if k not in own}
+    built = SYSTEMS[sys_name](Parametrization(param), K, M, eta_qk, eta_ov, u0, v0, **sys_opts)
+    t_arr = np.atleast_1d(np.asarray(t, dtype=float))
     try:
-        fn = SOLVERS[method]
-    except KeyError:
-        raise ValueError(f"method {method!r}: must be one of {', '.join(SOLVERS)}") from None
-    return fn(Parametrization(param), K, M, eta_qk, eta_ov, u0, v0, t, **options)
+        res: Integration = INTEGRATORS[int_name](built, t_arr, **int_opts)
+    except TypeError as e:
+        raise ValueError(f"integrator {int_name!r}: {e}") from None
+    obs = built.observe(res.y)
+    tr = Trajectory(str(built.param), built.state_names if sys_name != "full" else ("u", "v"), t_arr,
+                    res.y if sys_name != "full" else np.stack([obs["u"], obs["v"]]), obs["u"], obs["v"], obs["p"],
+                    obs["residual"], obs["loss"], success=bool(res.success), message=res.message,
+                    stats={"system": sys_name, "integrator": int_name, **res.stats})
+    if check and not tr.success:
+        raise IntegrationError(tr)
+    return tr
 
 
-def solve_batch(param: str, *, K, M, eta_qk, eta_ov, u0, v0, t: Sequence[float] | np.ndarray,
+for _method in METHODS:
+    def _solver(param, K, M, eta_qk, eta_ov, u0, v0, t, _m=_method, **options):
+        return solve(param, K=K, M=M, eta_qk=eta_qk, eta_ov=eta_ov, u0=u0, v0=v0, t=t, method=_m, **options)
+    _solver.__name__ = f"_solve_{_method.replace('-', '_')}"
+    _solver.__doc__ = f"solve(..., method={_method!r}): system x integrator {METHODS[_method]}."
+    SOLVERS[_method] = _solver
+
+
+def solve_batch(param: Parametrization, *, K, M, eta_qk, eta_ov, u0, v0, t: Sequence[float] | np.ndarray,
                 rtol: float = DEFAULT_RTOL, atol: float = DEFAULT_ATOL) -> Trajectories:
     r"""The reduced flow for a grid: every parameter broadcasts to ``(B,)``; one vectorised integration.
 
-    Returns :class:`~simulation.reduced.Trajectories` with observables ``(T, B)``.
+    Returns :class:`~simulation.reduced.Trajectories` with observables ``(T, B)`` (``success`` per trajectory).
     """
-    return integrate_many(str(Parametrization(param)), K, M, eta_qk, eta_ov, u0, v0, t, rtol=rtol, atol=atol)
+    return integrate_many(Parametrization(param), K, M, eta_qk, eta_ov, u0, v0, t, rtol=rtol, atol=atol)
 
 
-__all__ = ["solve", "solve_batch", "SOLVERS", "register_solver"]
+__all__ = ["solve", "solve_batch", "SOLVERS", "METHODS", "register_solver", "IntegrationError"]

@@ -15,11 +15,12 @@ from dataclasses import dataclass
 from typing import Sequence
 
 import numpy as np
+from numpy.typing import ArrayLike
 
-from theory.parametrization import PARAMETRIZATIONS
+from theory.parametrization import Parametrization
 from simulation.reduced import DEFAULT_ATOL, DEFAULT_RTOL, integrate_many
 
-PARAMS = PARAMETRIZATIONS
+PARAMS = Parametrization.all()
 
 
 @dataclass(frozen=True)
@@ -49,39 +50,39 @@ class Sweep:
         return self.u.shape[:-1]
 
 
-def sweep(params: Sequence[str], ratios: Sequence[float], scales: Sequence[float], t_eval: Sequence[float], *,
-          Ks: Sequence[int] = (10,), Ms: Sequence[int] = (19,), eta_ov: float = 1.0, rtol: float = DEFAULT_RTOL,
+def sweep(params: Sequence[Parametrization], ratios: ArrayLike, scales: ArrayLike, t_eval: ArrayLike, *,
+          Ks: ArrayLike = (10,), Ms: ArrayLike = (19,), eta_ov: float = 1.0, rtol: float = DEFAULT_RTOL,
           atol: float = DEFAULT_ATOL) -> Sweep:
-    """Integrate the whole grid (one vectorised solve per parametrization)."""
-    ratios, scales = np.asarray(ratios, dtype=float), np.asarray(scales, dtype=float)
-    Ks, Ms = np.asarray(Ks, dtype=float), np.asarray(Ms, dtype=float)
-    t_eval = np.asarray(t_eval, dtype=float)
-    R, S, KK, MM = np.meshgrid(ratios, scales, Ks, Ms, indexing="ij")
+    """Integrate the whole grid (one vectorised solve per parametrization); arrays ``(P, R, S, nK, nM[, T])``."""
+    r_, s_ = np.asarray(ratios, dtype=float), np.asarray(scales, dtype=float)
+    k_, m_ = np.asarray(Ks, dtype=float), np.asarray(Ms, dtype=float)
+    t_ = np.asarray(t_eval, dtype=float)
+    R, S, KK, MM = np.meshgrid(r_, s_, k_, m_, indexing="ij")
     grid = R.shape
-    fields = {k: [] for k in ("u", "v", "p", "residual", "loss", "success")}
+    fields: dict[str, list[np.ndarray]] = {k: [] for k in ("u", "v", "p", "residual", "loss", "success")}
     for prm in params:
-        tr = integrate_many(prm, KK.ravel(), MM.ravel(), R.ravel() * eta_ov, eta_ov, S.ravel(), S.ravel(), t_eval,
+        tr = integrate_many(prm, KK.ravel(), MM.ravel(), R.ravel() * eta_ov, eta_ov, S.ravel(), S.ravel(), t_,
                             rtol=rtol, atol=atol)
         for k in ("u", "v", "p", "residual", "loss"):
-            fields[k].append(getattr(tr, k).T.reshape(grid + (t_eval.size,)))
+            fields[k].append(getattr(tr, k).T.reshape(grid + (t_.size,)))
         fields["success"].append(tr.success.reshape(grid))
     arr = {k: np.stack(v) for k, v in fields.items()}
-    return Sweep(tuple(params), ratios, scales, Ks, Ms, t_eval, eta_ov, arr["u"], arr["v"], arr["p"], arr["residual"],
+    return Sweep(tuple(params), r_, s_, k_, m_, t_, eta_ov, arr["u"], arr["v"], arr["p"], arr["residual"],
                  arr["loss"], arr["success"])
 
 
-def residual_at_loss(loss: np.ndarray, residual: np.ndarray, levels: Sequence[float]) -> np.ndarray:
+def residual_at_loss(loss: np.ndarray, residual: np.ndarray, levels: ArrayLike) -> np.ndarray:
     r"""Attention residual :math:`1-p` where each trajectory's loss first reaches each level.
 
     ``loss, residual``: ``(..., T)`` on a dense grid; ``levels``: ``(L,)``. Returns ``(..., L)``,
     NaN where a trajectory does not reach the level in its time range (or starts below it).
     Interpolation is linear in :math:`(\log\mathcal L, \log(1-p))`.
     """
-    levels = np.asarray(levels, dtype=float)
+    lev = np.asarray(levels, dtype=float)
     L2 = np.log(loss.reshape(-1, loss.shape[-1]))
     R2 = np.log(residual.reshape(-1, residual.shape[-1]))
-    out = np.full((L2.shape[0], levels.size), np.nan)
-    logl = np.log(levels)
+    out = np.full((L2.shape[0], lev.size), np.nan)
+    logl = np.log(lev)
     for i in range(L2.shape[0]):
         x, y = L2[i][::-1], R2[i][::-1]                   # loss decreasing in t -> increasing reversed
         ok = np.isfinite(x) & np.isfinite(y)
@@ -91,7 +92,7 @@ def residual_at_loss(loss: np.ndarray, residual: np.ndarray, levels: Sequence[fl
         x = np.maximum.accumulate(x)                      # guard round-off plateaus at tiny losses
         inside = (logl >= x[0]) & (logl <= x[-1])
         out[i, inside] = np.exp(np.interp(logl[inside], x, y))
-    return out.reshape(loss.shape[:-1] + (levels.size,))
+    return out.reshape(loss.shape[:-1] + (lev.size,))
 
 
 def sharpest(residuals: np.ndarray, params: Sequence[str], axis: int = 0) -> np.ndarray:

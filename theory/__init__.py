@@ -19,7 +19,7 @@ from theory.parametrization import PARAMETRIZATIONS, Parametrization
 __all__ = ["derive", "derive_all", "derivation_json", "Parametrization", "PARAMETRIZATIONS", "InputError", "PARAMS"]
 
 
-def derive(param: str, *, use_cache: bool = True):
+def derive(param: Parametrization | str, *, use_cache: bool = True):
     """Derive and check everything about ``param`` (a :class:`theory.derivation.Derivation`).
 
     Cached in the process and on disk (``$QKOV_CACHE_DIR``, default ``~/.cache/qkov``) under a key of
@@ -27,7 +27,7 @@ def derive(param: str, *, use_cache: bool = True):
     """
     from theory.derivation_cache import cached_derive
 
-    return cached_derive(str(Parametrization(param)), use_cache)
+    return cached_derive(Parametrization(param), use_cache)
 
 
 def __getattr__(name: str):

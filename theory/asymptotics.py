@@ -96,7 +96,7 @@ class AsymptoticLaws:
 
 
 @lru_cache(maxsize=None)
-def asymptotic_laws(param: str) -> AsymptoticLaws:
+def asymptotic_laws(param: Parametrization) -> AsymptoticLaws:
     """Derive the laws of ``param`` from its rescaling factors and first integral."""
     rho_ov = rescaling_factor("OV", Parametrization(param).ov.factorized).subs({delta: 0, u: _up})
     rho_qk = rescaling_factor("QK", Parametrization(param).qk.factorized).subs(v, _vp)
@@ -124,7 +124,7 @@ def _with_ratio(expr: sp.Expr) -> sp.Expr:
     return expr.subs(eta_qk, r * eta_ov)
 
 
-def asymptotic_checks(param: str) -> list[Check]:
+def asymptotic_checks(param: Parametrization) -> list[Check]:
     """Limits that justify each step, and the paper's growth claims tested against the laws."""
     laws = asymptotic_laws(param)
     rho_ov = rescaling_factor("OV", Parametrization(param).ov.factorized).subs({delta: 0, u: _up})
@@ -158,11 +158,11 @@ def asymptotic_checks(param: str) -> list[Check]:
     return checks
 
 
-RATIO_SHIFT = {"CACO": sp.Integer(0), "CAFO": -2 * K * (M + 1) / (r ** 2 * (K - 1) * (K + M + 1))}
-r"""Stated :math:`\lim_{u\to\infty}\partial_r[u\,(1-p)]` on the leading curve (collapsed QK)."""
+RATIO_SHIFT = {"collapsed": sp.Integer(0), "factorized": -2 * K * (M + 1) / (r ** 2 * (K - 1) * (K + M + 1))}
+r"""Stated :math:`\lim_{u\to\infty}\partial_r[u\,(1-p)]` on the leading curve (collapsed QK), by the OV circuit's kind."""
 
 
-def ratio_shift_check(param: str) -> Check:
+def ratio_shift_check(param: Parametrization) -> Check:
     r"""``{param}-u-leading-independent-of-ratio`` (collapsed QK only), from a law that contains the ratio.
 
     The ratio reaches the clock only through the attention factor :math:`e^{-(1-p)u}` of
@@ -174,22 +174,9 @@ def ratio_shift_check(param: str) -> Check:
     """
     res = _with_ratio(asymptotic_laws(param).residual_of_u).subs(u, _up)
     return limit_check(f"{param}-u-leading-independent-of-ratio",
-                       rf"\lim_{{u\to\infty}} \partial_r\bigl[u(1-p)\bigr] = {sp.latex(RATIO_SHIFT[param])} "
+                       rf"\lim_{{u\to\infty}} \partial_r\bigl[u(1-p)\bigr] = {sp.latex(RATIO_SHIFT[Parametrization(param).ov.kind.name])} "
                        r"\text{ (finite: } r \text{ shifts } u(t) \text{ by } O(1))",
-                       sp.diff(_up * res, r), _up, sp.oo, RATIO_SHIFT[param])
+                       sp.diff(_up * res, r), _up, sp.oo, RATIO_SHIFT[Parametrization(param).ov.kind.name])
 
 
-def growth_summary(param: str) -> dict[str, str]:
-    """Plain-text summary of the tight laws (for the ledger and JSON)."""
-    laws = asymptotic_laws(param)
-    return {
-        "u(t)": sp.sstr(laws.u_of_t),
-        "u(t) expanded": sp.sstr(laws.u_of_t_expanded),
-        "v(u)": sp.sstr(laws.v_of_u),
-        "v(t) expanded": sp.sstr(laws.v_of_t_expanded),
-        "1-p at matched u": sp.sstr(laws.residual_of_u),
-        "1-p(t) expanded": sp.sstr(laws.residual_of_t_expanded),
-    }
-
-
-__all__ = ["LAW_NAMES", "LAW_TARGETS", "AsymptoticLaws", "asymptotic_laws", "asymptotic_checks", "growth_summary", "leading_term", "A_qk"]
+__all__ = ["LAW_NAMES", "LAW_TARGETS", "AsymptoticLaws", "asymptotic_laws", "asymptotic_checks", "leading_term", "A_qk"]

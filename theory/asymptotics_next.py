@@ -78,7 +78,7 @@ class NextOrderLaws:
 
 
 @lru_cache(maxsize=None)
-def next_order_laws(param: str) -> NextOrderLaws:
+def next_order_laws(param: Parametrization) -> NextOrderLaws:
     """Derive the next-order laws of ``param`` from its rescaling factor and first integral."""
     fi = first_integral(param)
     rho_ov = rescaling_factor("OV", Parametrization(param).ov.factorized).subs(delta, 0).subs(u, _up).subs(_up, u)
@@ -98,7 +98,7 @@ def next_order_laws(param: str) -> NextOrderLaws:
     return NextOrderLaws(param, eps, u_level, log_h, dlog_h, log_time)
 
 
-def next_order_checks(param: str) -> list[Check]:
+def next_order_checks(param: Parametrization) -> list[Check]:
     r"""What the next-order law rests on, each a symbolic identity or a ``sympy.limit``.
 
     * the Laplace step, for a generic function :math:`h`:
@@ -125,11 +125,11 @@ def next_order_checks(param: str) -> list[Check]:
                        fi.coefficient * fi.G_ov.subs(delta, 0).subs(u, _up).subs(_up, laws.u_of_level),
                        G_level - H0),
     ]
-    if param == "CAFO":
+    if Parametrization(param).qk.collapsed and Parametrization(param).ov.factorized:   # CAFO
         # Leading curve e^v = R u / 2: eps * u -> 2 (M+1)/R, the constant the leading clock drops.
         R = fi.coefficient
         eps_u = (laws.residual_of_v * u).subs(sp.exp(v), R * _up / 2).subs(u, _up)
-        checks.append(limit_check("CAFO-next-attention-factor-nonvanishing", r"\varepsilon u \to 2(M+1)/R \ne 0",
+        checks.append(limit_check(f"{param}-next-attention-factor-nonvanishing", r"\varepsilon u \to 2(M+1)/R \ne 0",
                                   eps_u, _up, sp.oo, 2 * (M + 1) / R))
     return checks
 

@@ -11,7 +11,8 @@ Regenerate after changing a derivation::
     python -m theory.codegen            # rewrites simulation/generated.py
     python -m theory.codegen --check    # exit 1 if the checked-in file is stale
 
-What is generated (``P`` is a parametrization, ``CACO`` ... ``FAFO``):
+What is generated (``P`` is a registered parametrization, :func:`theory.parametrization.registered`; the
+tables are keyed by its name; a parametrization off MODEL.md's line, such as tied QK, gets the first item only):
 
 * ``rhs_P(*state, K, M, eta_QK, eta_OV) -> tuple``: the reduced flow :math:`\dot y = f(y)`;
   ``jac_P`` its Jacobian (rows); ``observables_P(*state, K, M) -> (u, v, p, residual, loss)``;
@@ -42,7 +43,7 @@ from typing import Sequence
 import sympy as sp
 from sympy.printing.numpy import SciPyPrinter
 
-from theory.parametrization import PARAMETRIZATIONS, Parametrization
+from theory.parametrization import Parametrization
 
 TARGET = Path(__file__).resolve().parent.parent / "simulation" / "generated.py"
 """The generated module's path in the source tree."""
@@ -92,7 +93,7 @@ def _render(fn: Function) -> str:
     return "\n".join(lines)
 
 
-def _reduced_functions(param: str) -> list[Function]:
+def _reduced_functions(param: Parametrization) -> list[Function]:
     from sympy.codegen.cfunctions import log1p
 
     from theory.reduced import balanced_initial_state, reduced_system
@@ -116,7 +117,7 @@ def _reduced_functions(param: str) -> list[Function]:
     ]
 
 
-def _first_integral_functions(param: str) -> tuple[list[Function], int]:
+def _first_integral_functions(param: Parametrization) -> tuple[list[Function], int]:
     from theory.first_integrals import first_integral
     from theory.reduced import reduced_system
     from theory.rescaling import ov_rescaling, qk_rescaling
@@ -158,7 +159,7 @@ def _first_integral_functions(param: str) -> tuple[list[Function], int]:
     return fns, len(pieces)
 
 
-def _law_functions(param: str) -> list[Function]:
+def _law_functions(param: Parametrization) -> list[Function]:
     from theory.asymptotics import LAW_NAMES, asymptotic_laws
     from theory.symbols import K, M, eta_ov, eta_qk, t, u
 
@@ -169,7 +170,7 @@ def _law_functions(param: str) -> list[Function]:
             for name in LAW_NAMES]
 
 
-def _next_order_functions(param: str) -> list[Function]:
+def _next_order_functions(param: Parametrization) -> list[Function]:
     from theory.asymptotics_next import NEXT_ORDER_EXPRESSIONS, G_level, H0, next_order_laws
     from theory.symbols import A_qk, K, M, eta_ov, eta_qk, u, v
 
@@ -183,7 +184,7 @@ def _next_order_functions(param: str) -> list[Function]:
             for name in NEXT_ORDER_EXPRESSIONS]
 
 
-def _problem_functions(param: str) -> list[Function]:
+def _problem_functions(param: Parametrization) -> list[Function]:
     """Exact test problems (theory.problems): t(u) at frozen attention, and G_QK's constant for collapsed QK."""
     from theory.problems import U0, U_, frozen_qk_time_expr, qk_offset
     from theory.symbols import K, P, eta_ov
@@ -196,7 +197,7 @@ def _problem_functions(param: str) -> list[Function]:
     return fns
 
 
-def _sign_law_functions(param: str) -> list[Function]:
+def _sign_law_functions(param: Parametrization) -> list[Function]:
     """Adam's sign-descent limit (theory.adam.sign_laws): exact u(t), v(t) from MODEL.md's start."""
     from theory.adam import sign_laws
     from theory.symbols import K, eta_ov, eta_qk, t, u0, v0
@@ -227,7 +228,7 @@ def _symmetric_line_functions() -> list[Function]:
     from theory.symbols import K, M, P, u, u0, v, v0
     from theory.symmetric_line import margin_loss, p_of_v
 
-    start = balanced_initial_state("FAFO")
+    start = balanced_initial_state(Parametrization("FAFO"))
     return [
         Function("margin_loss", (u, P, K), (margin_loss(u, P),),
                  "Loss on the symmetric line, log(1 + (K-1) exp(-p u)).", vector=False),
@@ -253,39 +254,47 @@ import scipy.special
 '''
 
 
-def render_module(params: Sequence[str] = PARAMETRIZATIONS) -> str:
-    """The full text of ``simulation/generated.py``."""
+def render_module(params: Sequence[str] | None = None) -> str:
+    """The full text of ``simulation/generated.py``, for every registered parametrization (default).
+
+    Every parametrization gets its reduced flow (``rhs``, ``jac``, ``observables``, ``initial``); the
+    pieces that rest on MODEL.md's line :math:`p = p(v)` (first integrals, laws, next order, exact problems,
+    sign laws) only those whose QK circuit stays on it (:attr:`theory.reduced.Circuit.on_line`; not tied QK).
+    The tables are keyed by name, generated from the registry (:func:`theory.parametrization.registered`).
+    """
     from theory.asymptotics import LAW_NAMES, LAW_TARGETS
     from theory.asymptotics_next import NEXT_ORDER_EXPRESSIONS
     from theory.reduced import reduced_system
 
     blocks: list[str] = [HEADER]
-    tables = {"STATE_NAMES": [], "RHS": [], "JAC": [], "OBSERVABLES": [], "INITIAL": [], "LAWS": [],
+    tables: dict[str, list[str]] = {"STATE_NAMES": [], "RHS": [], "JAC": [], "OBSERVABLES": [], "INITIAL": [], "LAWS": [],
               "FIRST_INTEGRALS": [], "NEXT_ORDER": [], "FROZEN_QK_TIME": [], "QK_OFFSET": [], "SIGN_LAWS": []}
-    for param in params:
+    for param in (Parametrization.registered() if params is None else [Parametrization(p) for p in params]):
         for fn in _reduced_functions(param):
             blocks.append(_render(fn))
+        names = tuple(x.name for x in reduced_system(param).state)
+        tables["STATE_NAMES"].append(f"    {str(param)!r}: {names!r},")
+        for key, prefix in (("RHS", "rhs"), ("JAC", "jac"), ("OBSERVABLES", "observables"), ("INITIAL", "initial")):
+            tables[key].append(f"    {str(param)!r}: {prefix}_{param},")
+        if not reduced_system(param).qk.on_line:
+            continue
         fi_fns, n_pieces = _first_integral_functions(param)
         for fn in fi_fns:
             blocks.append(_render(fn))
         for fn in (_law_functions(param) + _next_order_functions(param) + _problem_functions(param)
                    + _sign_law_functions(param)):
             blocks.append(_render(fn))
-        names = tuple(x.name for x in reduced_system(param).state)
-        tables["STATE_NAMES"].append(f"    {param!r}: {names!r},")
-        for key, prefix in (("RHS", "rhs"), ("JAC", "jac"), ("OBSERVABLES", "observables"), ("INITIAL", "initial")):
-            tables[key].append(f"    {param!r}: {prefix}_{param},")
         laws = ", ".join(f"{n!r}: law_{param}_{n}" for n in LAW_NAMES)
-        tables["LAWS"].append(f"    {param!r}: {{{laws}}},")
+        tables["LAWS"].append(f"    {str(param)!r}: {{{laws}}},")
         nxt = ", ".join(f"{n!r}: next_{param}_{n}" for n in NEXT_ORDER_EXPRESSIONS)
-        tables["NEXT_ORDER"].append(f"    {param!r}: {{{nxt}}},")
-        tables["FROZEN_QK_TIME"].append(f"    {param!r}: frozen_qk_time_{param},")
-        tables["SIGN_LAWS"].append(f"    {param!r}: (sign_u_{param}, sign_v_{param}),")
+        tables["NEXT_ORDER"].append(f"    {str(param)!r}: {{{nxt}}},")
+        tables["FROZEN_QK_TIME"].append(f"    {str(param)!r}: frozen_qk_time_{param},")
+        tables["SIGN_LAWS"].append(f"    {str(param)!r}: (sign_u_{param}, sign_v_{param}),")
         if Parametrization(param).qk.collapsed:
-            tables["QK_OFFSET"].append(f"    {param!r}: qk_offset_{param}(),")
+            tables["QK_OFFSET"].append(f"    {str(param)!r}: qk_offset_{param}(),")
         pieces = ", ".join(f"(fi_g_qk_coef{i}_{param}, fi_g_qk_integrand{i}_{param})" for i in range(n_pieces))
         tables["FIRST_INTEGRALS"].append(
-            f"    {param!r}: {{'constants': fi_constants_{param}, 'r_g_ov': fi_r_g_ov_{param}, "
+            f"    {str(param)!r}: {{'constants': fi_constants_{param}, 'r_g_ov': fi_r_g_ov_{param}, "
             f"'g_qk_closed': fi_g_qk_closed_{param}, 'g_qk_integrals': ({pieces}{',' if n_pieces == 1 else ''})}},")
     for fn in _paper_functions() + _symmetric_line_functions():
         blocks.append(_render(fn))

@@ -61,10 +61,10 @@ class Derivation:
             "dimension": self.dimension,
             "state": [x.name for x in s.state],
             "matrices": {"OV": s.ov.matrix_form, "QK": s.qk.matrix_form},
-            "rhs": {x.name: sp.sstr(f) for x, f in zip(s.state, s.rhs_display)},
+            "rhs": {x.name: sp.sstr(f) for x, f in zip(s.state, s.rhs_display, strict=False)},
             "p": "exp(v)/(M + exp(v) + 1)",
             "observables": {"u": sp.sstr(s.u_expr), "v": sp.sstr(s.v_expr), "loss": "log(1 + (K - 1)*exp(-p*u))"},
-            "initial_state": {x.name: sp.sstr(val) for x, val in balanced_initial_state(self.param).items()},
+            "initial_state": {x.name: sp.sstr(val) for x, val in balanced_initial_state(Parametrization(self.param)).items()},
             "conserved": {k: sp.sstr(v) for k, v in self.conserved.items()},
             "rescaling": {"rho_OV": sp.sstr(self.rho_ov), "rho_QK": sp.sstr(self.rho_qk)},
             "effective_system": {"du/dt": sp.sstr(self.effective[0]), "dv/dt": sp.sstr(self.effective[1])},
@@ -93,7 +93,7 @@ class Derivation:
 
 
 @lru_cache(maxsize=None)
-def derive(param: str) -> Derivation:
+def derive(param: Parametrization) -> Derivation:
     """Derive and check everything about ``param`` (cached per process)."""
     if param not in PARAMS:
         raise ValueError(f"parametrization {param!r}: must be one of {', '.join(PARAMS)}")

@@ -17,6 +17,7 @@ from typing import Any
 import sympy as sp
 
 from theory.files import atomic_write_bytes
+from theory.parametrization import Parametrization
 
 THEORY_DIR = Path(__file__).resolve().parent
 
@@ -57,7 +58,7 @@ def cached_derivation_json(params: tuple[str, ...], full_matrix: bool = False, u
     return payload, False
 
 
-def cached_derive(param: str, use_cache: bool = True):
+def cached_derive(param: Parametrization, use_cache: bool = True):
     """:func:`theory.derivation.derive` of ``param``, pickled on disk under the same key scheme.
 
     sympy expressions pickle exactly, so a cache hit returns the same :class:`~theory.derivation.Derivation`

@@ -43,7 +43,7 @@ def displays(derivations: dict, glob) -> list[dict[str, Any]]:
                  "symmetric-subspace", "qk-direction-fixed-alpha"),
     ]
     for p, d in derivations.items():
-        for x, f in zip(d.system.state, d.system.rhs_display):
+        for x, f in zip(d.system.state, d.system.rhs_display, strict=False):
             which = "u" if x in d.system.ov.coords else "v"
             out.append(_display(f"{p}: reduced flow of {x.name}", _dt(x), f, f"reduced-{p}", f"{p}-effective-{which}"))
         for name, expr in d.conserved.items():
@@ -62,7 +62,7 @@ def displays(derivations: dict, glob) -> list[dict[str, Any]]:
         out.append(_display(f"{p}: v(u) as u grows", sp.Function("v")(u), laws.v_of_u, f"asymptotics-{p}",
                             f"{p}-first-integral-leading"))
         out.append(_display(f"{p}: attention residual at matched loss", 1 - P, laws.residual_of_u, f"asymptotics-{p}",
-                            f"order-CACO-vs-FACO"))
+                            "order-CACO-vs-FACO"))
         sign = d.adam
         out.append(_display(f"{p}: u(t) under sign descent (Adam, beta1 = beta2 = 0, eps -> 0)", sp.Function("u")(t),
                             sign.u_of_t, f"asymptotics-{p}", f"{p}-sign-trajectory-solves-flow"))

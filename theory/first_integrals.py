@@ -58,7 +58,7 @@ def _definite(integrand: sp.Expr, var: sp.Symbol, upper: sp.Symbol) -> sp.Expr:
 
 
 @lru_cache(maxsize=None)
-def first_integral(param: str) -> FirstIntegral:
+def first_integral(param: Parametrization) -> FirstIntegral:
     """Separate :math:`dv/du` and integrate both sides (exactly where sympy can, else as an Integral)."""
     from theory.rescaling import rescaling_factor
 
@@ -82,7 +82,7 @@ def first_integral(param: str) -> FirstIntegral:
     return FirstIntegral(param, slope, coeff, G_qk, G_ov, H)
 
 
-def first_integral_checks(param: str) -> list[Check]:
+def first_integral_checks(param: Parametrization) -> list[Check]:
     r""":math:`\dot H = H_u\dot u + H_v\dot v = 0` along the exact 2-D flow, and loss independence."""
     fi = first_integral(param)
     udot, vdot = effective_system(param)
@@ -98,7 +98,7 @@ def first_integral_checks(param: str) -> list[Check]:
     return checks
 
 
-def generic_loss_slope(param: str) -> sp.Expr:
+def generic_loss_slope(param: Parametrization) -> sp.Expr:
     r""":math:`dv/du` when the cross-entropy is replaced by an arbitrary margin loss :math:`\varphi(p u)`."""
     from theory.rescaling import rescaling_factor
 
@@ -113,7 +113,7 @@ def generic_loss_slope(param: str) -> sp.Expr:
     return sp.simplify(((eta_qk * rho_qk * F_v) / (eta_ov * rho_ov * F_u)).subs(P, p_of_v()))
 
 
-def v_of_u_collapsed_qk(param: str) -> sp.Expr:
+def v_of_u_collapsed_qk(param: Parametrization) -> sp.Expr:
     r"""Closed form of :math:`v(u)` when QK is collapsed: :math:`e^v + (M+1)v = X` solved by Lambert W.
 
     :math:`X = R\,G_{OV}(u) + H_0`; :math:`v = X/(M+1) - W_0\!\bigl(e^{X/(M+1)}/(M+1)\bigr)`.

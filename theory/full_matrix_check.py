@@ -22,6 +22,7 @@ from theory.checks import SYMBOLIC, Check, is_zero, numeric_method, numerically_
 from theory.orbit_gradient import orbit_gradient
 from theory.reduced import reduced_system
 from theory.symbols import A_, B_, C_, E_, K, M, a_, alpha, b_, beta, c_, eta_ov, eta_qk, gamma, s_O, s_V
+from theory.parametrization import Parametrization
 
 SIZES = ((2, 1), (2, 2), (3, 1), (3, 2))
 
@@ -98,7 +99,7 @@ def collapsed_full_matrix_check(k: int, m: int) -> Check:
 
 
 @lru_cache(maxsize=None)
-def factorized_full_matrix_check(k: int, m: int, param: str = "FAFO") -> Check:
+def factorized_full_matrix_check(k: int, m: int, param: Parametrization | str = "FAFO") -> Check:
     r"""Factor gradients at the factorized symmetric point reproduce the reduced flow (sizes k, m).
 
     Uses :math:`r_{QK} = 1` and :math:`r_{OV} = K-1` with an explicit orthonormal basis :math:`U`
@@ -124,7 +125,7 @@ def factorized_full_matrix_check(k: int, m: int, param: str = "FAFO") -> Check:
     point = {}
     for Wsym, Wval in ((WO, pt_O), (WV, pt_V), (WK, pt_K), (WQ, pt_Q)):
         point.update({Wsym[i, j]: Wval[i, j] for i in range(Wsym.rows) for j in range(Wsym.cols)})
-    rhs = dict(zip(sysm.state, sysm.rhs))
+    rhs = dict(zip(sysm.state, sysm.rhs, strict=False))
     sub_kmr = {K: k, M: m}
     ok, numeric = True, 0
     # Flow of each factor entry vs the reduced coordinates' rates times the direction matrices: exactly

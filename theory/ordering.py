@@ -19,15 +19,15 @@ import sympy as sp
 
 from theory.asymptotics import asymptotic_laws
 from theory.checks import SYMBOLIC, Check, is_zero
-from theory.parametrization import PARAMETRIZATIONS
+from theory.parametrization import Parametrization
 from theory.rescaling import qk_rescaling
 from theory.symbols import A_qk, eta_ov, eta_qk, kappa, r, u, v
 
-ORDER = PARAMETRIZATIONS
+ORDER = Parametrization.all()
 _U = sp.Symbol("u", positive=True)
 
 
-def _residual_u(param: str) -> sp.Expr:
+def _residual_u(param: Parametrization | str) -> sp.Expr:
     return asymptotic_laws(param).residual_of_u_expanded.subs(eta_qk, r * eta_ov).subs(u, _U)
 
 
@@ -90,7 +90,7 @@ def slow_start_check(threshold: sp.Expr) -> Check:
                  "d/dv rho_QK^2 > 0 for v > 0, and sympy.solve(rho_QK^2 = 1) gives the threshold")
 
 
-def ratio_check(param: str, effect: sp.Expr) -> Check:
+def ratio_check(param: Parametrization, effect: sp.Expr) -> Check:
     r"""``ratio-sharpens-param``: the limit of :math:`r\,\partial_r\log(1-p)` at matched ``u`` is negative."""
     return Check(f"ratio-sharpens-{param}",
                  rf"\lim_{{u\to\infty}} \partial\log(1-p)/\partial\log r = {sp.latex(effect)} < 0",
@@ -108,7 +108,7 @@ def sharpness_ordering() -> Ordering:
         reverse[(a, b)] = sp.limit(res[b] / res[a], _U, sp.oo)
     order = rank_by_pairwise_limits(pairwise, ORDER)
     checks = [order_check(a, b, pairwise[(a, b)], reverse[(a, b)], order) for a, b in pairwise]
-    ratio_effect = {}
+    ratio_effect: dict[str, sp.Expr] = {}
     for p in ORDER:
         ratio_effect[p] = sp.simplify(sp.limit(sp.diff(sp.log(res[p]), r) * r, _U, sp.oo))
         checks.append(ratio_check(p, ratio_effect[p]))

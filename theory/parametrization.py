@@ -1,46 +1,297 @@
-r"""The four parametrizations of MODEL.md as one object: parsing, circuits and error messages in one place.
+r"""Parametrizations as one registry: circuit kinds, and the parametrizations built from them.
 
 A parametrization names the attention (QK) circuit first and the output-value (OV) circuit second,
-each **C**\ ollapsed (one matrix: ``W_KQ``, ``W_OV``) or **F**\ actorized (two factors:
-``W_K^T W_Q``, ``W_O W_V``)::
+each of one :class:`CircuitKind` (a registry entry, :data:`KINDS`): **C**\ ollapsed (one matrix
+``W_KQ``, ``W_OV``), **F**\ actorized (``W_K^T W_Q``, ``W_O W_V``) or **T**\ ied (QK only:
+``W_K = W_Q``, so ``W_KQ = W_Q^T W_Q``)::
 
     >>> p = Parametrization("FACO")
-    >>> p.qk.factorized, p.ov.factorized
-    (True, False)
+    >>> p.qk.kind.name, p.ov.factorized
+    ('factorized', False)
     >>> [str(x) for x in Parametrization.all()]
     ['CACO', 'FACO', 'CAFO', 'FAFO']
+    >>> Parametrization("TACO").qk.kind.name
+    'tied'
 
-:class:`Parametrization` compares equal to its name (``Parametrization("FACO") == "FACO"``) and hashes like
-it, so it can key the dictionaries that used plain names.
+Each kind knows, for either circuit it may form,
+
+* its factors and their shapes (:meth:`CircuitKind.factor_shapes`);
+* its **effective matrix** :math:`W(\theta)` (:meth:`CircuitKind.effective`, numpy or torch);
+* its **pull-back** :math:`\nabla_\theta\mathcal L` of the effective gradient :math:`G = \partial\mathcal L/\partial W`
+  (:meth:`CircuitKind.pullback`);
+* its **rescaling**: the velocity of the effective matrix under gradient flow on the factors,
+  :math:`\dot W = -\eta\,\mathcal R_\theta(G)` (:meth:`CircuitKind.velocity`; :math:`\mathcal R = \mathrm{id}` collapsed);
+* MODEL.md's start as matrices (:meth:`CircuitKind.start`).
+
+The symbolic side of a kind (its reduced coordinates on the symmetric set) is the registry
+:data:`theory.reduced.REDUCED_CIRCUITS`, keyed by kind name; everything else (generated numerics,
+full-matrix simulation, torch models, figures) takes the kinds from here.
+
+:data:`PARAMETRIZATIONS` are MODEL.md's (and the paper's) four, what "all" means in tables and figures;
+:func:`registered` lists every parametrization the kinds form (the four, then the extensions such as
+``TACO``, ``TAFO``). :class:`Parametrization` compares equal to its name and hashes like it.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Iterable, Literal
+from typing import Any, Iterable, Literal, Sequence
 
 PARAMETRIZATIONS: tuple[str, ...] = ("CACO", "FACO", "CAFO", "FAFO")
-"""The four names, in the order every table and figure uses."""
+"""MODEL.md's four names, in the order every table and figure uses."""
 
 ParamName = Literal["CACO", "FACO", "CAFO", "FAFO"]
-"""Type of a parametrization name (for typed specs and configs)."""
+"""Type of one of the four names (for typed specs and configs)."""
+
+CIRCUITS = ("QK", "OV")
+
+
+class CircuitKind:
+    r"""How one circuit is parametrized (a registry entry of :data:`KINDS`).
+
+    Matrices are ``(rows, cols)`` arrays (numpy or torch, batched ``(..., rows, cols)`` too: only ``@`` and ``swapaxes`` are used). QK effective
+    matrices are ``(D, D)`` (:math:`s_j = x_j^\top W_{KQ} x_q`), OV ones ``(K, D)``.
+    """
+
+    name: str = ""
+    letter: str = ""
+    circuits: tuple[str, ...] = CIRCUITS
+    description: str = ""
+    zero_is_fixed_point: bool = False
+    """True when a start at exactly zero never moves (every factor's gradient vanishes there)."""
+
+    def factors(self, circuit: str) -> tuple[str, ...]:
+        """Names of the trained matrices of ``circuit`` (``"QK"`` or ``"OV"``)."""
+        raise NotImplementedError
+
+    def factor_shapes(self, circuit: str, d_in: int, d_out: int, rank: int) -> tuple[tuple[int, int], ...]:
+        """Shapes of :meth:`factors` for inputs ``d_in`` (= D), outputs ``d_out`` (= K), inner ``rank``."""
+        raise NotImplementedError
+
+    def effective(self, circuit: str, mats: Sequence[Any]) -> Any:
+        """The effective matrix from the factors ``mats`` (in :meth:`factors` order)."""
+        raise NotImplementedError
+
+    def pullback(self, circuit: str, mats: Sequence[Any], G: Any) -> tuple[Any, ...]:
+        r""":math:`\nabla_\theta\mathcal L` per factor from :math:`G = \partial\mathcal L/\partial W` (chain rule)."""
+        raise NotImplementedError
+
+    def velocity(self, circuit: str, mats: Sequence[Any], G: Any) -> Any:
+        r""":math:`\mathcal R(G)` with :math:`\dot W = -\eta\,\mathcal R(G)` when every factor follows :math:`-\eta\nabla`."""
+        raise NotImplementedError
+
+    def start(self, circuit: str, K: int, M: int, value: float, rank: int | None = None) -> tuple[Any, ...]:
+        """MODEL.md's symmetric start at effective value ``value`` (``u0`` for OV, ``v0`` for QK), numpy."""
+        raise NotImplementedError
+
+    def __repr__(self) -> str:
+        return f"CircuitKind({self.name!r})"
+
+
+def _t(x: Any) -> Any:
+    """Transpose of the last two axes (numpy or torch; batched matrices ``(..., r, c)`` too)."""
+    return x.swapaxes(-1, -2)
+
+
+def _layout(K: int, M: int):
+    """Token indices of MODEL.md: distinct ``0..K-1``, commons ``K..K+M-1``, query ``K+M``; ``D``."""
+    import numpy as np
+
+    return np.arange(K), np.arange(K, K + M), K + M, K + M + 1
+
+
+def _ov_target(K: int, M: int, u: float):
+    r""":math:`u\,P E_d^\top`, ``(K, D)``."""
+    import numpy as np
+
+    d, _, _, D = _layout(K, M)
+    W = np.zeros((K, D))
+    W[:, d] = u * (np.eye(K) - 1.0 / K)
+    return W
+
+
+class Collapsed(CircuitKind):
+    """One matrix per circuit: ``W_KQ`` ``(D, D)`` or ``W_OV`` ``(K, D)``."""
+
+    name, letter, description = "collapsed", "C", "collapsed"
+
+    def factors(self, circuit):
+        return ("W_KQ",) if circuit == "QK" else ("W_OV",)
+
+    def factor_shapes(self, circuit, d_in, d_out, rank):
+        return ((d_in, d_in),) if circuit == "QK" else ((d_out, d_in),)
+
+    def effective(self, circuit, mats):
+        return mats[0]
+
+    def pullback(self, circuit, mats, G):
+        return (G,)
+
+    def velocity(self, circuit, mats, G):
+        return G
+
+    def start(self, circuit, K, M, value, rank=None):
+        import numpy as np
+
+        if circuit == "OV":
+            return (_ov_target(K, M, value),)
+        d, _, q, D = _layout(K, M)
+        W = np.zeros((D, D))
+        W[d, q] = value
+        return (W,)
+
+
+class Factorized(CircuitKind):
+    r"""Two factors: :math:`W_{KQ} = W_K^\top W_Q` (``(r, D)`` each) or :math:`W_{OV} = W_O W_V` (``(K, r)``, ``(r, D)``)."""
+
+    name, letter, description = "factorized", "F", "factorized"
+    zero_is_fixed_point = True
+
+    def factors(self, circuit):
+        return ("W_K", "W_Q") if circuit == "QK" else ("W_O", "W_V")
+
+    def factor_shapes(self, circuit, d_in, d_out, rank):
+        return ((rank, d_in), (rank, d_in)) if circuit == "QK" else ((d_out, rank), (rank, d_in))
+
+    def effective(self, circuit, mats):
+        A, B = mats
+        return _t(A) @ B if circuit == "QK" else A @ B
+
+    def pullback(self, circuit, mats, G):
+        A, B = mats
+        if circuit == "QK":             # W = W_K^T W_Q
+            return B @ _t(G), A @ G
+        return G @ _t(B), _t(A) @ G          # W = W_O W_V
+
+    def velocity(self, circuit, mats, G):
+        A, B = mats
+        if circuit == "QK":             # W_K^T W_K G + G W_Q^T W_Q
+            return _t(A) @ A @ G + G @ _t(B) @ B
+        return A @ _t(A) @ G + G @ _t(B) @ B  # W_O W_O^T G + G W_V^T W_V
+
+    def start(self, circuit, K, M, value, rank=None):
+        r"""Balanced: OV the SVD split :math:`U S^{1/2} R^\top, R S^{1/2} V^\top` of :math:`u P E_d^\top`
+        (rank ``>= K-1``); QK :math:`W_Q q = a e`, :math:`W_K d_k = b e`, :math:`a = K^{1/4}\sqrt v`,
+        :math:`b = K^{-1/4}\sqrt v` (so :math:`a^2 = K b^2`, :math:`ab = v`)."""
+        import numpy as np
+
+        name = "u0" if circuit == "OV" else "v0"
+        if value <= 0:
+            raise ValueError(f"a factorized {circuit} circuit needs {name} > 0 ({name} = 0 is a fixed point of the flow)")
+        d, _, q, D = _layout(K, M)
+        if circuit == "OV":
+            rank = K - 1 if rank is None else rank
+            if rank < K - 1:
+                raise ValueError(f"rank_ov = {rank}: must be >= K - 1 = {K - 1} for the balanced start")
+            U, S, Vt = np.linalg.svd(_ov_target(K, M, value), full_matrices=False)
+            U, S, Vt = U[:, : K - 1], S[: K - 1], Vt[: K - 1]
+            R = np.eye(rank)[:, : K - 1]
+            root = np.sqrt(S)
+            return (U * root) @ _t(R), R @ (root[:, None] * Vt)
+        rank = 1 if rank is None else rank
+        W_K, W_Q = np.zeros((rank, D)), np.zeros((rank, D))
+        W_K[0, d] = np.sqrt(value) * K ** -0.25
+        W_Q[0, q] = np.sqrt(value) * K ** 0.25
+        return W_K, W_Q
+
+
+class Tied(CircuitKind):
+    r"""QK only: keys and queries share one matrix, :math:`W_K = W_Q` ``(r, D)``, :math:`W_{KQ} = W_Q^\top W_Q`.
+
+    :math:`W_{KQ}` is symmetric positive semi-definite, so MODEL.md's collapsed start (query column
+    ``v0`` on the distinct tokens, 0 on the query itself) is unreachable: :math:`W_{KQ}[q, q] = \|W_Q q\|^2 = 0`
+    forces :math:`W_Q q = 0` and then the whole query column :math:`W_Q^\top W_Q q` vanishes. The start
+    is that column *up to a shift* (softmax ignores one): :math:`W_Q = e\,(b\mathbf 1_d + c\mathbf 1_c + a e_q)^\top`
+    with :math:`a = c = \sqrt{v_0}`, :math:`b = 2\sqrt{v_0}`: scores :math:`2v_0` on distinct tokens and
+    :math:`v_0` on commons and the query, gap :math:`v_0`.
+    """
+
+    name, letter, description = "tied", "T", "tied"
+    circuits = ("QK",)
+    zero_is_fixed_point = True
+
+    def factors(self, circuit):
+        return ("W_Q",)
+
+    def factor_shapes(self, circuit, d_in, d_out, rank):
+        return ((rank, d_in),)
+
+    def effective(self, circuit, mats):
+        (W,) = mats
+        return _t(W) @ W
+
+    def pullback(self, circuit, mats, G):
+        (W,) = mats
+        return (W @ (G + _t(G)),)
+
+    def velocity(self, circuit, mats, G):
+        (W,) = mats
+        S = G + _t(G)
+        return S @ _t(W) @ W + _t(W) @ W @ S
+
+    def start(self, circuit, K, M, value, rank=None):
+        import numpy as np
+
+        if value <= 0:
+            raise ValueError("a tied QK circuit needs v0 > 0 (v0 = 0 is a fixed point of the flow)")
+        d, c, q, D = _layout(K, M)
+        W = np.zeros((1 if rank is None else rank, D))
+        r = np.sqrt(value)
+        W[0, d], W[0, c], W[0, q] = 2 * r, r, r
+        return (W,)
+
+
+KINDS: dict[str, CircuitKind] = {k.letter: k for k in (Collapsed(), Factorized(), Tied())}
+"""The circuit kinds by letter: the one place a new kind is registered."""
 
 
 @dataclass(frozen=True)
 class Circuit:
-    """One circuit of a parametrization: ``name`` is ``"QK"`` or ``"OV"``."""
+    """One circuit of a parametrization: ``name`` is ``"QK"`` or ``"OV"``, ``kind`` a :class:`CircuitKind`."""
 
     name: str
-    factorized: bool
+    kind: CircuitKind
+
+    @property
+    def factorized(self) -> bool:
+        """Two factors (the kind ``F``)."""
+        return self.kind.letter == "F"
 
     @property
     def collapsed(self) -> bool:
-        return not self.factorized
+        """One unconstrained matrix (the kind ``C``)."""
+        return self.kind.letter == "C"
 
     @property
     def letter(self) -> str:
-        """``"F"`` or ``"C"``."""
-        return "F" if self.factorized else "C"
+        return self.kind.letter
+
+    @property
+    def factors(self) -> tuple[str, ...]:
+        return self.kind.factors(self.name)
+
+    def effective(self, mats: Sequence[Any]) -> Any:
+        return self.kind.effective(self.name, mats)
+
+    def pullback(self, mats: Sequence[Any], G: Any) -> tuple[Any, ...]:
+        return self.kind.pullback(self.name, mats, G)
+
+    def velocity(self, mats: Sequence[Any], G: Any) -> Any:
+        return self.kind.velocity(self.name, mats, G)
+
+    def start(self, K: int, M: int, value: float, rank: int | None = None) -> tuple[Any, ...]:
+        return self.kind.start(self.name, K, M, value, rank)
+
+
+def registered() -> tuple[str, ...]:
+    """Every parametrization the registered kinds form: :data:`PARAMETRIZATIONS` first, then the others."""
+    out = list(PARAMETRIZATIONS)
+    for ov in KINDS.values():
+        for qk in KINDS.values():
+            name = f"{qk.letter}A{ov.letter}O"
+            if "QK" in qk.circuits and "OV" in ov.circuits and name not in out:
+                out.append(name)
+    return tuple(out)
 
 
 class Parametrization(str):
@@ -48,24 +299,39 @@ class Parametrization(str):
 
     def __new__(cls, name: "str | Parametrization") -> "Parametrization":
         text = str(name).strip().upper()
-        if text not in PARAMETRIZATIONS:
-            raise ValueError(f"{name!r} is not a parametrization: must be one of {', '.join(PARAMETRIZATIONS)}")
+        if text not in registered():
+            raise ValueError(f"{name!r} is not a parametrization: must be one of {', '.join(registered())}")
         return super().__new__(cls, text)
 
     @property
     def qk(self) -> Circuit:
         """The attention (query-key) circuit."""
-        return Circuit("QK", self[0] == "F")
+        return Circuit("QK", KINDS[self[0]])
 
     @property
     def ov(self) -> Circuit:
         """The output-value circuit."""
-        return Circuit("OV", self[2] == "F")
+        return Circuit("OV", KINDS[self[2]])
+
+    @property
+    def circuits(self) -> tuple[Circuit, Circuit]:
+        """``(qk, ov)``."""
+        return self.qk, self.ov
+
+    @property
+    def description(self) -> str:
+        """``"FACO (factorized QK, collapsed OV)"``: the legend name."""
+        return f"{self} ({self.qk.kind.description} QK, {self.ov.kind.description} OV)"
 
     @classmethod
     def all(cls) -> tuple["Parametrization", ...]:
-        """The four, in :data:`PARAMETRIZATIONS` order."""
+        """MODEL.md's four, in :data:`PARAMETRIZATIONS` order."""
         return tuple(cls(n) for n in PARAMETRIZATIONS)
+
+    @classmethod
+    def registered(cls) -> tuple["Parametrization", ...]:
+        """Every registered parametrization (:func:`registered`)."""
+        return tuple(cls(n) for n in registered())
 
     @classmethod
     def parse_list(cls, text: "str | Iterable[str]") -> tuple["Parametrization", ...]:
@@ -87,4 +353,5 @@ class Parametrization(str):
         return f"Parametrization({str(self)!r})"
 
 
-__all__ = ["Parametrization", "Circuit", "PARAMETRIZATIONS", "ParamName"]
+__all__ = ["Parametrization", "Circuit", "CircuitKind", "KINDS", "PARAMETRIZATIONS", "ParamName", "registered",
+           "Collapsed", "Factorized", "Tied"]

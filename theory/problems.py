@@ -24,14 +24,14 @@ U0 = sp.Symbol("u_0", positive=True)
 
 
 @lru_cache(maxsize=None)
-def frozen_qk_time_expr(param: str) -> sp.Expr:
+def frozen_qk_time_expr(param: Parametrization) -> sp.Expr:
     r""":math:`t(u) = \int_{u_0}^{u} dy/\dot u(y)` at frozen attention ``p`` (balanced start, :math:`\delta = 0`)."""
     udot = effective_system(param)[0].subs(delta, 0).subs(u, Y)
     return sp.integrate(sp.expand(sp.simplify(1 / udot)), (Y, U0, U_))
 
 
 @lru_cache(maxsize=None)
-def qk_offset(param: str) -> sp.Expr:
+def qk_offset(param: Parametrization) -> sp.Expr:
     r"""``c`` with :math:`G_{QK}(v) = e^v + (M+1)v - c` (collapsed QK only)."""
     if Parametrization(param).qk.factorized:
         raise ValueError(f"{param}: G_QK has the e^v + (M+1) v form only for collapsed QK")

@@ -17,7 +17,11 @@ full matrices restricted to that set is
 * factorized QK: :math:`W_Q = a\,e\,e_q^\top`, :math:`W_K = e\,(b\mathbf 1_d + c\mathbf 1_c + c\,e_q)^\top`,
   :math:`v = a(b-c)`, :math:`n = (1, K, M+1)` (the query's key stays equal to the commons').
 
-The derivation decides the dimension: CACO 2, CAFO 3, FACO 4, FAFO 5.
+* tied QK (:func:`_tied`): :math:`W_K = W_Q = e\,(b\mathbf 1_d + c\mathbf 1_c + a e_q)^\top`, :math:`n = (1, K, M)`;
+  the query's score :math:`a^2` leaves the commons' :math:`ac`, so the attention has two gaps (off MODEL.md's line).
+
+The derivation decides the dimension: CACO 2, CAFO 3, FACO 4, FAFO 5, TACO 4, TAFO 5. A circuit kind's
+reduced coordinates are one entry of :data:`REDUCED_CIRCUITS`.
 """
 
 from __future__ import annotations
@@ -27,40 +31,93 @@ from functools import lru_cache
 
 import sympy as sp
 
-from theory.symbols import K, M, N, P, a_, b_, c_, eta_ov, eta_qk, s_O, s_V, u, v
-from theory.symmetric_line import line_geometry, margin_loss, p_of_v
+from theory.symbols import K, M, N, P, a_, alpha, b_, beta, c_, eta_ov, eta_qk, gamma, s_O, s_V, u, v
+from theory.symmetric_line import attention_on_distinct, line_geometry, margin_loss, p_of_v
 from theory.parametrization import Parametrization
 
 
 @dataclass(frozen=True)
 class Circuit:
-    """Reduced coordinates of one circuit, their multiplicities and the effective observable."""
+    r"""Reduced coordinates of one circuit, their multiplicities and the effective observable.
+
+    ``orbits`` (QK only): the query column's orbit values :math:`(\alpha, \beta, \gamma)` =
+    :math:`W_{KQ}[d_k, q], W_{KQ}[c_j, q], W_{KQ}[q, q]` as functions of the coordinates, from which the
+    attention is computed (:func:`theory.symmetric_line.attention_on_distinct`). ``start``: MODEL.md's
+    start in these coordinates (symbols ``u_0``, ``v_0``, ``K``).
+    """
 
     name: str                        # "OV" or "QK"
-    factorized: bool
+    kind: str                        # a theory.parametrization.KINDS name: "collapsed", "factorized", "tied"
     coords: tuple[sp.Symbol, ...]
     multiplicity: tuple[sp.Expr, ...]
     effective: sp.Expr               # u (OV) or v (QK) as a function of coords
     rate: sp.Symbol                  # eta_OV or eta_QK
     matrix_form: str                 # LaTeX of the matrices on the symmetric set
+    start: tuple[sp.Expr, ...] = ()
+    orbits: tuple[sp.Expr, ...] = ()
+
+    @property
+    def factorized(self) -> bool:
+        return self.kind == "factorized"
+
+    @property
+    def on_line(self) -> bool:
+        r"""True when the query's score equals the commons' (:math:`\gamma = \beta`): MODEL.md's line, :math:`p = p(v)`."""
+        return self.name == "OV" or sp.simplify(self.orbits[2] - self.orbits[1]) == 0
 
 
-def ov_circuit(factorized: bool) -> Circuit:
-    """The OV circuit's reduced coordinates (see module docstring)."""
-    n = line_geometry().ov_norm2
-    if factorized:
-        return Circuit("OV", True, (s_O, s_V), (n, n), s_O * s_V, eta_ov,
-                       r"W_O = s_O\,U R^\top,\; W_V = s_V\,R V^\top,\; U V^\top = P E_d^\top")
-    return Circuit("OV", False, (u,), (n,), u, eta_ov, r"W_{OV} = u\,P E_d^\top")
+def _collapsed(circuit: str) -> Circuit:
+    from theory.symbols import u0, v0
+
+    if circuit == "OV":
+        return Circuit("OV", "collapsed", (u,), (line_geometry().ov_norm2,), u, eta_ov, r"W_{OV} = u\,P E_d^\top",
+                       (u0,))
+    return Circuit("QK", "collapsed", (v,), (line_geometry().qk_norm2,), v, eta_qk,
+                   r"W_{KQ}[:,q] = W_{KQ}(0)[:,q] + (v - v_0)\,w", (v0,), (v, sp.Integer(0), sp.Integer(0)))
 
 
-def qk_circuit(factorized: bool) -> Circuit:
-    """The QK circuit's reduced coordinates (see module docstring)."""
-    if factorized:
-        return Circuit("QK", True, (a_, b_, c_), (sp.Integer(1), K, M + 1), a_ * (b_ - c_), eta_qk,
-                       r"W_Q = a\,e\,e_q^\top,\; W_K = e\,(b\,\mathbf 1_d + c\,\mathbf 1_c + c\,e_q)^\top")
-    return Circuit("QK", False, (v,), (line_geometry().qk_norm2,), v, eta_qk,
-                   r"W_{KQ}[:,q] = W_{KQ}(0)[:,q] + (v - v_0)\,w")
+def _factorized(circuit: str) -> Circuit:
+    r"""Balanced start: :math:`s_O = s_V = \sqrt{u_0}`; :math:`a = K^{1/4}\sqrt{v_0}`, :math:`b = K^{-1/4}\sqrt{v_0}`, :math:`c = 0`."""
+    from theory.symbols import u0, v0
+
+    if circuit == "OV":
+        n = line_geometry().ov_norm2
+        return Circuit("OV", "factorized", (s_O, s_V), (n, n), s_O * s_V, eta_ov,
+                       r"W_O = s_O\,U R^\top,\; W_V = s_V\,R V^\top,\; U V^\top = P E_d^\top",
+                       (sp.sqrt(u0), sp.sqrt(u0)))
+    return Circuit("QK", "factorized", (a_, b_, c_), (sp.Integer(1), K, M + 1), a_ * (b_ - c_), eta_qk,
+                   r"W_Q = a\,e\,e_q^\top,\; W_K = e\,(b\,\mathbf 1_d + c\,\mathbf 1_c + c\,e_q)^\top",
+                   (K ** sp.Rational(1, 4) * sp.sqrt(v0), K ** sp.Rational(-1, 4) * sp.sqrt(v0), sp.Integer(0)),
+                   (a_ * b_, a_ * c_, a_ * c_))
+
+
+def _tied(circuit: str) -> Circuit:
+    r"""Tied QK, :math:`W_K = W_Q = e\,(b\mathbf 1_d + c\mathbf 1_c + a e_q)^\top` (rank one, one direction ``e``).
+
+    The gradient :math:`W (G + G^\top)` keeps this form (``G`` lives in the query column, constant on each
+    orbit), and its directions :math:`e e_q^\top, e\mathbf 1_d^\top, e\mathbf 1_c^\top` are orthogonal with
+    squared norms :math:`1, K, M`. Scores :math:`\alpha = ab`, :math:`\beta = ac`, :math:`\gamma = a^2`:
+    the query's own score is not the commons' (:attr:`Circuit.on_line` is False), so the attention depends
+    on two gaps, :math:`v = a(b-c)` and :math:`a(a-c)`. Start :math:`a = c = \sqrt{v_0}`, :math:`b = 2\sqrt{v_0}`
+    (:class:`theory.parametrization.Tied`).
+    """
+    from theory.symbols import v0
+
+    if circuit != "QK":
+        raise ValueError("a tied circuit is QK only")
+    return Circuit("QK", "tied", (a_, b_, c_), (sp.Integer(1), K, M), a_ * (b_ - c_), eta_qk,
+                   r"W_K = W_Q = e\,(b\,\mathbf 1_d + c\,\mathbf 1_c + a\,e_q)^\top",
+                   (sp.sqrt(v0), 2 * sp.sqrt(v0), sp.sqrt(v0)), (a_ * b_, a_ * c_, a_ ** 2))
+
+
+REDUCED_CIRCUITS = {"collapsed": _collapsed, "factorized": _factorized, "tied": _tied}
+"""Kind name (:data:`theory.parametrization.KINDS`) -> ``builder(circuit) -> Circuit``: a kind's symbolic side."""
+
+
+def circuits(param: Parametrization | str) -> tuple[Circuit, Circuit]:
+    """``(ov, qk)`` reduced circuits of a registered parametrization, from the kinds' registry."""
+    p = Parametrization(param)
+    return REDUCED_CIRCUITS[p.ov.kind.name]("OV"), REDUCED_CIRCUITS[p.qk.kind.name]("QK")
 
 
 @dataclass(frozen=True)
@@ -92,48 +149,52 @@ def _rhs_with_symbol_p(circuit: Circuit, ov: Circuit, qk: Circuit) -> list[sp.Ex
     Lam = margin_loss(u, P)
     lam_u, lam_p = sp.diff(Lam, u), sp.diff(Lam, P)
     out = []
-    for x, n in zip(circuit.coords, circuit.multiplicity):
+    for x, n in zip(circuit.coords, circuit.multiplicity, strict=True):
         dL = (lam_u.subs(u, ov.effective) * sp.diff(ov.effective, x)
               + (lam_p * P * (1 - P)).subs(u, ov.effective) * sp.diff(qk.effective, x))
         out.append(sp.simplify(-circuit.rate / n * dL))
     return out
 
 
+def _attention(qk: Circuit) -> sp.Expr:
+    """Attention on the distinct token as a function of the QK coordinates."""
+    if qk.on_line:
+        return p_of_v().subs(v, qk.effective)
+    alpha_, beta_, gamma_ = qk.orbits
+    return attention_on_distinct().subs({alpha: alpha_, beta: beta_, gamma: gamma_})
+
+
 @lru_cache(maxsize=None)
-def reduced_system(param: str) -> ReducedSystem:
-    """Derive the reduced ODE of ``param`` (``"CACO"``, ``"FACO"``, ``"CAFO"`` or ``"FAFO"``)."""
-    param = Parametrization(param)  # ValueError naming the four for anything else
-    qk = qk_circuit(Parametrization(param).qk.factorized)
-    ov = ov_circuit(Parametrization(param).ov.factorized)
+def reduced_system(param: Parametrization | str) -> ReducedSystem:
+    r"""Derive the reduced ODE of a registered ``param`` (``"CACO"``, ..., ``"FAFO"``, ``"TACO"``, ...).
+
+    On MODEL.md's line (:attr:`Circuit.on_line`) by the chain rule through the symbol ``p``; otherwise
+    (tied QK) :math:`\dot x_i = -(\eta/n_i)\,\partial_{x_i}\Lambda(u, p(x))` directly.
+    """
+    param = Parametrization(param)  # ValueError naming the registered ones for anything else
+    ov, qk = circuits(param)
     state = ov.coords + qk.coords
-    rhs_display = tuple(_rhs_with_symbol_p(ov, ov, qk) + _rhs_with_symbol_p(qk, ov, qk))
-    p_expr = p_of_v().subs(v, qk.effective)
-    rhs = tuple(e.subs(P, p_expr) for e in rhs_display)
+    p_expr = _attention(qk)
     loss = margin_loss(ov.effective, p_expr)
+    if qk.on_line:
+        rhs_display = tuple(_rhs_with_symbol_p(ov, ov, qk) + _rhs_with_symbol_p(qk, ov, qk))
+        rhs = tuple(e.subs(P, p_expr) for e in rhs_display)
+    else:
+        rhs = tuple(sp.simplify(-c.rate / n * sp.diff(loss, x))
+                    for c in (ov, qk) for x, n in zip(c.coords, c.multiplicity, strict=True))
+        rhs_display = rhs
     return ReducedSystem(param, ov, qk, state, rhs_display, rhs, ov.effective, qk.effective, p_expr, loss)
 
 
-def balanced_initial_state(param: str) -> dict[sp.Symbol, sp.Expr]:
-    r"""MODEL.md's start by effective values :math:`u_0, v_0`, in reduced coordinates.
+def balanced_initial_state(param: Parametrization | str) -> dict[sp.Symbol, sp.Expr]:
+    r"""MODEL.md's start by effective values :math:`u_0, v_0`, in reduced coordinates (each circuit's ``start``).
 
     Factorized OV: :math:`s_O = s_V = \sqrt{u_0}`; factorized QK: :math:`a = K^{1/4}\sqrt{v_0}`,
     :math:`b = K^{-1/4}\sqrt{v_0}`, :math:`c = 0` (so :math:`a^2 = K b^2`, :math:`ab = v_0`).
     """
-    from theory.symbols import u0, v0
-
-    out: dict[sp.Symbol, sp.Expr] = {}
-    if Parametrization(param).ov.factorized:
-        out[s_O] = sp.sqrt(u0)
-        out[s_V] = sp.sqrt(u0)
-    else:
-        out[u] = u0
-    if Parametrization(param).qk.factorized:
-        out[a_] = K ** sp.Rational(1, 4) * sp.sqrt(v0)
-        out[b_] = K ** sp.Rational(-1, 4) * sp.sqrt(v0)
-        out[c_] = sp.Integer(0)
-    else:
-        out[v] = v0
-    return out
+    ov, qk = circuits(param)
+    return dict(zip(ov.coords + qk.coords, ov.start + qk.start, strict=True))
 
 
-__all__ = ["Circuit", "ReducedSystem", "reduced_system", "ov_circuit", "qk_circuit", "balanced_initial_state", "N"]
+__all__ = ["Circuit", "ReducedSystem", "reduced_system", "circuits",
+           "balanced_initial_state", "REDUCED_CIRCUITS", "N"]

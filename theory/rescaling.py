@@ -28,13 +28,13 @@ from functools import lru_cache
 import sympy as sp
 
 from theory.checks import SYMBOLIC, Check, identity_check, is_zero
-from theory.reduced import ReducedSystem, reduced_system
+from theory.reduced import reduced_system
 from theory.symbols import A_qk, C_bal, K, M, N, S_shift, a_, b_, c_, delta, kappa, s_O, s_V, u, v
 from theory.parametrization import Parametrization
 
 
 # -- conserved quantities -----------------------------------------------------------------
-def conserved_quantities(param: str) -> dict[str, sp.Expr]:
+def conserved_quantities(param: Parametrization) -> dict[str, sp.Expr]:
     r"""Conserved quantities of the reduced flow, as expressions in the reduced state.
 
     * factorized OV: :math:`W_O^\top W_O - W_V W_V^\top = (s_O^2 - s_V^2)\,R R^\top` gives
@@ -52,18 +52,18 @@ def conserved_quantities(param: str) -> dict[str, sp.Expr]:
         # W_O holds s_O, W_V holds s_V, each direction of squared norm K-1 (common factor dropped).
         out["delta"] = s_O ** 2 - s_V ** 2
     if sysm.qk.factorized:
-        n = dict(zip(sysm.qk.coords, sysm.qk.multiplicity))
+        n = dict(zip(sysm.qk.coords, sysm.qk.multiplicity, strict=False))
         out["C_QK"] = n[a_] * a_ ** 2 - n[b_] * b_ ** 2 - n[c_] * c_ ** 2
         out["S"] = n[b_] * b_ + n[c_] * c_
     return out
 
 
-def conservation_checks(param: str) -> list[Check]:
+def conservation_checks(param: Parametrization) -> list[Check]:
     """``d/dt C = 0`` along the reduced flow, for each conserved quantity (symbolic K, M)."""
     sysm = reduced_system(param)
     checks = []
     for name, expr in conserved_quantities(param).items():
-        rate = sum(sp.diff(expr, x) * f for x, f in zip(sysm.state, sysm.rhs_display))
+        rate = sum(sp.diff(expr, x) * f for x, f in zip(sysm.state, sysm.rhs_display, strict=False))
         checks.append(identity_check(f"{param}-conserved-{name}", rf"\frac{{d}}{{dt}}\,{sp.latex(sp.Symbol(name))} = 0",
                                      rate, 0))
     return checks
@@ -114,7 +114,7 @@ def qk_rescaling() -> Rescaling:
     :math:`a^2 = C_{QK} + Kb^2 + (M+1)c^2 = A + \kappa d^2`, and :math:`v^2 = a^2 d^2` fixes :math:`d^2`.
     """
     f = reduced_system("FACO")
-    vdot = sum(sp.diff(f.v_expr, x) * fx for x, fx in zip(f.state, f.rhs_display))
+    vdot = sum(sp.diff(f.v_expr, x) * fx for x, fx in zip(f.state, f.rhs_display, strict=False))
     rho_state = sp.simplify(vdot / _collapsed_rate("QK").subs(v, f.v_expr))
     d, D2, a2 = sp.symbols("d D2 a2", positive=True)
     bc = sp.solve([b_ - c_ - d, K * b_ + (M + 1) * c_ - S_shift], [b_, c_], dict=True)[0]
@@ -180,7 +180,7 @@ def rescaling_factor(circuit: str, factorized: bool) -> sp.Expr:
 
 
 @lru_cache(maxsize=None)
-def effective_system(param: str) -> tuple[sp.Expr, sp.Expr]:
+def effective_system(param: Parametrization) -> tuple[sp.Expr, sp.Expr]:
     r"""The exact 2-D system :math:`(\dot u, \dot v)` with the rescaling factors and ``p`` as a symbol."""
     base = reduced_system("CACO")
     rho_ov = rescaling_factor("OV", Parametrization(param).ov.factorized)
@@ -188,7 +188,7 @@ def effective_system(param: str) -> tuple[sp.Expr, sp.Expr]:
     return rho_ov * base.rhs_display[0], rho_qk * base.rhs_display[1]
 
 
-def effective_system_checks(param: str) -> list[Check]:
+def effective_system_checks(param: Parametrization) -> list[Check]:
     r"""The 2-D system equals the reduced flow pushed to :math:`(u, v)`, on every reduced state."""
     from theory.symbols import P
 
@@ -201,7 +201,7 @@ def effective_system_checks(param: str) -> list[Check]:
         subs[A_qk] = qk_rescaling().constants["A_QK"]
     checks = []
     for name, obs, target in (("u", sysm.u_expr, udot), ("v", sysm.v_expr, vdot)):
-        pushed = sum(sp.diff(obs, x) * fx for x, fx in zip(sysm.state, sysm.rhs_display))
+        pushed = sum(sp.diff(obs, x) * fx for x, fx in zip(sysm.state, sysm.rhs_display, strict=False))
         target = target.subs(subs).subs({u: sysm.u_expr, v: sysm.v_expr})
         # Exact: pushed/target simplifies to 1; where sympy leaves square roots, its square simplifies to 1
         # and the continuous, nowhere-zero ratio is +1 at a sample state, hence on the whole domain.

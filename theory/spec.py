@@ -53,7 +53,7 @@ class Spec:
 
     def replace(self, **changes: Any):
         """A copy with ``changes`` (no validation: validate user input with the app's ``parse_config``)."""
-        return dataclasses.replace(self, **changes)
+        return dataclasses.replace(self, **changes)  # type: ignore[type-var]  # every Spec subclass is a dataclass
 
 
 __all__ = ["Spec", "PositiveFinite", "NonNegativeFinite", "Ge", "Gt", "Le", "Lt", "FLOAT_MAX"]

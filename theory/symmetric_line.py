@@ -131,10 +131,5 @@ def loss_display() -> sp.Expr:
     return margin_loss(u, P)
 
 
-def qk_gap_of_orbit() -> sp.Expr:
-    """The observable ``v`` in orbit coordinates (distinct minus common logit)."""
-    return alpha - beta
-
-
 __all__ = ["LINE_POINT", "LineGeometry", "line_geometry", "line_checks", "loss_on_line", "loss_display",
            "margin_loss", "p_of_v", "attention_on_distinct", "N"]

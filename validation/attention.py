@@ -1,4 +1,4 @@
-r"""Single-layer self-attention with a collapsed or factorized QK and OV circuit.
+r"""Single-layer self-attention with QK and OV circuits of any registered kind (collapsed, factorized, tied).
 
 The layer of MODEL.md, read at the last position (the query) over all positions:
 
@@ -18,24 +18,25 @@ from typing import Iterator
 
 import torch
 from torch import nn
-from theory.parametrization import PARAMETRIZATIONS, Parametrization
+from theory.parametrization import Parametrization
 
 
-
-def circuit_kinds(param: str) -> tuple[bool, bool]:
+def circuit_kinds(param: Parametrization) -> tuple[bool, bool]:
     """``(qk_factorized, ov_factorized)`` of a parametrization name such as ``"FACO"``."""
-    if param not in PARAMETRIZATIONS:
-        raise ValueError(f"parametrization {param!r}: must be one of {', '.join(PARAMETRIZATIONS)}")
-    return Parametrization(param).qk.factorized, Parametrization(param).ov.factorized
+    p = Parametrization(param)  # ValueError naming the registered ones
+    return p.qk.factorized, p.ov.factorized
 
 
 class QKOVAttention(nn.Module):
-    r"""One attention head read at the last position, circuits collapsed or factorized.
+    r"""One attention head read at the last position, each circuit of its parametrization's kind.
+
+    The matrices are the kinds' factors (:mod:`theory.parametrization`: ``W_KQ`` or ``W_K, W_Q`` or the
+    tied ``W_Q``; ``W_OV`` or ``W_O, W_V``), the effective matrices the kinds' products.
 
     Args:
         d_in: input dimension :math:`D` (the vocabulary size for one-hot inputs).
         d_out: output dimension (``K`` classes).
-        param: ``"CACO" | "FACO" | "CAFO" | "FAFO"``.
+        param: a registered parametrization (``"CACO" | "FACO" | "CAFO" | "FAFO" | "TACO" | ...``).
         rank_qk, rank_ov: inner dimensions of the factorized circuits (default ``d_in``).
         scale: multiplier on the scores (e.g. ``1/sqrt(d)``); 1 for MODEL.md.
         init_std: standard deviation of the Gaussian initialisation (0 gives zeros;
@@ -46,61 +47,51 @@ class QKOVAttention(nn.Module):
     ``forward`` returns ``(logits (B, d_out), attention (B, L))``.
     """
 
-    def __init__(self, d_in: int, d_out: int, param: str = "CACO", *, rank_qk: int | None = None,
+    def __init__(self, d_in: int, d_out: int, param: Parametrization = "CACO", *, rank_qk: int | None = None,
                  rank_ov: int | None = None, scale: float = 1.0, init_std: float = 0.0,
                  generator: torch.Generator | None = None, dtype: torch.dtype = torch.float32):
         super().__init__()
-        self.param = param
-        self.qk_factorized, self.ov_factorized = circuit_kinds(param)
+        self.parametrization = Parametrization(param)
+        self.param = str(self.parametrization)
+        self.qk_factorized, self.ov_factorized = self.parametrization.qk.factorized, self.parametrization.ov.factorized
         self.d_in, self.d_out = d_in, d_out
         self.rank_qk = rank_qk or d_in
         self.rank_ov = rank_ov or d_in
         self.scale = scale
-
-        def p(*shape: int) -> nn.Parameter:
-            w = torch.zeros(*shape, dtype=dtype)
-            if init_std > 0:
-                w.normal_(0.0, init_std, generator=generator)
-            return nn.Parameter(w)
-
-        if self.qk_factorized:
-            self.W_K = p(self.rank_qk, d_in)
-            self.W_Q = p(self.rank_qk, d_in)
-        else:
-            self.W_KQ = p(d_in, d_in)
-        if self.ov_factorized:
-            self.W_O = p(d_out, self.rank_ov)
-            self.W_V = p(self.rank_ov, d_in)
-        else:
-            self.W_OV = p(d_out, d_in)
+        for circuit, rank in ((self.parametrization.qk, self.rank_qk), (self.parametrization.ov, self.rank_ov)):
+            for name, shape in zip(circuit.factors, circuit.kind.factor_shapes(circuit.name, d_in, d_out, rank), strict=True):
+                w = torch.zeros(*shape, dtype=dtype)
+                if init_std > 0:
+                    w.normal_(0.0, init_std, generator=generator)
+                setattr(self, name, nn.Parameter(w))
 
     # -- effective (collapsed) matrices -------------------------------------------------
     def effective_qk(self) -> torch.Tensor:
-        r""":math:`W_{KQ}` (``d_in x d_in``), :math:`W_K^\top W_Q` when factorized."""
-        return self.W_K.T @ self.W_Q if self.qk_factorized else self.W_KQ
+        r""":math:`W_{KQ}` (``d_in x d_in``): the QK kind's product (:math:`W_K^\top W_Q`, :math:`W_Q^\top W_Q`, ...)."""
+        return self.parametrization.qk.effective(list(self.qk_parameters()))
 
     def effective_ov(self) -> torch.Tensor:
         r""":math:`W_{OV}` (``d_out x d_in``), :math:`W_O W_V` when factorized."""
-        return self.W_O @ self.W_V if self.ov_factorized else self.W_OV
+        return self.parametrization.ov.effective(list(self.ov_parameters()))
 
     def qk_parameters(self) -> Iterator[nn.Parameter]:
         """The parameters of the QK circuit."""
-        return iter([self.W_K, self.W_Q] if self.qk_factorized else [self.W_KQ])
+        return iter([getattr(self, k) for k in self.parametrization.qk.factors])
 
     def ov_parameters(self) -> Iterator[nn.Parameter]:
         """The parameters of the OV circuit."""
-        return iter([self.W_O, self.W_V] if self.ov_factorized else [self.W_OV])
+        return iter([getattr(self, k) for k in self.parametrization.ov.factors])
 
     # -- forward ------------------------------------------------------------------------
     def scores(self, x: torch.Tensor, query_index: torch.Tensor | None = None) -> torch.Tensor:
         r"""Attention logits :math:`s_j = x_j^\top W_{KQ} x_q \cdot \text{scale}`, shape ``(B, L)``."""
         xq = x[:, -1] if query_index is None else x[torch.arange(x.shape[0]), query_index]
-        if self.qk_factorized:
+        if self.qk_factorized:                         # low rank: never form the D x D product
             keys = x @ self.W_K.T                      # (B, L, r)
             query = xq @ self.W_Q.T                    # (B, r)
             s = torch.einsum("blr,br->bl", keys, query)
         else:
-            s = torch.einsum("bld,de,be->bl", x, self.W_KQ, xq)
+            s = torch.einsum("bld,de,be->bl", x, self.effective_qk(), xq)
         return s * self.scale
 
     def forward(self, x: torch.Tensor, mask: torch.Tensor | None = None,
@@ -113,5 +104,5 @@ class QKOVAttention(nn.Module):
         if self.ov_factorized:
             z = (pooled @ self.W_V.T) @ self.W_O.T
         else:
-            z = pooled @ self.W_OV.T
+            z = pooled @ self.effective_ov().T
         return z, a

@@ -25,6 +25,7 @@ from validation.synthetic.data import population_batch
 from validation.synthetic.models import symmetric_model
 from validation.synthetic.observables import measure
 from validation.synthetic.trainer import batch_loss, make_circuit_optimizer
+from theory.parametrization import Parametrization
 
 
 def max_relative_deviation(measured: np.ndarray, reference: np.ndarray, floor: float = 1e-12) -> float:
@@ -84,7 +85,7 @@ def _theory_rescaling() -> tuple:
     return generated.rho_qk_balanced, generated.rho_ov_balanced
 
 
-def predicted_rescaling(param: str, K: int, M: int, u: float, v: float) -> tuple[float, float]:
+def predicted_rescaling(param: Parametrization, K: int, M: int, u: float, v: float) -> tuple[float, float]:
     r"""Implicit learning-rate factors ``(QK, OV)`` of a balanced factorized circuit on the symmetric line.
 
     Written in collapsed coordinates, the factorized flow is the collapsed flow with
@@ -100,7 +101,7 @@ def predicted_rescaling(param: str, K: int, M: int, u: float, v: float) -> tuple
     return float(fqk), float(fov)
 
 
-def _one_step_rates(param: str, K: int, M: int, u: float, v: float, h: float) -> tuple[float, float]:
+def _one_step_rates(param: Parametrization, K: int, M: int, u: float, v: float, h: float) -> tuple[float, float]:
     model = symmetric_model(param, K, M, u, v)
     before = measure(model, K, M)
     opt = make_circuit_optimizer(model, "gd", eta_ov=1.0, ratio=1.0, dt=h)
@@ -111,7 +112,7 @@ def _one_step_rates(param: str, K: int, M: int, u: float, v: float, h: float) ->
     return (after["v"] - before["v"]) / h, (after["u"] - before["u"]) / h
 
 
-def measured_rescaling(param: str, K: int, M: int, u: float, v: float, h: float = 1e-7) -> tuple[float, float]:
+def measured_rescaling(param: Parametrization, K: int, M: int, u: float, v: float, h: float = 1e-7) -> tuple[float, float]:
     r"""``(QK, OV)`` factors measured by one tiny GD step of ``param`` and of CACO from the same state.
 
     :math:`\dot v_{param} / \dot v_{CACO}` and :math:`\dot u_{param} / \dot u_{CACO}`, each rate a

@@ -14,14 +14,13 @@ Data: ``population`` (the exact MODEL.md population: full batch for ``gd``/``ada
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 from dataclasses import dataclass
 from typing import Annotated, Callable, Literal
 
 import numpy as np
 import torch
 
-from theory.parametrization import PARAMETRIZATIONS, ParamName
+from theory.parametrization import PARAMETRIZATIONS, ParamName, Parametrization
 from theory.spec import Ge, Le, NonNegativeFinite, PositiveFinite, Spec
 from validation.attention import QKOVAttention
 from validation.metrics.attention_mass import relevant_mass
@@ -97,7 +96,7 @@ def _test_observe(model: QKOVAttention, test: Batch) -> dict[str, float]:
             "test_acc": float((logits.argmax(-1) == test.y).double().mean())}
 
 
-def _setup(cfg: SyntheticConfig, param: str, ratio: float
+def _setup(cfg: SyntheticConfig, param: Parametrization, ratio: float
            ) -> tuple[QKOVAttention, Callable[[int], Batch], Batch, Callable[[QKOVAttention], dict[str, float]]]:
     """Model, batch source, held-out test batch and observer for one pair."""
     K, M, dtype = cfg.K, cfg.M, cfg.dtype
@@ -157,13 +156,13 @@ def torch_threads(n: int):
         torch.set_num_threads(old)
 
 
-def run_pair(cfg: SyntheticConfig, param: str, ratio: float, progress: bool | None = None) -> PairRun:
+def run_pair(cfg: SyntheticConfig, param: Parametrization, ratio: float, progress: bool | None = None) -> PairRun:
     """Train one (param, ratio) under ``cfg``; seeded, so reruns are bit-identical on CPU."""
     with torch_threads(1):
         return _run_pair(cfg, param, ratio, progress)
 
 
-def _run_pair(cfg: SyntheticConfig, param: str, ratio: float, progress: bool | None) -> PairRun:
+def _run_pair(cfg: SyntheticConfig, param: Parametrization, ratio: float, progress: bool | None) -> PairRun:
     torch.manual_seed(cfg.seed)
     model, next_batch, test, observe = _setup(cfg, param, ratio)
     opt = make_circuit_optimizer(model, cfg.optimizer, eta_ov=cfg.eta_ov, ratio=ratio, dt=cfg.dt,

@@ -135,7 +135,7 @@ def attention_split_figure(summary: dict[str, Any]):
         h = np.array([s["final"][part]["mean"] for s in sets], dtype=float)
         ax.bar(x, h, bottom=bottom, color=SPLIT_COLORS[part], label=SPLIT_LABELS[part], width=0.6,
                edgecolor="white", lw=0.5)
-        for xi, b, hi in zip(x, bottom, h):
+        for xi, b, hi in zip(x, bottom, h, strict=False):
             if hi >= 0.04:
                 ax.text(xi, b + hi / 2, f"{hi:.2f}", ha="center", va="center", fontsize=7)
         if part == "distinct":
@@ -151,7 +151,7 @@ def attention_split_figure(summary: dict[str, Any]):
     ax.set_title(f"{summary['param']}: where the attention goes\n(dotted: uniform attention on distinct tokens)", fontsize=8)
     ax.legend(fontsize=6, loc="upper center", bbox_to_anchor=(0.5, -0.3), ncol=2, frameon=False)
     steps = np.asarray(summary["steps"], dtype=float)
-    for s, c in zip(sets, OKABE_ITO):
+    for s, c in zip(sets, OKABE_ITO, strict=False):
         ax2.plot(steps, s["curve"]["distinct"], color=c, label=f"{s['name']}: distinct attention")
         ax2.plot(steps, s["curve"]["p_true"], color=c, ls="--", label=f"{s['name']}: p(true token)")
     ax2.set_xlabel("SGD step")

@@ -18,7 +18,7 @@ from simulation.model_matrices import symmetric_ov
 from validation.attention import QKOVAttention
 
 
-def symmetric_model(param: str, K: int, M: int, u0: float, v0: float, *, rank_qk: int | None = None,
+def symmetric_model(param: Parametrization, K: int, M: int, u0: float, v0: float, *, rank_qk: int | None = None,
                     rank_ov: int | None = None, ov_basis: str = "svd",
                     dtype: torch.dtype = torch.float64) -> QKOVAttention:
     r"""Model on MODEL.md's symmetric set at effective ``(u0, v0)``; ``d_in = K+M+1``, ``d_out = K``.
@@ -47,7 +47,7 @@ def symmetric_model(param: str, K: int, M: int, u0: float, v0: float, *, rank_qk
     return model
 
 
-def random_model(param: str, d_in: int, d_out: int, init_std: float, seed: int, *,
+def random_model(param: Parametrization, d_in: int, d_out: int, init_std: float, seed: int, *,
                  rank_qk: int | None = None, rank_ov: int | None = None, scale: float = 1.0,
                  dtype: torch.dtype = torch.float64) -> QKOVAttention:
     """Model with i.i.d. Gaussian parameters of standard deviation ``init_std`` (seeded)."""

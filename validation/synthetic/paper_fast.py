@@ -25,12 +25,12 @@ from dataclasses import dataclass, field
 import numpy as np
 import torch
 
-from theory.parametrization import Parametrization
+from theory.parametrization import PARAMETRIZATIONS, Parametrization
 from torch.nn import functional as F
 
 from validation.synthetic import paper_preset as pp
 
-PARAMS = ("CACO", "FACO", "CAFO", "FAFO")
+PARAMS = PARAMETRIZATIONS
 DTAP_EDGES = np.linspace(0.0, 1.0, 6)   # the notebooks' synthetic bins 0, 0.2, ..., 1
 
 
@@ -49,17 +49,17 @@ class PaperRunResult:
     state: dict = field(default_factory=dict)                     # parameters + data generators, for resume
 
 
-def _init(param: str, n: int) -> dict[str, torch.Tensor]:
+def _init(param: Parametrization, n: int) -> dict[str, torch.Tensor]:
     eye = pp.INIT_SCALE * torch.eye(pp.VOCAB).expand(n, -1, -1).clone()
-    names = (["W_K", "W_Q"] if Parametrization(param).qk.factorized else ["W_KQ"]) + (["W_O", "W_V"] if Parametrization(param).ov.factorized else ["W_OV"])
+    p = Parametrization(param)
+    names = p.qk.factors + p.ov.factors
     return {k: eye.clone().requires_grad_(True) for k in names}
 
 
-def effective(param: str, w: dict[str, torch.Tensor]) -> tuple[torch.Tensor, torch.Tensor]:
+def effective(param: Parametrization, w: dict[str, torch.Tensor]) -> tuple[torch.Tensor, torch.Tensor]:
     """``(W_KQ, W_OV)`` of every model, shapes ``(n, 50, 50)``."""
-    wkq = w["W_K"].transpose(1, 2) @ w["W_Q"] if Parametrization(param).qk.factorized else w["W_KQ"]
-    wov = w["W_O"] @ w["W_V"] if Parametrization(param).ov.factorized else w["W_OV"]
-    return wkq, wov
+    p = Parametrization(param)
+    return p.qk.effective([w[k] for k in p.qk.factors]), p.ov.effective([w[k] for k in p.ov.factors])
 
 
 def forward(wkq: torch.Tensor, wov: torch.Tensor, ids: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
@@ -89,7 +89,7 @@ def dtap(mass: np.ndarray, p_true: np.ndarray) -> np.ndarray:
     return 100.0 * h / max(len(mass), 1)
 
 
-def train_paper(param: str, settings: list[tuple[float, float]], seeds: list[int], steps: int, *,
+def train_paper(param: Parametrization, settings: list[tuple[float, float]], seeds: list[int], steps: int, *,
                 batch_size: int = 32, log_every: int = 1000, test_size: int = 2000, chunk: int = 500,
                 threads: int | None = None, resume: dict | None = None) -> PaperRunResult:
     """SGD of ``len(settings) * len(seeds)`` paper models (model ``k = s * len(seeds) + j``) in one stack.
@@ -109,7 +109,7 @@ def train_paper(param: str, settings: list[tuple[float, float]], seeds: list[int
     qk_names = {"W_KQ", "W_K", "W_Q"}
     data = [pp.PaperData(s, batch_size=batch_size) for s in seeds]
     if resume is not None:
-        for d, g in zip(data, resume["gens"]):
+        for d, g in zip(data, resume["gens"], strict=False):
             d.gen.set_state(g)
     tests = [pp.PaperData(s + 10_000).token_ids(test_size) for s in seeds]
     test_ids = torch.stack([tests[k % n_seeds][0] for k in range(n)])
@@ -151,7 +151,7 @@ def train_paper(param: str, settings: list[tuple[float, float]], seeds: list[int
         loss = F.cross_entropy(z.reshape(-1, pp.VOCAB), y.reshape(-1), reduction="sum") / batch_size
         grads = torch.autograd.grad(loss, list(w.values()))
         with torch.no_grad():
-            for (name, p), g in zip(w.items(), grads):
+            for (name, p), g in zip(w.items(), grads, strict=False):
                 lr = lr_qk if name in qk_names else lr_ov
                 p.sub_(lr.view(-1, 1, 1) * g)
         if step % log_every == 0 or step == first + steps:
@@ -191,16 +191,3 @@ def dtap_panels_figure(results: list[PaperRunResult], setting_names: tuple[str, 
             ax.set_ylabel("p(true token)", fontsize=7)
     fig.tight_layout()
     return fig
-
-
-def plot_dtap_panels(results: list[PaperRunResult], out_stem, setting_names: tuple[str, ...] = ("equal rates", "faster QK")):
-    """:func:`dtap_panels_figure` written as ``out_stem``.png and .svg; returns the paths."""
-    from pathlib import Path
-
-    fig = dtap_panels_figure(results, setting_names)
-    stem = Path(out_stem)
-    stem.parent.mkdir(parents=True, exist_ok=True)
-    paths = [stem.with_suffix(".png"), stem.with_suffix(".svg")]
-    for p in paths:
-        fig.savefig(p, dpi=120)
-    return paths

@@ -18,6 +18,7 @@ import torch
 
 from validation.attention import QKOVAttention
 from validation.synthetic.data import Batch
+from theory.parametrization import Parametrization
 
 VOCAB = 50
 N_COMMON = 10
@@ -61,7 +62,7 @@ class PaperData:
         return Batch(x=self.eye[ids], y=torch.as_tensor(LABEL_IDS)[cls], mask=None, relevant=ids >= N_COMMON)
 
 
-def paper_model(param: str, dtype: torch.dtype = torch.float32) -> QKOVAttention:
+def paper_model(param: Parametrization, dtype: torch.dtype = torch.float32) -> QKOVAttention:
     """The paper's model: 50 -> 50 outputs, all factors (or collapsed matrices) at ``1e-6 * I``, scale ``1/sqrt(50)``."""
     model = QKOVAttention(VOCAB, VOCAB, param, rank_qk=VOCAB, rank_ov=VOCAB, scale=SCALE, dtype=dtype)
     with torch.no_grad():

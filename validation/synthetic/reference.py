@@ -17,6 +17,7 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
+from theory.parametrization import Parametrization
 
 ODE_TOLERANCE_CONSTANT = 0.5
 """``C`` in the tolerance :math:`C\\,\\eta_{OV}\\,dt\\,\\max(1, \\text{ratio})` of u, v and 1 - p."""
@@ -27,7 +28,7 @@ def ode_tolerance(dt: float, eta_ov: float, ratio: float) -> float:
     return ODE_TOLERANCE_CONSTANT * eta_ov * dt * max(1.0, ratio)
 
 
-def reference_trajectory(param: str, K: int, M: int, eta_qk: float, eta_ov: float, u0: float, v0: float,
+def reference_trajectory(param: Parametrization, K: int, M: int, eta_qk: float, eta_ov: float, u0: float, v0: float,
                          t_eval: np.ndarray) -> Any | None:
     """The reduced ODE solution at ``t_eval`` (fields ``t, u, v, p, loss``), or None without :mod:`simulation.reduced`."""
     try:

@@ -63,7 +63,7 @@ def pair_summary(cfg: SyntheticConfig, run: PairRun) -> tuple[dict[str, Any], An
         out["spread"] = {"max_abs_u": float(L["u_spread"].max()), "max_abs_v": float(L["v_spread"].max()),
                          "final_rel_u": float(rel_u[-1]), "final_rel_v": float(rel_v[-1]),
                          "t_reach_symmetric": float(L["t"][on[0]]) if on.size else None}
-        out["p_at_loss"] = {f"{lev:g}": _f(x) for lev, x in zip(LOSS_LEVELS, values_at_loss(L, LOSS_LEVELS, "p"))}
+        out["p_at_loss"] = {f"{lev:g}": _f(x) for lev, x in zip(LOSS_LEVELS, values_at_loss(L, LOSS_LEVELS, "p"), strict=False)}
     hist = dtap_histogram(run.mass, run.p_true, SYNTH_EDGES)
     out["dtap"] = {"edges": list(SYNTH_EDGES), "hist_percent": hist.round(3).tolist(),
                    "mean_mass": float(run.mass.mean()), "mean_p_true": float(run.p_true.mean()),
@@ -139,7 +139,7 @@ def theory_vs_training_figure(cfg: SyntheticConfig, runs: list[PairRun], trajs: 
             inner = outer[row, col].subgridspec(2, 1, height_ratios=[2.2, 1], hspace=0.06)
             top = fig.add_subplot(inner[0])
             axes[(prm, col)] = (top, fig.add_subplot(inner[1], sharex=top))
-    for run, traj in zip(runs, trajs):
+    for run, traj in zip(runs, trajs, strict=False):
         L = run.log
         t = np.asarray(L["t"], dtype=float)
         m = t > 0
@@ -205,7 +205,7 @@ def dtap_grid_figure(cfg: SyntheticConfig, runs: list[PairRun], summaries: list[
     ratios = list(cfg.ratios)
     fig = Figure(figsize=(4.2 * len(ratios), 3.4 * len(params)))
     axes = fig.subplots(len(params), len(ratios), squeeze=False)
-    for run, s in zip(runs, summaries):
+    for run, s in zip(runs, summaries, strict=False):
         ax = axes[params.index(run.param), ratios.index(run.ratio)]
         plot_dtap(np.asarray(s["dtap"]["hist_percent"]), SYNTH_EDGES, ax=ax,
                   title=f"{run.param}, eta_QK/eta_OV = {run.ratio:g}")
@@ -229,7 +229,7 @@ def write_run(cfg: SyntheticConfig, runs: list[PairRun], run: Any) -> dict[str, 
                "wall_s": sum(r.wall_s for r in runs)}
     run.write_json("metrics.json", metrics)
     arrays = {f"{r.param}_r{r.ratio:g}_{k}": v for r in runs for k, v in r.log.items()}
-    for r, t in zip(runs, trajs):
+    for r, t in zip(runs, trajs, strict=False):
         if t is not None:
             for k in ("u", "v", "p", "loss"):
                 arrays[f"{r.param}_r{r.ratio:g}_ode_{k}"] = np.asarray(getattr(t, k))
@@ -237,7 +237,7 @@ def write_run(cfg: SyntheticConfig, runs: list[PairRun], run: Any) -> dict[str, 
     run.write_arrays("dtap.npz", **{f"{r.param}_r{r.ratio:g}_{k}": getattr(r, k)
                                     for r in runs for k in ("mass", "p_true", "correct")})
     if "u" in runs[0].log:
-        curves = [t if t is not None else theory_curves(cfg, r) for r, t in zip(runs, trajs)]
+        curves = [t if t is not None else theory_curves(cfg, r) for r, t in zip(runs, trajs, strict=False)]
         run.write_figure("theory_vs_training", theory_vs_training_figure(cfg, runs, curves))
     run.write_figure("attention_vs_loss", attention_vs_loss_figure(cfg, runs))
     run.write_figure("dtap_heatmaps", dtap_grid_figure(cfg, runs, summaries))

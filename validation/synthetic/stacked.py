@@ -24,6 +24,7 @@ from torch.nn import functional as F
 from validation.synthetic.data import population_batch
 from validation.synthetic.models import random_model
 from validation.synthetic.trainer import make_circuit_optimizer
+from theory.parametrization import Parametrization
 
 
 @dataclass(frozen=True)
@@ -35,12 +36,12 @@ class StackedResult:
     wall_s: float
 
 
-def _initial_models(param: str, K: int, M: int, seeds: list[int], init_std: float, dtype: torch.dtype):
+def _initial_models(param: Parametrization, K: int, M: int, seeds: list[int], init_std: float, dtype: torch.dtype):
     D = K + M + 1
     return [random_model(param, D, K, init_std, s, rank_qk=D, rank_ov=D, dtype=dtype) for s in seeds]
 
 
-def train_stacked(param: str, K: int, M: int, ratios: list[float], seeds: list[int], steps: int, *,
+def train_stacked(param: Parametrization, K: int, M: int, ratios: list[float], seeds: list[int], steps: int, *,
                   eta_ov: float = 1.0, dt: float = 0.05, init_std: float = 0.1,
                   dtype: torch.dtype = torch.float64) -> StackedResult:
     """Full-batch GD of ``len(ratios) * len(seeds)`` models (model ``i = r * len(seeds) + s``) in one stack."""
@@ -68,7 +69,7 @@ def train_stacked(param: str, K: int, M: int, ratios: list[float], seeds: list[i
     return StackedResult(params=params, losses=losses, wall_s=time.perf_counter() - start)
 
 
-def train_loop(param: str, K: int, M: int, ratios: list[float], seeds: list[int], steps: int, *,
+def train_loop(param: Parametrization, K: int, M: int, ratios: list[float], seeds: list[int], steps: int, *,
                eta_ov: float = 1.0, dt: float = 0.05, init_std: float = 0.1,
                dtype: torch.dtype = torch.float64) -> StackedResult:
     """The same models as :func:`train_stacked`, trained one after another with :class:`torch.optim.SGD`."""
