@@ -424,6 +424,12 @@ def orbit_sizes_FAFO(K, M):
     return (K, _x0, K, _x0, K*M, K, K, M, 1, 1)
 
 
+def log_residual_of_v(v, M):
+    """log(1 - p) on MODEL.md's line, log(M+1) - logaddexp(v, log(M+1))."""
+    _x0 = numpy.log(M + 1)
+    return _x0 - numpy.logaddexp(_x0, v)
+
+
 ORBIT_NAMES = {
     'CACO': ('A', 'B', 'C', 'E', 'alpha', 'beta', 'gamma'),
     'FACO': ('A', 'B', 'C', 'E', 'Kd', 'Kc', 'Kq', 'Qq'),

@@ -7,7 +7,7 @@ Generated per parametrization ``P``:
 
 * ``orbit_grad_P(*w, K, M) -> tuple``: per-entry gradients :math:`g_o` of every orbit;
 * ``orbit_obs_P(*w, K, M) -> (u, v, p, 1 - p, loss)``;
-* ``orbit_init_P(u_0, v_0, K) -> w``: MODEL.md's start;
+* ``orbit_init_P(u_0, v_0, K) -> w``: MODEL.md's start; ``log_residual_of_v(v, M)`` on the line;
 
 and the tables ``ORBIT_NAMES`` (orbit names), ``ORBIT_PARAMS`` (the parameter of each orbit),
 ``ORBIT_CIRCUITS`` (``"OV"``/``"QK"``), ``ORBIT_GRAD``, ``ORBIT_OBS``, ``ORBIT_INIT`` and
@@ -81,6 +81,11 @@ def render_module(params: Sequence[str] = PARAMETRIZATIONS) -> str:
         for key, prefix in (("ORBIT_GRAD", "orbit_grad"), ("ORBIT_OBS", "orbit_obs"), ("ORBIT_INIT", "orbit_init"),
                             ("ORBIT_SIZES", "orbit_sizes")):
             tables[key].append(f"    {param!r}: {prefix}_{param},")
+    from theory.optimizer_orbits import log_residual_on_line
+    from theory.symbols import M, v
+
+    blocks.append(_render(Function("log_residual_of_v", (v, M), (log_residual_on_line(),),
+                                   "log(1 - p) on MODEL.md's line, log(M+1) - logaddexp(v, log(M+1)).", vector=False)))
     for name, rows in tables.items():
         blocks.append(f"{name} = {{\n" + "\n".join(rows) + "\n}")
     return "\n\n\n".join(blocks) + "\n"

@@ -163,6 +163,26 @@ def initial_values(param: str) -> tuple[sp.Expr, ...]:
     return tuple(vals.get(o.name, sp.Integer(0)) for o in orbits(param))
 
 
+def log_residual_on_line() -> sp.Expr:
+    r""":math:`\log(1-p) = \log(M+1) - \operatorname{logaddexp}(v, \log(M+1))` on MODEL.md's line (no underflow)."""
+    from sympy.codegen.numpy_nodes import logaddexp
+
+    from theory.symbols import v
+    return sp.log(M + 1) - logaddexp(v, sp.log(M + 1))
+
+
+@cache
+def line_checks() -> tuple[Check, ...]:
+    """``exp(log_residual_on_line) = 1 - p(v)`` (:func:`theory.symmetric_line.p_of_v`)."""
+    from theory.symbols import v
+    from theory.symmetric_line import p_of_v
+    lr = log_residual_on_line()
+    explicit = lr.replace(lambda e: e.func.__name__ == "logaddexp",
+                          lambda e: sp.log(sp.exp(e.args[0]) + sp.exp(e.args[1])))
+    return (identity_check("log-residual-on-line", r"\log(1-p) = \log(M+1) - \log(e^v + M + 1)",
+                           sp.exp(explicit), 1 - p_of_v()),)
+
+
 @cache
 def orbit_checks(param: str) -> tuple[Check, ...]:
     """Exact checks: sizes partition each parameter; collapsed entry gradients equal :mod:`theory.orbit_gradient`'s;
@@ -193,7 +213,7 @@ __all__ = [
     "Orbit",
     "collapsed_orbit_values",
     "entry_gradients",
-    "initial_values",
+    "initial_values", "line_checks", "log_residual_on_line",
     "observables",
     "orbit_checks",
     "orbits",
