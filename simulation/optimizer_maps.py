@@ -168,29 +168,37 @@ class OrbitRun:
                 "loss": self.loss.tolist()}
 
 
-def run_orbit_map(param: str, spec: OptimizerSpec, *, K: int, M: int, eta_qk: float, eta_ov: float, dt: float,
-                  steps: int, u0: float, v0: float, record: np.ndarray | None = None) -> OrbitRun:
-    """Run ``steps`` steps of ``spec`` on the orbit values from MODEL.md's start; record at the step numbers
-    ``record`` (default every step, 0 included)."""
+def iterate_orbit_map(param: str, spec: OptimizerSpec, *, K: int, M: int, eta_qk: float, eta_ov: float, dt: float,
+                      steps: int, u0: float, v0: float):
+    """Yield ``(n, w, state)`` for ``n = 0..steps``: orbit values ``w (n_orbits,)`` and buffers ``{name: (n_orbits,)}``
+    after step ``n`` (``n = 0``: MODEL.md's start, zero buffers). The arrays yielded are fresh each step."""
     param = str(Parametrization(param))
     if steps < 0:
         raise ValueError(f"steps {steps}: must be >= 0")
-    rec = np.arange(steps + 1) if record is None else np.asarray(record, dtype=int)
     w = np.asarray(gen.ORBIT_INIT[param](u0, v0, K), dtype=np.float64)
     lr = orbit_lr(param, eta_qk, eta_ov, dt)
     opt = spec.optimizer
     st = {b: np.zeros_like(w) for b in opt.buffers}
     grad = gen.ORBIT_GRAD[param]
-    want = set(rec.tolist())
-    ws, idx = [], []
-    if 0 in want:
-        ws.append(w.copy()); idx.append(0)
+    yield 0, w, st
     for n in range(1, steps + 1):
         g = np.asarray(grad(*w, K, M), dtype=np.float64)
         w, st = opt.step(w, g, st, lr, spec, n)
+        yield n, w, st
+
+
+def run_orbit_map(param: str, spec: OptimizerSpec, *, K: int, M: int, eta_qk: float, eta_ov: float, dt: float,
+                  steps: int, u0: float, v0: float, record: np.ndarray | None = None) -> OrbitRun:
+    """Run ``steps`` steps of ``spec`` on the orbit values from MODEL.md's start; record at the step numbers
+    ``record`` (default every step, 0 included)."""
+    param = str(Parametrization(param))
+    want = set((np.arange(steps + 1) if record is None else np.asarray(record, dtype=int)).tolist())
+    ws, idx = [], []
+    for n, w, _ in iterate_orbit_map(param, spec, K=K, M=M, eta_qk=eta_qk, eta_ov=eta_ov, dt=dt, steps=steps,
+                                     u0=u0, v0=v0):
         if n in want:
-            ws.append(w.copy()); idx.append(n)
-    W = np.array(ws).reshape(len(ws), w.size)
+            ws.append(w); idx.append(n)
+    W = np.array(ws).reshape(len(ws), -1)
     obs = np.array([gen.ORBIT_OBS[param](*x, K, M) for x in W]).reshape(len(ws), 5)
     steps_arr = np.asarray(idx)
     return OrbitRun(param, spec.as_json(), tuple(gen.ORBIT_NAMES[param]), steps_arr * dt, steps_arr, W,
@@ -282,7 +290,7 @@ def symmetric_distance(param: str, mats: dict[str, np.ndarray], K: int, M: int) 
     return (num / den) ** 0.5 if den > 0 else 0.0
 
 
-__all__ = [
+__all__ = ["iterate_orbit_map", 
     "OPTIMIZERS",
     "PARAM_SHAPES",
     "Optimizer",
