@@ -327,3 +327,70 @@ def eps_sweep(param: str = "CACO", ratio: float = 3.0, eps_values: tuple[float, 
                     "g_qk": gmin["qk"], "g_ov": gmin["ov"], "loss": obs["loss"],
                     "residual": measured_state(model, K, M)["residual"]})
     return out
+
+
+# ---- any element-wise optimizer from the symmetric start: measured against its reduced map at matched loss ------
+
+def crossing(loss: np.ndarray, y: np.ndarray, level: float) -> float | None:
+    """``y`` where ``loss`` first falls to ``level`` (log-log interpolation between the two logged points), or None."""
+    loss, y = np.asarray(loss, float), np.asarray(y, float)
+    hit = np.flatnonzero(loss <= level)
+    if not hit.size or hit[0] == 0:
+        return float(y[0]) if hit.size and loss[0] == level else None
+    i = hit[0]
+    x0, x1 = np.log(loss[i - 1]), np.log(loss[i])
+    f = (np.log(level) - x0) / (x1 - x0) if x1 != x0 else 1.0
+    if y[i - 1] > 0 and y[i] > 0:
+        return float(np.exp(np.log(y[i - 1]) + f * (np.log(y[i]) - np.log(y[i - 1]))))
+    return float(y[i - 1] + f * (y[i] - y[i - 1]))
+
+
+def optimizer_matched_loss(param: str, ratios: tuple[float, ...], *, optimizer: str = "adam",
+                           betas: tuple[float, float] = (0.9, 0.999), eps: float = 1e-8, weight_decay: float = 0.0,
+                           K: int = 4, M: int = 8, dt: float = 0.01, steps: int = 1000, n_levels: int = 5,
+                           u0: float = 0.5, v0: float = 0.5, stability_steps: int = 40) -> dict:
+    r"""Train the full matrices from the symmetric start under ``optimizer`` at each ratio and compare, at matched
+    losses, the **measured** residual :math:`1-p` with the exact reduced map of the same optimizer
+    (:func:`simulation.optimizer_maps.run_orbit_map`) and with gradient flow (:func:`simulation.reduced.integrate`),
+    beside the measured distance from the symmetric set; plus the transverse prediction
+    (:func:`simulation.transverse.transverse_growth` over ``stability_steps``) of whether the run leaves the set.
+
+    Levels: ``n_levels`` log-spaced losses inside every run's range. Returns ``{"levels", "pairs": [{param, ratio,
+    measured, distance, reduced, flow (lists over levels, None where not reached), predicted_departure_step, ftle,
+    measured_departure_step}]}``.
+    """
+    from simulation.optimizer_maps import OptimizerSpec, run_orbit_map
+    from simulation.reduced import integrate
+    from simulation.transverse import predicted_departure_step, transverse_growth
+
+    name = {"adamw": "adamw", "adam": "adamw" if weight_decay else "adam", "momentum": "momentum", "gd": "gd"}[optimizer]
+    spec = OptimizerSpec(name, betas[0], betas[1], eps, weight_decay)
+    log_every = max(1, steps // 200)
+    runs = []
+    for r in ratios:
+        tr = train_symmetric(param, r, optimizer=optimizer, eps=eps, betas=betas, K=K, M=M, u0=u0, v0=v0, dt=dt,
+                             steps=steps, log_every=log_every, weight_decay=weight_decay, momentum=betas[0])
+        red = run_orbit_map(param, spec, K=K, M=M, eta_qk=r, eta_ov=1.0, dt=dt, steps=steps, u0=u0, v0=v0,
+                            record=np.arange(0, steps + 1, log_every))
+        flow = integrate(param, K, M, r, 1.0, u0, v0, np.geomspace(1e-3, 1e7, 400))
+        st = transverse_growth(param, spec, K=K, M=M, eta_qk=r, eta_ov=1.0, dt=dt, steps=min(stability_steps, steps),
+                               u0=u0, v0=v0)
+        runs.append((r, tr, red, flow, st))
+    hi = min(float(tr.cols["loss"][0]) for _, tr, *_ in runs)
+    lo = max(float(np.min(tr.cols["loss"])) for _, tr, *_ in runs)
+    levels = [float(x) for x in np.geomspace(hi, lo, n_levels + 2)[1:-1]] if lo < hi else []
+    pairs = []
+    for r, tr, red, flow, st in runs:
+        c = tr.cols
+        off = np.flatnonzero(c["set_distance"] > 1e-6)
+        pairs.append({"param": param, "ratio": r,
+                      "measured": [crossing(c["loss"], c["residual"], L) for L in levels],
+                      "distance": [crossing(c["loss"], c["set_distance"], L) for L in levels],
+                      "v_spread": [crossing(c["loss"], c["v_spread"], L) for L in levels],
+                      "reduced": [crossing(red.loss, red.residual, L) for L in levels],
+                      "flow": [crossing(flow.loss, flow.residual, L) for L in levels],
+                      "final_loss": float(c["loss"][-1]), "final_measured": float(c["residual"][-1]),
+                      "final_distance": float(c["set_distance"][-1]),
+                      "ftle_per_step": st.ftle, "predicted_departure_step": predicted_departure_step(st),
+                      "measured_departure_step": int(c["t"][off[0]] / dt + 0.5) if off.size else None})
+    return {"optimizer": spec.as_json(), "K": K, "M": M, "dt": dt, "steps": steps, "levels": levels, "pairs": pairs}
