@@ -48,7 +48,7 @@ from functools import lru_cache
 
 import sympy as sp
 
-from theory.parametrization import Parametrization
+from theory.parametrization import PARAMETRIZATIONS, Parametrization
 from theory.checks import SYMBOLIC, Check, identity_check, limit_check
 from theory.orbit_gradient import ORBIT_SIZES
 from theory.reduced import balanced_initial_state, reduced_system
@@ -58,7 +58,7 @@ from theory.symmetric_line import line_geometry, margin_loss, p_of_v
 eps_adam = sp.Symbol("epsilon", positive=True)
 r"""Adam's :math:`\varepsilon`."""
 
-PARAMS = ("CACO", "FACO", "CAFO", "FAFO")
+PARAMS = PARAMETRIZATIONS
 
 # Region where the signs of the gradient are fixed: K = k2 + 2, M = m1 + 1, p = 1/(1+q_p), b = c + w_p.
 _k2, _m1 = sp.symbols("k_2 m_1", nonnegative=True)

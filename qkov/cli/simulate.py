@@ -20,6 +20,8 @@ METHODS = ("reduced", "full-gd", "full-rk4", "paper-rk4")
 
 def run_simulation(cfg: SimulateConfig) -> list:
     """The trajectories of one config (:func:`simulation.solve` per parametrization)."""
+    if cfg.optimizer != "flow":
+        return run_optimizer_map(cfg)
     from simulation import solve
 
     options = {} if cfg.method == "reduced" else {"dt": cfg.dt}
@@ -29,8 +31,44 @@ def run_simulation(cfg: SimulateConfig) -> list:
                   method=cfg.method, **options) for p in cfg.params]
 
 
+def run_optimizer_map(cfg: SimulateConfig) -> list:
+    """``--optimizer``: the exact reduced map of that optimizer (:func:`simulation.optimizer_maps.simulate_optimizer`)."""
+    from simulation.optimizer_maps import simulate_optimizer
+
+    return [simulate_optimizer(p, K=cfg.K, M=cfg.M, eta_qk=cfg.eta_qk, eta_ov=cfg.eta_ov, u0=cfg.u0, v0=cfg.v0,
+                               t=cfg.t, dt=cfg.dt, optimizer=cfg.optimizer, beta1=cfg.beta1, beta2=cfg.beta2,
+                               eps=cfg.eps, weight_decay=cfg.weight_decay) for p in cfg.params]
+
+
+OPTIMIZER_CHOICES = ("flow", "gd", "momentum", "nesterov", "adam", "adamw", "sign")
+
+
+def optimizer_options(fn):
+    """``--optimizer --beta1 --beta2 --eps --weight-decay --lr`` (issue 23: reduced optimizer maps)."""
+    opts = [
+        click.option("--optimizer", type=Choice(OPTIMIZER_CHOICES), default="flow", show_default=True,
+                     help="flow (the reduced ODE) or the exact reduced map of an element-wise optimizer, steps of "
+                          "eta * dt (gd, momentum, nesterov, adam, adamw, sign)."),
+        click.option("--beta1", type=Number(0.0, 1.0), default=0.9, show_default=True,
+                     help="Adam's beta1, or the momentum coefficient."),
+        click.option("--beta2", type=Number(0.0, 1.0), default=0.999, show_default=True,
+                     help="Adam's beta2."),
+        click.option("--eps", type=Number(0.0, 1e3, lo_open=True), default=1e-8, show_default=True,
+                     help="Adam's eps."),
+        click.option("--weight-decay", type=Number(0.0, 1e3), default=0.0, show_default=True,
+                     help="Weight decay (decoupled for adamw and sign, L2 otherwise)."),
+        click.option("--lr", type=Number(0.0, 1e3, lo_open=True), default=None,
+                     help="OV learning rate per step (QK: lr * eta_QK/eta_OV); sets dt = lr/eta_OV."),
+    ]
+    for o in reversed(opts):
+        fn = o(fn)
+    return fn
+
+
 def _table(cfg: SimulateConfig, runs) -> str:
     where = "reduced flow" if cfg.method == "reduced" else f"{cfg.method}, dt = {cfg.dt:g}"
+    if cfg.optimizer != "flow":
+        where = f"reduced {cfg.optimizer} map, dt = {cfg.dt:g}"
     lines = []
     for r in runs:
         lines.append(f"{r.param}  ({where})")
@@ -121,10 +159,15 @@ def write_simulation(cfg: SimulateConfig, runs, out: Path, *, plots: bool) -> Pa
 @click.option("--save", is_flag=True, help="Write the run to OUT/runs/simulate-<key>/ (runs.json, trajectories.npz).")
 @click.option("--plot", is_flag=True, help="Also write figures (PNG + SVG) into that run directory (implies --save).")
 @out_option()
-def simulate(params, K, M, eta_qk, eta_ov, u0, v0, t, method, dt, init, scale, seed, laws, as_json, save, plot, out):
+@optimizer_options
+def simulate(params, K, M, eta_qk, eta_ov, u0, v0, t, method, dt, init, scale, seed, laws, as_json, save, plot, out,
+             optimizer, beta1, beta2, eps, weight_decay, lr):
     """Integrate the derived flows (reduced ODE or full matrices) and print u, v, p, loss."""
     cfg = parse_simulate_config(params=params, K=K, M=M, eta_qk=eta_qk, eta_ov=eta_ov, u0=u0, v0=v0, t=t,
-                                method=method, dt=dt, init=init, scale=scale, seed=seed)
+                                method=method, dt=dt, init=init, scale=scale, seed=seed, optimizer=optimizer,
+                                beta1=beta1, beta2=beta2, eps=eps, weight_decay=weight_decay, lr=lr)
+    if laws and cfg.optimizer != "flow":
+        raise field_error("laws", "on", "the laws are gradient flow's: drop --optimizer")
     if laws and cfg.method != "reduced":
         raise field_error("laws", cfg.method, "the laws are compared with the reduced flow: use --method reduced")
     start = time.perf_counter()

@@ -40,12 +40,57 @@ def build_config(params, ratios, data: str, optimizer: str, steps: int | None, d
     return parse_config(SyntheticConfig, **values)
 
 
+OPTIMIZER_MAP_CHOICES = ("adam", "momentum")
+"""Optimizers judged against their exact reduced map (:func:`validation.synthetic.adam_compare.optimizer_matched_loss`)."""
+
+
+def _betas(text: str) -> tuple[float, float]:
+    try:
+        b = tuple(float(x) for x in text.split(","))
+    except ValueError:
+        b = ()
+    if len(b) != 2 or not all(0.0 <= x < 1.0 for x in b):
+        raise field_error("betas", text, "must be two numbers B1,B2, each in [0, 1)")
+    return b  # type: ignore[return-value]
+
+
+def optimizer_map_run(params, ratios, data, optimizer, steps, dt, init, seed, K, M, as_json, out, betas, eps,
+                      weight_decay) -> None:
+    """``--optimizer adam|momentum``: measured 1-p and set distance at matched loss against the reduced map."""
+    if data != "population":
+        raise field_error("data", data, f"--optimizer {optimizer} trains MODEL.md's population: use population")
+    if init not in (None, "symmetric"):
+        raise field_error("init", init, f"--optimizer {optimizer} starts on the symmetric set: use symmetric")
+    from validation.synthetic.adam_compare import optimizer_matched_loss
+
+    steps = 1000 if steps is None else steps
+    dt = 0.01 if dt is None else dt
+    config = {"params": list(params), "ratios": list(ratios), "optimizer": optimizer, "betas": list(betas),
+              "eps": eps, "weight_decay": weight_decay, "steps": steps, "dt": dt, "K": K, "M": M, "seed": seed}
+    run_dir = run_dir_for(out, "synthetic-optimizer", config)
+    with results_lock(out, "qkov validate synthetic"):
+        res = [optimizer_matched_loss(p, tuple(ratios), optimizer=optimizer, betas=betas, eps=eps,
+                                      weight_decay=weight_decay, K=K, M=M, dt=dt, steps=steps) for p in params]
+        with RunWriter(run_dir, kind="synthetic-optimizer", config=config, seed=seed) as run:
+            run.write_json("metrics.json", {"config": config, "runs": res})
+    if as_json:
+        click.echo(json.dumps({"run_dir": str(run_dir), "runs": res}, indent=2, default=float))
+    else:
+        for r in res:
+            for p in r["pairs"]:
+                click.echo(f"{p['param']} r={p['ratio']:g}: measured 1-p {p['measured']} (reduced {p['reduced']}), "
+                           f"set distance {p['distance']} at losses {r['levels']}")
+        click.echo(f"results: {run_dir.resolve()}")
+
+
 @click.command(context_settings=CONTEXT_SETTINGS)
 @param_option()
 @ratios_option("1,3,10")
 @click.option("--data", type=Choice(("population", "sampled", "paper")), default="population", show_default=True,
               help="population (MODEL.md exactly), sampled (departures from it), paper (the paper's Figure 2 data).")
-@click.option("--optimizer", type=Choice(("gd", "sgd", "adamw")), default="gd", show_default=True)
+@click.option("--optimizer", type=Choice(("gd", "sgd", "adamw", "adam", "momentum")), default="gd", show_default=True,
+              help="adam / momentum: from the symmetric start, measured 1-p and set distance against the reduced "
+                   "optimizer map at matched loss (issue 23).")
 @click.option("--steps", type=Integer(1, 10_000_000), default=None,
               help="Steps per run (default: 4000 population, 3000 sampled, 2000 paper).")
 @click.option("--dt", type=Number(0.0, 1e3, lo_open=True), default=None,
@@ -57,12 +102,21 @@ def build_config(params, ratios, data: str, optimizer: str, steps: int | None, d
 @json_option()
 @out_option()
 @click.option("--progress/--no-progress", default=None, help="Progress bars (default: on long runs).")
+@click.option("--betas", type=str, default="0.9,0.999", show_default=True,
+              help="B1,B2 of --optimizer adam (B1 is the coefficient of --optimizer momentum); each in [0, 1).")
+@click.option("--eps", type=Number(0.0, 1e3, lo_open=True), default=1e-8, show_default=True, help="Adam's eps.")
+@click.option("--weight-decay", type=Number(0.0, 1e3), default=0.0, show_default=True,
+              help="Decoupled weight decay of --optimizer adam (AdamW).")
 def synthetic(params, ratios, data: str, optimizer: str, steps: int | None, dt: float | None,
-              init: str | None, seed: int, K: int, M: int, as_json: bool, out: Path, progress: bool | None) -> None:
+              init: str | None, seed: int, K: int, M: int, as_json: bool, out: Path, progress: bool | None,
+              betas: str, eps: float, weight_decay: float) -> None:
     """Train QK/OV attention models and compare them with the ODE, closed forms and DTAP heatmaps.
 
     The run goes to OUT/runs/synthetic-<key>/.
     """
+    if optimizer in OPTIMIZER_MAP_CHOICES:
+        return optimizer_map_run(params, ratios, data, optimizer, steps, dt, init, seed, K, M, as_json, out,
+                                 _betas(betas), eps, weight_decay)
     cfg = build_config(params, ratios, data, optimizer, steps, dt, init, seed, K, M)
     config = cfg.to_json_dict()
     run_dir = run_dir_for(out, "synthetic", config)

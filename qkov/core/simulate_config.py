@@ -52,6 +52,13 @@ class SimulateConfig(StrictConfig):
     init: Literal["balanced", "random"] = "balanced"
     scale: Annotated[float, Field(gt=0.0, le=10.0)] = 0.05
     seed: int = Field(0, ge=0, le=2**32 - 1)
+    # -- optimizer (issue 23): the exact reduced map of an element-wise optimizer instead of the flow --------
+    optimizer: Literal["flow", "gd", "momentum", "nesterov", "adam", "adamw", "sign"] = "flow"
+    beta1: Annotated[float, Field(ge=0.0, lt=1.0)] = 0.9
+    beta2: Annotated[float, Field(ge=0.0, lt=1.0)] = 0.999
+    eps: Annotated[float, Field(gt=0.0, le=1e3)] = 1e-8
+    weight_decay: Annotated[float, Field(ge=0.0, le=1e3)] = 0.0
+    lr: Annotated[float, Field(gt=0.0, le=1e3)] | None = None
 
     @property
     def full(self) -> bool:
@@ -86,11 +93,19 @@ def parse_simulate_config(**values) -> SimulateConfig:
             if Parametrization(prm).ov.factorized and cfg.u0 == 0:
                 fail("u0", cfg.u0, f"must be > 0 for {prm}: its factorized OV circuit at u0 = 0 is a fixed point "
                      "of the flow (it never moves)")
-    if cfg.method != "reduced":
+    if cfg.optimizer != "flow":
+        if cfg.method != "reduced":
+            fail("optimizer", cfg.optimizer, "runs the reduced map of that optimizer: use --method reduced")
+        if cfg.lr is not None:  # the OV step; QK's is lr * eta_QK/eta_OV; step n sits at t = n lr/eta_OV
+            cfg = cfg.model_copy(update={"dt": cfg.lr / cfg.eta_ov})
+    elif cfg.lr is not None:
+        fail("lr", cfg.lr, "sets the step of --optimizer (gradient flow has none): give --optimizer too")
+    if cfg.method != "reduced" or cfg.optimizer != "flow":
         for x in cfg.t:
             n = round(x / cfg.dt)
             if abs(n * cfg.dt - x) > 1e-6 * max(1.0, x):
-                fail("t", x, f"must be a multiple of dt = {cfg.dt:g} for --method {cfg.method}")
+                fail("t", x, f"must be a multiple of dt = {cfg.dt:g} for --method {cfg.method}"
+                     + ("" if cfg.optimizer == "flow" else f" --optimizer {cfg.optimizer}"))
         if cfg.t[-1] / cfg.dt > MAX_FULL_STEPS:
             fail("t", cfg.t[-1], f"needs more than {MAX_FULL_STEPS:.0e} steps of dt = {cfg.dt:g}; use a larger dt "
                  "or a shorter time")

@@ -77,6 +77,13 @@ CLAIMS: dict[str, Claim] = {c.id: c for c in (
           "paper, reduced dynamics (PAPER.md)", ("derive", "simulate"), "paper_vs_derived"),
     Claim("adam-ratio", "Under Adam (sign-descent limit) the ratio eta_QK/eta_OV sets the exponent of 1-p in the loss, "
           "not just a factor.", "issue 16 / theory.adam", ("derive", "synthetic"), "gd_vs_adam"),
+    Claim("adam-ratio-default", "Under Adam with default betas (and momentum), the measured 1-p at matched loss follows "
+          "the exact reduced optimizer map while training stays near the symmetric set, and raising eta_QK/eta_OV "
+          "sharpens it more than under gradient flow.", "issue 23 / simulation.optimizer_maps", ("synthetic",),
+          "gd_vs_adam"),
+    Claim("optimizer-stability", "The symmetric solution's transverse stability, computed before training along the "
+          "reduced trajectory, says whether a symmetric-start run of each optimizer leaves the set.",
+          "issue 23 / simulation.transverse", ("synthetic",), ""),
     Claim("real-data", "On SQuAD, HateXplain and SVA, raising eta_QK/eta_OV raises interpretability metrics without "
           "hurting accuracy.", "paper, claim 4 (experiments)", ("real",), "dtap"),
 )}

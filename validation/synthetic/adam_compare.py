@@ -2,8 +2,9 @@ r"""Adam against its derived limit flows (:mod:`theory.adam`), and GD against Ad
 
 * :func:`train_symmetric` — full-batch training of MODEL.md's population from the symmetric start
   (factorized OV in the class-indexed basis), with GD or Adam(:math:`\beta_1, \beta_2`, :math:`\varepsilon`),
-  logging ``t, u, v, loss`` and the residual :math:`1-p = (M+1)/(e^v + M + 1)` computed from ``v``
-  (float64 cannot resolve :math:`1-p` below :math:`10^{-16}` from ``p``; on the symmetric line the two are equal).
+  logging ``t, u, v, loss`` and, measured on the model (:func:`measured_state`), the attention residual
+  :math:`1-p` (summed over the non-distinct positions, so resolved below :math:`10^{-16}`), the prediction and the
+  distance from the symmetric set.
 * :func:`sign_law` — the exact sign-descent trajectory ``u(t), v(t)`` of :func:`theory.adam.sign_laws`.
 * :func:`residual_vs_loss_data` — per ratio, :math:`1-p` against the loss under GD and under Adam, plus the
   derived sign-descent curve; :func:`plot_residual_vs_loss` draws them side by side (PNG + SVG).
@@ -66,37 +67,71 @@ class AdamCompareConfig(Spec):
                                      steps_gd=self.steps_gd, stop_loss=self.stop_loss)
 
 
-def residual_of_v(v: np.ndarray, M: int) -> np.ndarray:
-    r""":math:`1 - p = (M+1)/(e^v + M + 1)` on the symmetric line (overflow-safe)."""
-    v = np.asarray(v, dtype=np.float64)
-    return np.exp(np.log(M + 1.0) - np.logaddexp(v, np.log(M + 1.0)))
-
-
 def log_residual_of_v(v: np.ndarray, M: int) -> np.ndarray:
-    r""":math:`\log(1-p) = \log(M+1) - \log(e^v + M + 1)` (no underflow for large ``v``)."""
-    return np.log(M + 1.0) - np.logaddexp(np.asarray(v, dtype=np.float64), np.log(M + 1.0))
+    r""":math:`\log(1-p)` on MODEL.md's symmetric line from ``v`` (generated from :mod:`theory.optimizer_orbits`,
+    no underflow for large ``v``). For the derived *laws* only; trained runs record the measured residual."""
+    from simulation.generated_optim import log_residual_of_v as gen
+
+    return gen(np.asarray(v, dtype=np.float64), M)
+
+
+def residual_of_v(v: np.ndarray, M: int) -> np.ndarray:
+    r""":math:`1 - p` on MODEL.md's symmetric line from ``v`` (the law's curve; :func:`log_residual_of_v`)."""
+    return np.exp(log_residual_of_v(v, M))
+
+
+TRAINERS = {"gd": "gd", "adam": "adamw", "adamw": "adamw", "momentum": "sgd"}
+"""train_symmetric's optimizer names -> :func:`validation.synthetic.trainer.make_circuit_optimizer`'s."""
+
+
+def measured_state(model, K: int, M: int) -> dict[str, float]:
+    r"""What the model does on the population, measured: attention residual, prediction, set distance.
+
+    ``residual`` :math:`= \frac1K\sum_y (1 - a^{(y)}_{d_y})`, summed over the attention on the common tokens and
+    the query (no cancellation: resolves residuals far below 1e-16); ``residual_max`` the largest over classes;
+    ``prob_true`` the mean softmax probability of the true class and ``accuracy``; ``set_distance`` the relative
+    Frobenius distance of the parameters from the symmetric set (:func:`simulation.optimizer_maps.symmetric_distance`;
+    class-indexed OV factors, rank-one QK factors).
+    """
+    from simulation.optimizer_maps import symmetric_distance
+
+    pop = population_batch(K, M, torch.float64)
+    with torch.no_grad():
+        logits, att = model(pop.x)
+        res = att[:, 1:].sum(1)
+        prob = torch.softmax(logits, 1)[torch.arange(K), pop.y]
+        mats = {n: p.detach().double().numpy() for n, p in model.named_parameters()}
+    return {"residual": float(res.mean()), "residual_max": float(res.max()), "prob_true": float(prob.mean()),
+            "accuracy": float((logits.argmax(1) == pop.y).double().mean()),
+            "set_distance": symmetric_distance(model.param, mats, K, M)}
 
 
 def train_symmetric(param: str, ratio: float, *, optimizer: str = "adam", eps: float = 1e-8,
                     betas: tuple[float, float] = (0.0, 0.0), K: int = 4, M: int = 8, u0: float = 0.5,
                     v0: float = 0.5, eta_ov: float = 1.0, dt: float = 0.01, steps: int = 400,
-                    log_every: int = 10, stop_loss: float | None = None) -> Trajectory:
-    """Train from MODEL.md's symmetric start (float64) with ``"gd"`` or ``"adam"`` (AdamW, no decay)."""
+                    log_every: int = 10, stop_loss: float | None = None, weight_decay: float = 0.0,
+                    momentum: float = 0.9) -> Trajectory:
+    """Train from MODEL.md's symmetric start (float64) with ``gd``, ``momentum`` (heavy ball, ``momentum``), or
+    ``adam``/``adamw`` (torch AdamW, ``betas``, ``eps``, decoupled ``weight_decay``).
+
+    Logged columns: ``t, u, v, loss, u_spread, v_spread`` (:func:`validation.synthetic.observables.measure`) and
+    :func:`measured_state`'s ``residual, residual_max, prob_true, accuracy, set_distance``: every observable is
+    measured on the model, none computed from a formula of ``u, v``.
+    """
+    if optimizer not in TRAINERS:
+        raise ValueError(f"optimizer {optimizer!r}: must be one of {', '.join(TRAINERS)}")
     model = symmetric_model(param, K, M, u0, v0, ov_basis="class", dtype=torch.float64)
     pop = population_batch(K, M, torch.float64)
-    if optimizer == "adam":
-        opt = make_circuit_optimizer(model, "adamw", eta_ov=eta_ov, ratio=ratio, dt=dt, weight_decay=0.0,
-                                     betas=betas, eps=eps)
-    elif optimizer == "gd":
-        opt = make_circuit_optimizer(model, "gd", eta_ov=eta_ov, ratio=ratio, dt=dt)
-    else:
-        raise ValueError(f"optimizer {optimizer!r}: must be gd or adam")
-    log = train(model, lambda step: pop, opt, steps, observe=lambda m: measure(m, K, M), log_every=log_every,
-                dt=dt, progress=False, stop_loss=stop_loss)
+    kind = TRAINERS[optimizer]
+    extra = ({"weight_decay": weight_decay, "betas": betas, "eps": eps} if kind == "adamw"
+             else {"momentum": momentum} if optimizer == "momentum" else {})
+    opt = make_circuit_optimizer(model, kind, eta_ov=eta_ov, ratio=ratio, dt=dt, **extra)
+    log = train(model, lambda step: pop, opt, steps, observe=lambda m: measure(m, K, M) | measured_state(m, K, M),
+                log_every=log_every, dt=dt, progress=False, stop_loss=stop_loss)
     cols = log.arrays()
-    keep = {k: cols[k] for k in ("t", "u", "v", "loss", "u_spread", "v_spread")}
-    keep["residual"] = residual_of_v(cols["v"], M)
-    return Trajectory(param, ratio, optimizer, eps if optimizer == "adam" else 0.0, keep)
+    keep = {k: cols[k] for k in ("t", "u", "v", "loss", "u_spread", "v_spread", "residual", "residual_max",
+                                 "prob_true", "accuracy", "set_distance")}
+    return Trajectory(param, ratio, optimizer, eps if kind == "adamw" else 0.0, keep)
 
 
 def sign_law(param: str, t: np.ndarray, ratio: float, *, K: int = 4, u0: float = 0.5, v0: float = 0.5,
@@ -111,9 +146,10 @@ def sign_law(param: str, t: np.ndarray, ratio: float, *, K: int = 4, u0: float =
 
 
 def loss_on_line(u: np.ndarray, v: np.ndarray, K: int, M: int) -> np.ndarray:
-    r""":math:`\log(1 + (K-1)e^{-p u})` with :math:`p = 1 - (1-p)` from ``v``."""
-    p = 1.0 - residual_of_v(v, M)
-    return np.log1p((K - 1) * np.exp(-p * np.asarray(u)))
+    r""":math:`\log(1 + (K-1)e^{-p u})` with :math:`p(v)` (both generated: :mod:`simulation.generated`)."""
+    from simulation import generated
+
+    return generated.margin_loss(np.asarray(u, dtype=float), generated.p_of_v(np.asarray(v, dtype=float), M), K)
 
 
 def residual_vs_loss_data(params: tuple[str, ...] = ("CACO", "FAFO"), ratios: tuple[float, ...] = (1.0, 3.0, 10.0),
@@ -189,18 +225,19 @@ SIGN_REGIME_MARGIN = 100.0
 then differs from sign descent's by eps/(|g|+eps) <= 1%)."""
 
 
-def qk_gradient_scale(u: np.ndarray, residual: np.ndarray, K: int, M: int) -> np.ndarray:
-    r"""Smallest QK-entry gradient on the symmetric line,
-    :math:`p(1-p)u(K-1)/((M+1)(K-1+e^{pu}))` (:func:`theory.adam.entry_gradient_scales`, ``W_KQ[beta]``).
+def qk_gradient_scale(u: np.ndarray, v: np.ndarray, K: int, M: int) -> np.ndarray:
+    r"""Smallest QK-entry gradient on the symmetric line: :math:`|g_\beta|` of ``W_KQ[c_j, q]`` at
+    :math:`A = (K-1)u/K,\ B = -u/K,\ \alpha = v` (generated per-entry orbit gradient, :mod:`theory.optimizer_orbits`).
 
     For a factorized QK circuit the entries' gradients carry a further factor of the other QK factor,
     O(1) and growing on these runs, so this is a conservative estimate there.
     """
-    u = np.asarray(u, dtype=float)
-    res = np.asarray(residual, dtype=float)
-    p = 1.0 - res
-    with np.errstate(over="ignore"):
-        return p * res * u * (K - 1) / ((M + 1) * (K - 1 + np.exp(p * u)))
+    from simulation.generated_optim import orbit_grad_CACO
+
+    u, v = np.broadcast_arrays(np.asarray(u, dtype=float), np.asarray(v, dtype=float))
+    with np.errstate(over="ignore", invalid="ignore"):
+        g = orbit_grad_CACO((K - 1) * u / K, -u / K, 0.0 * u, 0.0 * u, v, 0.0 * u, 0.0 * u, K, M)[5]
+    return np.nan_to_num(np.abs(g), nan=0.0)
 
 
 def fit_slope(loss: np.ndarray, residual: np.ndarray) -> float | None:
@@ -228,7 +265,7 @@ def slope_summary(run: dict, param: str, ratio: float, *, eps: float, K: int, M:
     a, law, g = run["adam"].cols, run["law"], run["gd"].cols
     L, res = np.asarray(a["loss"], float), np.asarray(a["residual"], float)
     ok = (L > 0) & (res > 0) & np.isfinite(L) & np.isfinite(res)
-    ok &= qk_gradient_scale(a["u"], res, K, M) >= SIGN_REGIME_MARGIN * eps
+    ok &= qk_gradient_scale(a["u"], a["v"], K, M) >= SIGN_REGIME_MARGIN * eps
     Lu, ru = L[ok], res[ok]
     out = {"param": param, "ratio": ratio, "n_usable": int(ok.sum()), "n_logged": int(L.size),
            "loss_range": [float(Lu.max()), float(Lu.min())] if Lu.size else None,
@@ -288,5 +325,72 @@ def eps_sweep(param: str = "CACO", ratio: float = 3.0, eps_values: tuple[float, 
         obs = measure(model, K, M)
         out.append({"eps": eps, "u": obs["u"], "v": obs["v"], "u_law": u_law, "v_law": v_law,
                     "g_qk": gmin["qk"], "g_ov": gmin["ov"], "loss": obs["loss"],
-                    "residual": float(residual_of_v(obs["v"], M))})
+                    "residual": measured_state(model, K, M)["residual"]})
     return out
+
+
+# ---- any element-wise optimizer from the symmetric start: measured against its reduced map at matched loss ------
+
+def crossing(loss: np.ndarray, y: np.ndarray, level: float) -> float | None:
+    """``y`` where ``loss`` first falls to ``level`` (log-log interpolation between the two logged points), or None."""
+    loss, y = np.asarray(loss, float), np.asarray(y, float)
+    hit = np.flatnonzero(loss <= level)
+    if not hit.size or hit[0] == 0:
+        return float(y[0]) if hit.size and loss[0] == level else None
+    i = hit[0]
+    x0, x1 = np.log(loss[i - 1]), np.log(loss[i])
+    f = (np.log(level) - x0) / (x1 - x0) if x1 != x0 else 1.0
+    if y[i - 1] > 0 and y[i] > 0:
+        return float(np.exp(np.log(y[i - 1]) + f * (np.log(y[i]) - np.log(y[i - 1]))))
+    return float(y[i - 1] + f * (y[i] - y[i - 1]))
+
+
+def optimizer_matched_loss(param: str, ratios: tuple[float, ...], *, optimizer: str = "adam",
+                           betas: tuple[float, float] = (0.9, 0.999), eps: float = 1e-8, weight_decay: float = 0.0,
+                           K: int = 4, M: int = 8, dt: float = 0.01, steps: int = 1000, n_levels: int = 5,
+                           u0: float = 0.5, v0: float = 0.5, stability_steps: int = 40) -> dict:
+    r"""Train the full matrices from the symmetric start under ``optimizer`` at each ratio and compare, at matched
+    losses, the **measured** residual :math:`1-p` with the exact reduced map of the same optimizer
+    (:func:`simulation.optimizer_maps.run_orbit_map`) and with gradient flow (:func:`simulation.reduced.integrate`),
+    beside the measured distance from the symmetric set; plus the transverse prediction
+    (:func:`simulation.transverse.transverse_growth` over ``stability_steps``) of whether the run leaves the set.
+
+    Levels: ``n_levels`` log-spaced losses inside every run's range. Returns ``{"levels", "pairs": [{param, ratio,
+    measured, distance, reduced, flow (lists over levels, None where not reached), predicted_departure_step, ftle,
+    measured_departure_step}]}``.
+    """
+    from simulation.optimizer_maps import OptimizerSpec, run_orbit_map
+    from simulation.reduced import integrate
+    from simulation.transverse import predicted_departure_step, transverse_growth
+
+    name = {"adamw": "adamw", "adam": "adamw" if weight_decay else "adam", "momentum": "momentum", "gd": "gd"}[optimizer]
+    spec = OptimizerSpec(name, betas[0], betas[1], eps, weight_decay)
+    log_every = max(1, steps // 200)
+    runs = []
+    for r in ratios:
+        tr = train_symmetric(param, r, optimizer=optimizer, eps=eps, betas=betas, K=K, M=M, u0=u0, v0=v0, dt=dt,
+                             steps=steps, log_every=log_every, weight_decay=weight_decay, momentum=betas[0])
+        red = run_orbit_map(param, spec, K=K, M=M, eta_qk=r, eta_ov=1.0, dt=dt, steps=steps, u0=u0, v0=v0,
+                            record=np.arange(0, steps + 1, log_every))
+        flow = integrate(param, K, M, r, 1.0, u0, v0, np.geomspace(1e-3, 1e7, 400))
+        st = transverse_growth(param, spec, K=K, M=M, eta_qk=r, eta_ov=1.0, dt=dt, steps=min(stability_steps, steps),
+                               u0=u0, v0=v0)
+        runs.append((r, tr, red, flow, st))
+    hi = min(float(tr.cols["loss"][0]) for _, tr, *_ in runs)
+    lo = max(float(np.min(tr.cols["loss"])) for _, tr, *_ in runs)
+    levels = [float(x) for x in np.geomspace(hi, lo, n_levels + 2)[1:-1]] if lo < hi else []
+    pairs = []
+    for r, tr, red, flow, st in runs:
+        c = tr.cols
+        off = np.flatnonzero(c["set_distance"] > 1e-6)
+        pairs.append({"param": param, "ratio": r,
+                      "measured": [crossing(c["loss"], c["residual"], L) for L in levels],
+                      "distance": [crossing(c["loss"], c["set_distance"], L) for L in levels],
+                      "v_spread": [crossing(c["loss"], c["v_spread"], L) for L in levels],
+                      "reduced": [crossing(red.loss, red.residual, L) for L in levels],
+                      "flow": [crossing(flow.loss, flow.residual, L) for L in levels],
+                      "final_loss": float(c["loss"][-1]), "final_measured": float(c["residual"][-1]),
+                      "final_distance": float(c["set_distance"][-1]),
+                      "ftle_per_step": st.ftle, "predicted_departure_step": predicted_departure_step(st),
+                      "measured_departure_step": int(c["t"][off[0]] / dt + 0.5) if off.size else None})
+    return {"optimizer": spec.as_json(), "K": K, "M": M, "dt": dt, "steps": steps, "levels": levels, "pairs": pairs}

@@ -1,0 +1,34 @@
+"""``qkov validate synthetic --optimizer adam --betas 0.9,0.999 --json``: measured 1-p and set distance per level."""
+
+import json
+
+from click.testing import CliRunner
+
+from qkov.cli.validate_synthetic import synthetic
+
+
+def test_adam_default_betas_reports_measured_residual_and_distance_at_matched_losses(tmp_path):
+    res = CliRunner().invoke(synthetic, ["--optimizer", "adam", "--betas", "0.9,0.999", "--param", "CACO",
+                                         "--ratios", "1,4", "--K", "3", "--M", "2", "--steps", "150", "--json",
+                                         "--out", str(tmp_path)], standalone_mode=False, catch_exceptions=False)
+    assert res.exit_code == 0, res.output
+    out = json.loads(res.stdout)
+    run = out["runs"][0]
+    assert run["optimizer"] == {"name": "adam", "beta1": 0.9, "beta2": 0.999, "eps": 1e-8, "weight_decay": 0.0}
+    assert len(run["levels"]) == 5
+    for pair in run["pairs"]:
+        assert all(x is not None and 0 < x < 1 for x in pair["measured"])
+        assert all(x is not None and x >= 0 for x in pair["distance"])
+        # while the run is near the set the measured residual is the reduced map's (1e-3: off-set part ~1e-3)
+        for m, r, d in zip(pair["measured"], pair["reduced"], pair["distance"]):
+            if d < 1e-2:
+                assert abs(m / r - 1) < 1e-3
+        assert pair["predicted_departure_step"] is not None      # Adam eps=1e-8: predicted to leave the set
+    assert (tmp_path / "runs").is_dir()
+
+
+def test_bad_betas_is_a_one_line_field_error(tmp_path):
+    res = CliRunner().invoke(synthetic, ["--optimizer", "adam", "--betas", "0.9", "--out", str(tmp_path)],
+                             standalone_mode=False, catch_exceptions=True)
+    assert res.exit_code != 0 and "betas" in str(res.exception)
+    assert not (tmp_path / "runs").exists()
