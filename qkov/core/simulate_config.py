@@ -87,10 +87,18 @@ def parse_simulate_config(**values) -> SimulateConfig:
                 fail("u0", cfg.u0, f"must be > 0 for {prm}: its factorized OV circuit at u0 = 0 is a fixed point "
                      "of the flow (it never moves)")
     if cfg.method != "reduced":
+        # The solvers' own rules (simulation.solve's paper-rk4: 1e-9; full_matrix.steps_for_times: 1e-6), checked
+        # here so that a time they would reject is one line before any work.
+        tol = 1e-9 if cfg.method == "paper-rk4" else 1e-6
+        steps = []
         for x in cfg.t:
             n = round(x / cfg.dt)
-            if abs(n * cfg.dt - x) > 1e-6 * max(1.0, x):
+            if abs(n * cfg.dt - x) > tol * max(1.0, x):
                 fail("t", x, f"must be a multiple of dt = {cfg.dt:g} for --method {cfg.method}")
+            if steps and n <= steps[-1]:
+                fail("t", x, f"falls on the same step of dt = {cfg.dt:g} as the time before it: times must be "
+                     "distinct multiples of dt")
+            steps.append(n)
         if cfg.t[-1] / cfg.dt > MAX_FULL_STEPS:
             fail("t", cfg.t[-1], f"needs more than {MAX_FULL_STEPS:.0e} steps of dt = {cfg.dt:g}; use a larger dt "
                  "or a shorter time")
