@@ -6,7 +6,7 @@ import json
 
 import click
 
-from qkov.cli.options import (ETA, Choice, IncreasingTimes, Integer, Number, json_option, out_option, param_option,
+from qkov.cli.options import (ETA, Choice, IncreasingTimes, Number, json_option, out_option, param_option,
                               seed_option, size_options)
 from qkov.cli.support import CONTEXT_SETTINGS
 from qkov.core.simulate_config import SimulateConfig, parse_simulate_config

@@ -289,6 +289,42 @@ def pending(plan: StudyPlan) -> list[PlannedRun]:
     return [r for r in plan.runs if not is_complete(r.run_dir)]
 
 
+def _sort_runs(plan: StudyPlan) -> tuple[list[str], list[str], list[PlannedRun], dict[str, str]]:
+    """Reused (complete), redone (incomplete directory removed), to run, failed (could not be removed)."""
+    reused, redone, todo = [], [], []
+    failed: dict[str, str] = {}
+    for run in plan.runs:
+        if is_complete(run.run_dir):
+            reused.append(run.name)
+            continue
+        if run.run_dir.exists():
+            try:
+                shutil.rmtree(run.run_dir)
+            except OSError as exc:  # read-only --out: the run is reported, the others go on
+                failed[run.name] = f"cannot remove its incomplete directory: {failure_reason(exc)}"
+                continue
+            redone.append(run.name)
+        todo.append(run)
+    return reused, redone, todo, failed
+
+
+def _collect(fut: Any, run: PlannedRun, executed: list[str], failed: dict[str, str]) -> None:
+    """Record the outcome of one finished future in ``executed`` or ``failed``."""
+    try:
+        outcome = fut.result()
+        if isinstance(outcome, ResourceFault):
+            failed[run.name] = str(outcome)
+        else:
+            executed.append(run.name)
+    except Exception as exc:  # noqa: BLE001 - a failed run is reported, the study goes on
+        if is_complete(run.run_dir):
+            # Finished on disk before its worker died (Dask then blames every task that worker
+            # held: KilledWorker); the run directory is the result, and it is whole.
+            executed.append(run.name)
+        else:
+            failed[run.name] = failure_reason(exc)
+
+
 def run_study(plan: StudyPlan, client: Any | None, retries: int = 2, progress: bool = True) -> StudyResult:
     """Run every incomplete run of ``plan`` on a Dask ``client``; keep finished work.
 
@@ -307,21 +343,7 @@ def run_study(plan: StudyPlan, client: Any | None, retries: int = 2, progress: b
         (plan.out / RUNS_DIR).mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise InputError(f"out: {plan.out}: cannot write there ({exc.strerror or exc})") from None
-    reused, redone, todo = [], [], []
-    failed: dict[str, str] = {}
-    for run in plan.runs:
-        if is_complete(run.run_dir):
-            reused.append(run.name)
-            continue
-        if run.run_dir.exists():
-            try:
-                shutil.rmtree(run.run_dir)
-            except OSError as exc:  # read-only --out: the run is reported, the others go on
-                failed[run.name] = f"cannot remove its incomplete directory: {failure_reason(exc)}"
-                continue
-            redone.append(run.name)
-        todo.append(run)
-
+    reused, redone, todo, failed = _sort_runs(plan)
     if todo and client is None:
         raise ValueError("run_study: runs to execute but no Dask client")
     futures = {}
@@ -334,20 +356,7 @@ def run_study(plan: StudyPlan, client: Any | None, retries: int = 2, progress: b
     bar = _progress(len(todo), f"runs ({len(reused)} reused)") if progress else None
     try:
         for fut in (as_completed(list(futures)) if futures else ()):
-            run = futures[fut]
-            try:
-                outcome = fut.result()
-                if isinstance(outcome, ResourceFault):
-                    failed[run.name] = str(outcome)
-                else:
-                    executed.append(run.name)
-            except Exception as exc:  # noqa: BLE001 - a failed run is reported, the study goes on
-                if is_complete(run.run_dir):
-                    # Finished on disk before its worker died (Dask then blames every task that worker
-                    # held: KilledWorker); the run directory is the result, and it is whole.
-                    executed.append(run.name)
-                else:
-                    failed[run.name] = failure_reason(exc)
+            _collect(fut, futures[fut], executed, failed)
             if bar is not None:
                 bar.update(1)
                 bar.set_postfix(failed=len(failed), refresh=False)
