@@ -45,10 +45,10 @@ import sys
 sys.path[:0] = {paths!r}
 from qkov.study import engine
 import faultstudy
-engine.STAGES = (engine.Stage.from_module("synthetic", faultstudy),)
+STUDY = {{"stages": (engine.Stage.from_module("synthetic", faultstudy),)}}
 from qkov.cli.main import main
 if __name__ == "__main__":
-    main(["reproduce", "--out", sys.argv[1], "--workers", sys.argv[2], "--no-progress", *sys.argv[3:]])
+    main(["reproduce", "--out", sys.argv[1], "--workers", sys.argv[2], "--no-progress", *sys.argv[3:]], obj=STUDY)
 """
 
 PROMISES = [

@@ -6,8 +6,11 @@
     run = qkov.load_run("qkov-results/runs/simulate-...")
     run.config, run.metrics["..."], run.arrays["trajectories.npz"]["u"]
 
-Packages: :mod:`qkov.core` (validated configs, run store), :mod:`qkov.cli` (every command),
-:mod:`qkov.study` (stages, engine, claims), :mod:`qkov.report` (the report).
+The whole study from Python: ``from qkov.study import reproduce; reproduce("quick", "qkov-results")``.
+
+Packages: :mod:`qkov.core` (validated configs, run store), :mod:`qkov.study` (the study API: ``reproduce`` and
+the other commands' bodies, stages, engine, claims), :mod:`qkov.report` (the report), :mod:`qkov.cli` (every
+command: parses, calls the study API, prints; nothing else imports it).
 """
 
 from __future__ import annotations

@@ -74,9 +74,9 @@ def cli() -> None:
     """qkov: derive, simulate and validate how faster query-key learning sharpens attention."""
 
 
-def main(args: list[str] | None = None) -> None:
-    """Console-script entry point of ``qkov``."""
-    sys.exit(run_cli(cli, args))
+def main(args: list[str] | None = None, obj: dict | None = None) -> None:
+    """Console-script entry point of ``qkov`` (``obj``: see :func:`qkov.cli.support.injected`)."""
+    sys.exit(run_cli(cli, args, obj=obj))
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -162,14 +162,21 @@ class ParamList(ListOf):
             raise ValueError from None
 
 
+MAX_TIMES = 1000
+"""Most output times one ``--t`` may list (each is a row of output; 20,000 took > 25 s to integrate and print)."""
+
+
 class IncreasingTimes(ListOf):
-    """Strictly increasing times in ``[0, T_MAX]``."""
+    """Strictly increasing times in ``[0, T_MAX]``, at most :data:`MAX_TIMES` of them."""
 
     def __init__(self):
         super().__init__(Number(0.0, T_MAX), unique=False)
-        self.allowed = f"must be strictly increasing comma-separated times, each >= 0 and <= {T_MAX:g}"
+        self.allowed = (f"must be at most {MAX_TIMES} strictly increasing comma-separated times, each >= 0 and "
+                        f"<= {T_MAX:g}")
 
     def parse(self, text: str) -> tuple:
+        if text.count(",") >= MAX_TIMES:  # before parsing: a huge list costs nothing to refuse
+            raise ValueError
         ts = super().parse(text)
         if any(b <= a for a, b in zip(ts, ts[1:])):
             raise ValueError
@@ -276,4 +283,4 @@ def json_option() -> Callable:
 
 __all__ = ["Number", "Integer", "Choice", "ListOf", "ParamList", "IncreasingTimes", "OutDir", "check_out_dir",
            "field_error", "param_option", "size_options", "ratios_option", "seed_option", "seeds_option",
-           "out_option", "json_option", "ETA", "RATIO", "ETA_MIN", "ETA_MAX", "T_MAX", "SIZE_MAX"]
+           "out_option", "json_option", "ETA", "RATIO", "ETA_MIN", "ETA_MAX", "T_MAX", "SIZE_MAX", "MAX_TIMES"]

@@ -3,41 +3,16 @@
 from __future__ import annotations
 
 import json
-import time
-from pathlib import Path
 
 import click
 
-from qkov.cli.options import (ETA, Choice, IncreasingTimes, Integer, Number, json_option, out_option, param_option,
+from qkov.cli.options import (ETA, Choice, IncreasingTimes, Number, json_option, out_option, param_option,
                               seed_option, size_options)
 from qkov.cli.support import CONTEXT_SETTINGS
-from qkov.core.config import ConfigError, field_error
 from qkov.core.simulate_config import SimulateConfig, parse_simulate_config
-from theory.parametrization import Parametrization
+from qkov.study.simulate_command import LAW_KEYS, simulate as run
 
 METHODS = ("reduced", "full-gd", "full-rk4", "paper-rk4")
-
-
-def run_simulation(cfg: SimulateConfig) -> list:
-    """The trajectories of one config (:func:`simulation.solve` per parametrization)."""
-    if cfg.optimizer != "flow":
-        return run_optimizer_map(cfg)
-    from simulation import solve
-
-    options = {} if cfg.method == "reduced" else {"dt": cfg.dt}
-    if cfg.full:
-        options.update(init=cfg.init, scale=cfg.scale, seed=cfg.seed)
-    return [solve(p, K=cfg.K, M=cfg.M, eta_qk=cfg.eta_qk, eta_ov=cfg.eta_ov, u0=cfg.u0, v0=cfg.v0, t=cfg.t,
-                  method=cfg.method, **options) for p in cfg.params]
-
-
-def run_optimizer_map(cfg: SimulateConfig) -> list:
-    """``--optimizer``: the exact reduced map of that optimizer (:func:`simulation.optimizer_maps.simulate_optimizer`)."""
-    from simulation.optimizer_maps import simulate_optimizer
-
-    return [simulate_optimizer(p, K=cfg.K, M=cfg.M, eta_qk=cfg.eta_qk, eta_ov=cfg.eta_ov, u0=cfg.u0, v0=cfg.v0,
-                               t=cfg.t, dt=cfg.dt, optimizer=cfg.optimizer, beta1=cfg.beta1, beta2=cfg.beta2,
-                               eps=cfg.eps, weight_decay=cfg.weight_decay) for p in cfg.params]
 
 
 OPTIMIZER_CHOICES = ("flow", "gd", "momentum", "nesterov", "adam", "adamw", "sign")
@@ -78,17 +53,6 @@ def _table(cfg: SimulateConfig, runs) -> str:
     return "\n".join(lines)
 
 
-LAW_KEYS = ("u", "u_leading", "u_next", "v", "v_leading", "v_next", "residual", "residual_leading", "residual_next")
-"""Per time point with ``--laws``: the solution and theory's leading and next-order law of u, v and 1 - p."""
-
-
-def law_table_for(cfg: SimulateConfig, param: str) -> dict:
-    """:func:`simulation.closed_forms.law_table` of one parametrization of ``cfg``."""
-    from simulation.closed_forms import law_table
-
-    return law_table(param, cfg.K, cfg.M, cfg.eta_qk, cfg.eta_ov, cfg.u0, cfg.v0, cfg.t)
-
-
 def _laws_table(cfg: SimulateConfig, tables) -> str:
     lines = []
     for param, tab in zip(cfg.params, tables):
@@ -97,38 +61,6 @@ def _laws_table(cfg: SimulateConfig, tables) -> str:
         for i in range(len(tab["t"])):
             lines.append("  " + " ".join(f"{tab[k][i]:16.8g}" for k in ("t",) + LAW_KEYS))
     return "\n".join(lines)
-
-
-def write_simulation(cfg: SimulateConfig, runs, out: Path, *, plots: bool) -> Path:
-    """Write the run ``OUT/runs/simulate-<key>/``: ``runs.json``, ``trajectories.npz`` and, with ``plots``, figures."""
-    import numpy as np
-
-    from qkov.core.runstore import RunWriter, run_dir_for
-
-    config = cfg.to_json_dict()
-    run_dir = run_dir_for(out, "simulate", config)
-    with RunWriter(run_dir, kind="simulate", config=config, seed=cfg.seed) as run:
-        run.write_json("runs.json", {"runs": [r.as_json() for r in runs]})
-        run.write_arrays("trajectories.npz", **{f"{r.param}_{k}": getattr(r, k) for r in runs
-                                                 for k in ("t", "u", "v", "p", "residual", "loss")})
-        if plots:
-            from simulation.figures import phase_portrait_figure, sharpness_figures, trajectories_figure
-
-            u0 = cfg.u0 if cfg.u0 > 0 else 0.05
-            v0 = cfg.v0 if cfg.v0 > 0 else 0.05
-            trajectories_figure(run, cfg.params, cfg.K, cfg.M, cfg.eta_qk, cfg.eta_ov,
-                                cfg.u0 if all(Parametrization(p).ov.collapsed for p in cfg.params) else u0,
-                                cfg.v0 if all(Parametrization(p).qk.collapsed for p in cfg.params) else v0,
-                                t_max=max(1e12, cfg.t[-1]), full_runs=())
-            pp = phase_portrait_figure(run, cfg.params, cfg.K, cfg.M, cfg.eta_ov, u0, v0)
-            sh = sharpness_figures(run, cfg.K, cfg.M, cfg.eta_ov, np.logspace(-2, 2, 9), np.logspace(-3, 0, 7),
-                                   ref_scale=max(u0, v0))
-            run.write_json("plot_summary.json", {"phase_portrait_max_abs_v_minus_level_curve":
-                                                 pp["max_abs_v_minus_level_curve"],
-                                                 "residual_at_loss_1e-4_by_ratio": {
-                                                     k: v.tolist() for k, v in sh["at_ref"].items()},
-                                                 "ratios": sh["ratios"].tolist()})
-    return run_dir
 
 
 @click.command("simulate", context_settings=CONTEXT_SETTINGS)
@@ -166,34 +98,17 @@ def simulate(params, K, M, eta_qk, eta_ov, u0, v0, t, method, dt, init, scale, s
     cfg = parse_simulate_config(params=params, K=K, M=M, eta_qk=eta_qk, eta_ov=eta_ov, u0=u0, v0=v0, t=t,
                                 method=method, dt=dt, init=init, scale=scale, seed=seed, optimizer=optimizer,
                                 beta1=beta1, beta2=beta2, eps=eps, weight_decay=weight_decay, lr=lr)
-    if laws and cfg.optimizer != "flow":
-        raise field_error("laws", "on", "the laws are gradient flow's: drop --optimizer")
-    if laws and cfg.method != "reduced":
-        raise field_error("laws", cfg.method, "the laws are compared with the reduced flow: use --method reduced")
-    start = time.perf_counter()
-    try:
-        runs = run_simulation(cfg)
-        tables = [law_table_for(cfg, p) for p in cfg.params] if laws else None
-    except ValueError as exc:  # a start the flow cannot leave, reported by the solver
-        raise ConfigError(str(exc)) from None
-    except RuntimeError as exc:  # the integrator's step cap: a stiff corner inside the bounds
-        raise ConfigError(f"t: {cfg.t[-1]:g}: not reached ({exc}); lower eta_QK/eta_OV or the time") from None
+    res = run(cfg, laws=laws, save_to=out if (save or plot) else None, plots=plot)
     if as_json:
-        records = [r.as_json() for r in runs]
-        if tables is not None:
-            for rec, tab in zip(records, tables):
-                rec["laws"] = {k: [float(x) for x in v] for k, v in tab.items() if k != "t"}
+        records = [r.as_json() for r in res.runs]
+        for rec, tab in zip(records, res.laws or ()):
+            rec["laws"] = {k: [float(x) for x in v] for k, v in tab.items() if k != "t"}
         click.echo(json.dumps({"runs": records}))
     else:
-        click.echo(_table(cfg, runs) if tables is None else _laws_table(cfg, tables))
-        click.echo(f"({time.perf_counter() - start:.2f} s)", err=True)
-    if save or plot:
-        from qkov.core.lock import results_lock
-
-        with results_lock(out, "qkov simulate"):  # one writer per results directory
-            run_dir = write_simulation(cfg, runs, out, plots=plot)
-        if not as_json:
-            click.echo(f"results: {run_dir.resolve()}")
+        click.echo(_table(cfg, res.runs) if res.laws is None else _laws_table(cfg, res.laws))
+        click.echo(f"({res.seconds:.2f} s)", err=True)
+        if res.run_dir is not None:
+            click.echo(f"results: {res.run_dir.resolve()}")
 
 
-__all__ = ["simulate", "run_simulation", "write_simulation"]
+__all__ = ["simulate"]

@@ -7,7 +7,7 @@ and the usage errors click detects itself (a bad choice, a non-number, an unknow
 
 from __future__ import annotations
 
-from typing import Callable
+from typing import Any, Callable
 
 import click
 
@@ -54,11 +54,27 @@ def _usage_line(exc: click.UsageError) -> str:
     return msg
 
 
-def run_cli(group: click.Command, args: list[str] | None = None, prog_name: str = "qkov") -> int:
-    """Run a click command, mapping rejected input to one stderr line and exit status 2."""
+def injected(name: str) -> Any:
+    """What the caller of :func:`run_cli` passed as ``obj[name]`` (``None`` if nothing).
+
+    The one way to hand a command objects that are not command-line text, e.g. ``{"stages": ...}``: the
+    :class:`~qkov.study.engine.Stage` objects ``qkov reproduce`` runs instead of the registry's (tests run
+    the command on fake stages this way, with no global to set).
+    """
+    ctx = click.get_current_context(silent=True)
+    obj = ctx.find_root().obj if ctx is not None else None
+    return obj.get(name) if isinstance(obj, dict) else None
+
+
+def run_cli(group: click.Command, args: list[str] | None = None, prog_name: str = "qkov",
+            obj: dict[str, Any] | None = None) -> int:
+    """Run a click command, mapping rejected input to one stderr line and exit status 2.
+
+    ``obj``: objects for the commands (:func:`injected`), e.g. ``{"stages": stages}``.
+    """
     try:
         # With standalone_mode=False click returns ctx.exit(n)'s code instead of exiting: keep it.
-        rv = group.main(args=args, prog_name=prog_name, standalone_mode=False)
+        rv = group.main(args=args, prog_name=prog_name, standalone_mode=False, obj=obj)
     except InputError as exc:
         click.echo(f"{prog_name}: error: {exc}", err=True)
         return 2

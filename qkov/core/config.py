@@ -13,12 +13,12 @@ import functools
 import math
 import os
 from pathlib import Path
-from typing import Annotated, Any, Literal, Sequence, TypeVar
+from typing import Annotated, Any, Sequence, TypeVar
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
+from pydantic import AfterValidator, BaseModel, ConfigDict, TypeAdapter, ValidationError
 
 from theory.errors import InputError
-from theory.parametrization import PARAMETRIZATIONS, ParamName
+from theory.parametrization import PARAMETRIZATIONS as PARAMETRIZATIONS, ParamName  # re-exported
 
 Parametrization = ParamName  # the type of a parametrization field in a config
 

@@ -6,7 +6,7 @@ from typing import Annotated, Literal
 
 from pydantic import AfterValidator, Field
 
-from qkov.core.config import (PARAMETRIZATIONS, ConfigError, NonNegativeFinite, StrictConfig, TimeGrid, field_error,
+from qkov.core.config import (PARAMETRIZATIONS, ConfigError, StrictConfig, TimeGrid, field_error,
                               parse_config)
 from theory.parametrization import ParamName, Parametrization
 
@@ -66,13 +66,50 @@ class SimulateConfig(StrictConfig):
         return self.method.startswith("full")
 
 
+def _check_start(cfg: SimulateConfig) -> None:
+    """A factorized circuit started at 0 is a fixed point of the flow: refused, naming u0 or v0."""
+    fail = _fail
+    for prm in cfg.params:
+        if Parametrization(prm).qk.factorized and cfg.v0 == 0:
+            fail("v0", cfg.v0, f"must be > 0 for {prm}: its factorized QK circuit at v0 = 0 is a fixed point "
+                 "of the flow (it never moves)")
+        if Parametrization(prm).ov.factorized and cfg.u0 == 0:
+            fail("u0", cfg.u0, f"must be > 0 for {prm}: its factorized OV circuit at u0 = 0 is a fixed point "
+                 "of the flow (it never moves)")
+
+
+def _check_steps(cfg: SimulateConfig) -> None:
+    """The stepped methods: times on distinct multiples of dt, a bounded number of steps, bounded matrices."""
+    fail = _fail
+    # The solvers' one rule (simulation.integrators.steps_for_times), checked here so that a time they would
+    # reject is one line before any work.
+    from simulation.integrators import DT_TOLERANCE as tol
+
+    how = f"--method {cfg.method}" + ("" if cfg.optimizer == "flow" else f" --optimizer {cfg.optimizer}")
+    steps: list[int] = []
+    for x in cfg.t:
+        n = round(x / cfg.dt)
+        if abs(n * cfg.dt - x) > tol * max(1.0, x):
+            fail("t", x, f"must be a multiple of dt = {cfg.dt:g} for {how}")
+        if steps and n <= steps[-1]:
+            fail("t", x, f"falls on the same step of dt = {cfg.dt:g} as the time before it: times must be "
+                 "distinct multiples of dt")
+        steps.append(n)
+    if cfg.t[-1] / cfg.dt > MAX_FULL_STEPS:
+        fail("t", cfg.t[-1], f"needs more than {MAX_FULL_STEPS:.0e} steps of dt = {cfg.dt:g}; use a larger dt "
+             "or a shorter time")
+    if cfg.full and (cfg.K + cfg.M + 1) > 2000:
+        fail("K", cfg.K, "K + M + 1 must be <= 2000 for the full-matrix methods (memory)")
+
+
+def _fail(field: str, value, why: str):
+    raise field_error(field, value, why)
+
+
 def parse_simulate_config(**values) -> SimulateConfig:
     """Build and cross-check a :class:`SimulateConfig`; :class:`ConfigError` (one line naming the field) if bad."""
     cfg = parse_config(SimulateConfig, **values)
-
-    def fail(field: str, value, why: str):
-        raise field_error(field, value, why)
-
+    fail = _fail
     if not cfg.params:
         fail("param", cfg.params, "must name at least one parametrization")
     ratio = cfg.eta_qk / cfg.eta_ov
@@ -86,13 +123,7 @@ def parse_simulate_config(**values) -> SimulateConfig:
     if cfg.method == "paper-rk4" and any(p != "CACO" for p in cfg.params):
         fail("param", ",".join(cfg.params), "--method paper-rk4 needs CACO (the paper's equations describe CACO only)")
     if not (cfg.full and cfg.init == "random"):
-        for prm in cfg.params:
-            if Parametrization(prm).qk.factorized and cfg.v0 == 0:
-                fail("v0", cfg.v0, f"must be > 0 for {prm}: its factorized QK circuit at v0 = 0 is a fixed point "
-                     "of the flow (it never moves)")
-            if Parametrization(prm).ov.factorized and cfg.u0 == 0:
-                fail("u0", cfg.u0, f"must be > 0 for {prm}: its factorized OV circuit at u0 = 0 is a fixed point "
-                     "of the flow (it never moves)")
+        _check_start(cfg)
     if cfg.optimizer != "flow":
         if cfg.method != "reduced":
             fail("optimizer", cfg.optimizer, "runs the reduced map of that optimizer: use --method reduced")
@@ -101,16 +132,7 @@ def parse_simulate_config(**values) -> SimulateConfig:
     elif cfg.lr is not None:
         fail("lr", cfg.lr, "sets the step of --optimizer (gradient flow has none): give --optimizer too")
     if cfg.method != "reduced" or cfg.optimizer != "flow":
-        for x in cfg.t:
-            n = round(x / cfg.dt)
-            if abs(n * cfg.dt - x) > 1e-6 * max(1.0, x):
-                fail("t", x, f"must be a multiple of dt = {cfg.dt:g} for --method {cfg.method}"
-                     + ("" if cfg.optimizer == "flow" else f" --optimizer {cfg.optimizer}"))
-        if cfg.t[-1] / cfg.dt > MAX_FULL_STEPS:
-            fail("t", cfg.t[-1], f"needs more than {MAX_FULL_STEPS:.0e} steps of dt = {cfg.dt:g}; use a larger dt "
-                 "or a shorter time")
-        if cfg.full and (cfg.K + cfg.M + 1) > 2000:
-            fail("K", cfg.K, "K + M + 1 must be <= 2000 for the full-matrix methods (memory)")
+        _check_steps(cfg)
     return cfg
 
 

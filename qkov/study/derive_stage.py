@@ -14,7 +14,7 @@ def study_runs(quick: bool, data_dir: Path | None) -> list[tuple[str, dict]]:
 
 def execute(kind: str, config: dict, run_dir: Path) -> None:
     """Write the derive run (derivation.json, reports, metrics, claims) into ``run_dir``."""
-    from qkov.cli.derive import DeriveConfig, write_derivation
+    from qkov.study.derive_command import DeriveConfig, write_derivation
     from qkov.core.config import parse_config
 
     if kind != "derive":

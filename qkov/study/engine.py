@@ -1,6 +1,6 @@
 """The reproduce engine: the whole study as one flat set of independent runs on Dask.
 
-Each stage is a :class:`Stage` (see :mod:`qkov.study.stages` and ``docs/architecture.md``):
+Each stage is a :class:`Stage` (the registry is :mod:`qkov.study.stages`; see ``docs/architecture.md``):
 ``study_runs(quick, data_dir) -> [(kind, config)]`` and ``execute(kind, config, run_dir)``.
 The engine
 
@@ -43,30 +43,27 @@ class Stage:
 
     ``study_runs(quick, data_dir) -> [(kind, config)]``: independent runs, configs plain JSON data;
     ``execute(kind, config, run_dir)``: performs one run, ending with ``COMPLETE``;
-    ``skipped_runs(quick, data_dir) -> [str]`` (optional): one line per run not planned, with the reason.
+    ``skipped_runs(quick, data_dir) -> [str]`` (optional): one line per run not planned, with the reason;
+    ``kinds``: the run kinds it may plan (``None``: any; the registry declares them).
     """
 
     name: str
     study_runs: Callable[[bool, "Path | None"], list]
     execute: Callable[[str, dict, Path], None]
     skipped_runs: Callable[[bool, "Path | None"], list] | None = None
+    kinds: tuple[str, ...] | None = None
 
     @classmethod
-    def from_module(cls, name: str, module: Any) -> "Stage":
+    def from_module(cls, name: str, module: Any, kinds: Sequence[str] | None = None) -> "Stage":
         """The stage whose functions are ``module.study_runs``, ``module.execute`` (and ``skipped_runs``)."""
-        return cls(name, module.study_runs, module.execute, getattr(module, "skipped_runs", None))
+        return cls(name, module.study_runs, module.execute, getattr(module, "skipped_runs", None),
+                   None if kinds is None else tuple(kinds))
 
     @property
     def where(self) -> str:
         """Where the stage's code lives (for messages): ``module.function``."""
         return f"{self.study_runs.__module__}.{self.study_runs.__qualname__}"
 
-
-STAGE_NAMES: tuple[str, ...] = ("derive", "simulate", "synthetic", "real")
-"""The stage names, in data-flow order (:mod:`qkov.study.stages` builds :data:`STAGES` from them)."""
-
-STAGES: "tuple[Stage, ...] | None" = None
-"""The stages :func:`plan_study` uses by default; ``None``: :data:`qkov.study.stages.STAGES` (tests set fakes)."""
 
 RUNS_DIR = "runs"
 SUMMARY_FILE = "reproduce.json"
@@ -154,14 +151,14 @@ def plan_study(out: Path, quick: bool, data_dir: Path | None,
     """Collect the runs of every stage; writes nothing.
 
     Each run lives at ``out/runs/<kind>-<config_key(kind, config)>``; two stages
-    proposing the same (kind, config) share one run. ``stages`` defaults to
-    :data:`qkov.study.stages.STAGES`; ``only`` restricts the plan to the named stages (the others are
-    listed as ``not selected``).
+    proposing the same (kind, config) share one run. ``stages`` defaults to the registry's
+    (:func:`qkov.study.stages.default_stages`); ``only`` restricts the plan to the named stages (the others
+    are listed as ``not selected``). A run of a kind its stage does not declare is a :class:`ConfigError`.
     """
     if stages is None:
-        stages = STAGES
-    if stages is None:
-        from qkov.study.stages import STAGES as stages
+        from qkov.study.stages import default_stages
+
+        stages = default_stages()
     statuses: list[StageStatus] = []
     runs: dict[str, PlannedRun] = {}
     for stage in stages:
@@ -169,6 +166,11 @@ def plan_study(out: Path, quick: bool, data_dir: Path | None,
             statuses.append(StageStatus(stage.name, stage.where, "not selected"))
             continue
         items = [_check_run(stage.where, it) for it in stage.study_runs(quick, data_dir)]
+        undeclared = sorted({kind for kind, _ in items} - set(stage.kinds if stage.kinds is not None else
+                                                               (kind for kind, _ in items)))
+        if undeclared:
+            raise ConfigError(f"{stage.where} planned run kind {undeclared[0]!r}: stage {stage.name!r} declares "
+                              f"only {', '.join(stage.kinds or ())} (qkov.study.stages.REGISTRY)")
         skipped = tuple(str(s) for s in stage.skipped_runs(quick, data_dir)) if stage.skipped_runs else ()
         for kind, config in items:
             key = config_key(kind, config)
@@ -287,6 +289,42 @@ def pending(plan: StudyPlan) -> list[PlannedRun]:
     return [r for r in plan.runs if not is_complete(r.run_dir)]
 
 
+def _sort_runs(plan: StudyPlan) -> tuple[list[str], list[str], list[PlannedRun], dict[str, str]]:
+    """Reused (complete), redone (incomplete directory removed), to run, failed (could not be removed)."""
+    reused, redone, todo = [], [], []
+    failed: dict[str, str] = {}
+    for run in plan.runs:
+        if is_complete(run.run_dir):
+            reused.append(run.name)
+            continue
+        if run.run_dir.exists():
+            try:
+                shutil.rmtree(run.run_dir)
+            except OSError as exc:  # read-only --out: the run is reported, the others go on
+                failed[run.name] = f"cannot remove its incomplete directory: {failure_reason(exc)}"
+                continue
+            redone.append(run.name)
+        todo.append(run)
+    return reused, redone, todo, failed
+
+
+def _collect(fut: Any, run: PlannedRun, executed: list[str], failed: dict[str, str]) -> None:
+    """Record the outcome of one finished future in ``executed`` or ``failed``."""
+    try:
+        outcome = fut.result()
+        if isinstance(outcome, ResourceFault):
+            failed[run.name] = str(outcome)
+        else:
+            executed.append(run.name)
+    except Exception as exc:  # noqa: BLE001 - a failed run is reported, the study goes on
+        if is_complete(run.run_dir):
+            # Finished on disk before its worker died (Dask then blames every task that worker
+            # held: KilledWorker); the run directory is the result, and it is whole.
+            executed.append(run.name)
+        else:
+            failed[run.name] = failure_reason(exc)
+
+
 def run_study(plan: StudyPlan, client: Any | None, retries: int = 2, progress: bool = True) -> StudyResult:
     """Run every incomplete run of ``plan`` on a Dask ``client``; keep finished work.
 
@@ -305,21 +343,7 @@ def run_study(plan: StudyPlan, client: Any | None, retries: int = 2, progress: b
         (plan.out / RUNS_DIR).mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise InputError(f"out: {plan.out}: cannot write there ({exc.strerror or exc})") from None
-    reused, redone, todo = [], [], []
-    failed: dict[str, str] = {}
-    for run in plan.runs:
-        if is_complete(run.run_dir):
-            reused.append(run.name)
-            continue
-        if run.run_dir.exists():
-            try:
-                shutil.rmtree(run.run_dir)
-            except OSError as exc:  # read-only --out: the run is reported, the others go on
-                failed[run.name] = f"cannot remove its incomplete directory: {failure_reason(exc)}"
-                continue
-            redone.append(run.name)
-        todo.append(run)
-
+    reused, redone, todo, failed = _sort_runs(plan)
     if todo and client is None:
         raise ValueError("run_study: runs to execute but no Dask client")
     futures = {}
@@ -332,20 +356,7 @@ def run_study(plan: StudyPlan, client: Any | None, retries: int = 2, progress: b
     bar = _progress(len(todo), f"runs ({len(reused)} reused)") if progress else None
     try:
         for fut in (as_completed(list(futures)) if futures else ()):
-            run = futures[fut]
-            try:
-                outcome = fut.result()
-                if isinstance(outcome, ResourceFault):
-                    failed[run.name] = str(outcome)
-                else:
-                    executed.append(run.name)
-            except Exception as exc:  # noqa: BLE001 - a failed run is reported, the study goes on
-                if is_complete(run.run_dir):
-                    # Finished on disk before its worker died (Dask then blames every task that worker
-                    # held: KilledWorker); the run directory is the result, and it is whole.
-                    executed.append(run.name)
-                else:
-                    failed[run.name] = failure_reason(exc)
+            _collect(fut, futures[fut], executed, failed)
             if bar is not None:
                 bar.update(1)
                 bar.set_postfix(failed=len(failed), refresh=False)

@@ -28,10 +28,12 @@ CASES = [
     (["validate", "real", "--dataset", "imdb"], "dataset"),
     (["reproduce", "--workers", "0"], "workers"),
     (["derive", "--format", "pdf"], "format"),
+    (["simulate", "--t", ",".join(str(i) for i in range(1, 1002))], "t"),  # more than MAX_TIMES (1000) times
+    (["simulate", "--method", "full-gd", "--t", "0.05,0.0500000001"], "t"),  # two times on one step of dt
 ]
 
 
-@pytest.mark.parametrize("args,field", CASES, ids=[" ".join(a) for a, _ in CASES])
+@pytest.mark.parametrize("args,field", CASES, ids=[" ".join(a)[:60] for a, _ in CASES])
 def test_bad_value_is_one_line_exit_2_nothing_written(args, field, tmp_path, monkeypatch, capsys):
     monkeypatch.chdir(tmp_path)
     a_file = tmp_path / "a-file"
@@ -49,3 +51,13 @@ def test_bad_value_is_one_line_exit_2_nothing_written(args, field, tmp_path, mon
 def test_defaults_run():
     """`qkov simulate` with no options runs (its defaults are valid for every parametrization)."""
     assert run_cli(cli, ["simulate", "--json"]) == 0
+
+
+def test_the_time_cap_admits_max_times_and_names_it():
+    """The cap is on the count, at exactly MAX_TIMES: that many times parse, one more is refused naming the cap."""
+    from qkov.cli.options import MAX_TIMES, IncreasingTimes
+
+    assert len(IncreasingTimes().parse(",".join(str(i) for i in range(MAX_TIMES)))) == MAX_TIMES
+    with pytest.raises(ValueError):
+        IncreasingTimes().parse(",".join(str(i) for i in range(MAX_TIMES + 1)))
+    assert f"at most {MAX_TIMES}" in IncreasingTimes().allowed

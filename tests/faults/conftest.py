@@ -22,7 +22,7 @@ for _p in reversed(_PATHS):
 os.environ["PYTHONPATH"] = os.pathsep.join(
     _PATHS + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p and p not in _PATHS])
 
-from faultkit import Reproduce, fault_stages  # noqa: E402  (needs the path above)
+from faultkit import Reproduce  # noqa: E402  (needs the path above)
 
 
 def pytest_collection_modifyitems(items):
@@ -33,12 +33,12 @@ def pytest_collection_modifyitems(items):
 
 @pytest.fixture
 def scratch(tmp_path, monkeypatch):
-    """Point the engine at the fault stage; return the scratch directory (fault.json, execution counts)."""
-    from qkov.study import engine
+    """Set up the fault stage's environment; return the scratch directory (fault.json, execution counts).
 
+    The tests pass the stage itself (``faultkit.run_cli`` injects it into the CLI).
+    """
     d = tmp_path / "scratch"
     d.mkdir()
-    monkeypatch.setattr(engine, "STAGES", fault_stages())
     monkeypatch.setenv("QKOV_FAULT_DIR", str(d))
     monkeypatch.delenv("QKOV_LOCK", raising=False)
     monkeypatch.delenv("QKOV_DATA_DIR", raising=False)

@@ -28,18 +28,23 @@ def fault_stages():
     return (engine.Stage.from_module("synthetic", faultstudy),)
 
 
+def run_cli(group, args=None, prog_name="qkov"):
+    """:func:`qkov.cli.main.run_cli` with the fault stage injected (``qkov reproduce`` runs it)."""
+    from qkov.cli.main import run_cli as real
+
+    return real(group, args, prog_name, obj={"stages": fault_stages()})
+
+
 DRIVER = """
 import sys
 import signal
 signal.signal(signal.SIGINT, signal.default_int_handler)  # a launcher without job control (nohup cmd &)
 # leaves SIGINT ignored, and Python keeps it so: the test's SIGINT would then be lost
 sys.path[:0] = {paths!r}
-from qkov.study import engine
-import faultstudy
-engine.STAGES = (engine.Stage.from_module("synthetic", faultstudy),)
+from faultkit import fault_stages
 from qkov.cli.main import main
 if __name__ == "__main__":
-    main(["reproduce", "--out", {out!r}, "--workers", "1", "--no-progress"])
+    main(["reproduce", "--out", {out!r}, "--workers", "1", "--no-progress"], obj={{"stages": fault_stages()}})
 """
 
 

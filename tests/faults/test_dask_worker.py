@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from faultkit import assert_complete_runs_are_whole, complete_runs
+from faultkit import assert_complete_runs_are_whole, complete_runs, run_cli
 from faultstudy import executions, set_behaviour
-from qkov.cli.main import cli, run_cli
+from qkov.cli.main import cli
 
 DASK = Path(sys.executable).with_name("dask")
 

@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from faultkit import DRIVER, PATHS, ROOT, assert_complete_runs_are_whole, complete_runs
+from faultkit import DRIVER, PATHS, ROOT, assert_complete_runs_are_whole, complete_runs, run_cli
 from faultstudy import executions, set_behaviour
-from qkov.cli.main import cli, run_cli
+from qkov.cli.main import cli
 
 
 def _study(out: Path, capsys) -> tuple[int, str, str]:

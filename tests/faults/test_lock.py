@@ -11,9 +11,9 @@ import sys
 import time
 from pathlib import Path
 
-from faultkit import assert_complete_runs_are_whole, complete_runs
+from faultkit import assert_complete_runs_are_whole, complete_runs, run_cli
 from faultstudy import executions, set_behaviour
-from qkov.cli.main import cli, run_cli
+from qkov.cli.main import cli
 
 LOCK = ".qkov.lock"
 

@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from qkov.cli.main import cli, run_cli
+from qkov.cli.main import cli
 
 
 @contextlib.contextmanager

@@ -109,3 +109,30 @@ def test_laws_need_the_reduced_method():
 
     res = _run(["--param", "CACO", "--laws", "--method", "full-gd", "--t", "1"])
     assert isinstance(res.exception, ConfigError) and str(res.exception).startswith("laws: full-gd: ")
+
+
+def test_save_takes_the_lock_before_computing(tmp_path, monkeypatch):
+    """Issue 25: `simulate --save` on a results directory another process holds is refused (exit 2, one line
+    naming the holder) before anything is integrated: the solver is never called."""
+    import subprocess
+    import sys
+
+    from qkov.cli.main import cli
+    from qkov.cli.support import run_cli
+    from qkov.study import simulate_command
+    from tests.paths import ROOT
+
+    out = tmp_path / "out"
+    code = (f"import sys, time; sys.path.insert(0, {str(ROOT)!r})\n"
+            "from qkov.core.lock import results_lock\n"
+            f"with results_lock({str(out)!r}, 'qkov test-holder'):\n    print('held', flush=True); time.sleep(120)\n")
+    holder = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "held"
+        calls = []
+        monkeypatch.setattr(simulate_command, "run_simulation", lambda cfg: calls.append(cfg) or [])
+        assert run_cli(cli, ["simulate", "--param", "CACO", "--t", "5", "--save", "--out", str(out)]) == 2
+        assert calls == []
+    finally:
+        holder.kill()
+        holder.wait()

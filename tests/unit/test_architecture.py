@@ -53,6 +53,36 @@ def test_the_scan_sees_a_violation(tmp_path):
                                              "simulation/bad.py:1 imports validation (a later layer than simulation)"]
 
 
+NO_CLI = ("theory", "simulation", "validation", "qkov/core", "qkov/study", "qkov/report")
+"""Everything below the command line: none of it may import ``qkov.cli`` (the CLI parses, calls, prints)."""
+
+
+def cli_imports(root: Path = ROOT) -> list[str]:
+    """``path:line`` of every import of ``qkov.cli`` (module level or in a function) below the CLI."""
+    bad = []
+    for sub in NO_CLI:
+        for f in sorted((root / sub).rglob("*.py")):
+            for node in ast.walk(ast.parse(f.read_text(), filename=str(f))):
+                names = ([a.name for a in node.names] if isinstance(node, ast.Import) else
+                         [node.module] + [f"{node.module}.{a.name}" for a in node.names]
+                         if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module else [])
+                if any(n == "qkov.cli" or n.startswith("qkov.cli.") for n in names):
+                    bad.append(f"{f.relative_to(root)}:{node.lineno}")
+    return bad
+
+
+def test_nothing_below_the_cli_imports_it():
+    assert cli_imports() == []
+
+
+def test_the_cli_scan_sees_an_import(tmp_path):
+    for sub in NO_CLI:
+        (tmp_path / sub).mkdir(parents=True)
+    (tmp_path / "qkov/study/bad.py").write_text("def f():\n    from qkov.cli.derive import DeriveConfig\n")
+    (tmp_path / "qkov/report/bad.py").write_text("from qkov import cli\nimport qkov.cli.main\n")
+    assert cli_imports(tmp_path) == ["qkov/study/bad.py:2", "qkov/report/bad.py:1", "qkov/report/bad.py:2"]
+
+
 def test_no_module_name_string_imports_of_project_modules():
     for layer in LAYERS:
         for f in (ROOT / layer).rglob("*.py"):
@@ -73,6 +103,7 @@ SYMBOLIC = {"sympy", "theory.symbols", "theory.reduced", "theory.derivation", "t
 @pytest.mark.parametrize("code,absent", [
     ("import qkov", {"torch", "distributed", "dask", "pydantic"} | SYMBOLIC),
     ("from qkov.cli.main import cli", {"torch", "distributed", "dask", "scipy"} | SYMBOLIC),
+    ("from qkov.study import reproduce", {"torch", "distributed", "dask", "scipy"} | SYMBOLIC),
     ("from simulation import solve; solve('FAFO', K=4, M=3, eta_qk=2, eta_ov=1, u0=.1, v0=.1, t=[1, 10])",
      {"torch"} | SYMBOLIC),
     ("from simulation.closed_forms import law_functions, first_integral_values", {"torch"} | SYMBOLIC),

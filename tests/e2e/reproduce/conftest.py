@@ -16,17 +16,17 @@ if str(HERE) not in sys.path:
 os.environ["PYTHONPATH"] = os.pathsep.join(
     [str(HERE)] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p])
 
-from fakestudy import FAKE_STAGES  # noqa: E402  (needs the path above)
+import fakestudy  # noqa: E402,F401  (needs the path above; workers import it by name)
 
 
 @pytest.fixture
 def fake_stages(tmp_path, monkeypatch):
-    """Point the engine at the fake stages; return the scratch directory (execution counters)."""
-    from qkov.study import engine
+    """Set up the fake stages' environment; return the scratch directory (execution counters).
 
+    The tests pass the stages themselves (``FAKE_STAGES``; ``fakestudy.run_cli`` injects them into the CLI).
+    """
     scratch = tmp_path / "scratch"
     scratch.mkdir()
-    monkeypatch.setattr(engine, "STAGES", FAKE_STAGES)
     monkeypatch.setenv("QKOV_FAKE_DIR", str(scratch))
     for var in ("QKOV_FAKE_SLEEP", "QKOV_FAKE_KILL", "QKOV_FAKE_FAIL", "QKOV_DATA_DIR"):
         monkeypatch.delenv(var, raising=False)

@@ -9,9 +9,9 @@ import pytest
 from qkov.core.config import ConfigError
 from qkov.core.runstore import config_key, is_complete
 from qkov.study import engine
-from qkov.cli.main import cli, run_cli
+from qkov.cli.main import cli
 
-from fakestudy import FAKE_STAGES, badruns
+from fakestudy import FAKE_STAGES, badruns, run_cli
 from fakestudy.common import executions
 
 

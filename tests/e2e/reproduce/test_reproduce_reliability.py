@@ -14,9 +14,9 @@ import pytest
 
 from qkov.core.runstore import is_complete
 from qkov.study import engine
-from qkov.cli.main import cli, run_cli
+from qkov.cli.main import cli
 
-from fakestudy import FAKE_STAGES, HERE
+from fakestudy import FAKE_STAGES, HERE, run_cli
 from fakestudy.common import executions
 from tests.cli_errors import assert_one_line_error
 
@@ -90,12 +90,10 @@ import signal
 signal.signal(signal.SIGINT, signal.default_int_handler)  # a launcher without job control (nohup cmd &)
 # leaves SIGINT ignored, and Python keeps it so: the test's SIGINT would then be lost
 sys.path.insert(0, {here!r})
-from qkov.study import engine
-from fakestudy import FAKE_STAGES
-engine.STAGES = FAKE_STAGES
+from fakestudy import STUDY
 from qkov.cli.main import main
 if __name__ == "__main__":
-    main(["reproduce", "--out", {out!r}, "--workers", "2", "--no-progress"])
+    main(["reproduce", "--out", {out!r}, "--workers", "2", "--no-progress"], obj=STUDY)
 """
 
 

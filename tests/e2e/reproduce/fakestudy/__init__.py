@@ -25,4 +25,14 @@ FAKE_STAGES = (
     Stage.from_module("synthetic", synthetic),
     Stage.from_module("real", real),
 )
-"""The engine's ``STAGES`` pointing at the fake stage modules."""
+"""The fake study's stages (pass them as ``stages=`` to the engine or :func:`qkov.study.reproduce`)."""
+
+STUDY = {"stages": FAKE_STAGES}
+"""``obj`` for :func:`qkov.cli.main.run_cli` / ``main``: ``qkov reproduce`` then runs the fake stages."""
+
+
+def run_cli(group, args=None, prog_name="qkov"):
+    """:func:`qkov.cli.main.run_cli` with the fake stages injected (``qkov reproduce`` runs them)."""
+    from qkov.cli.main import run_cli as real
+
+    return real(group, args, prog_name, obj=STUDY)
