@@ -19,7 +19,9 @@ from validation.real.fetch import COUNTS, SOURCES, FetchError, check, fetch
 
 def _fail(message: str) -> None:
     """One line ``qkov: error: <message>`` and exit 2 (``--data-dir: x: ...`` is shown as ``data-dir: x: ...``)."""
-    click.echo(f"qkov: error: {message.removeprefix('--')}", err=True)
+    line = message.removeprefix("--")
+    line = "".join(c if c.isprintable() else repr(c)[1:-1] for c in line)  # one line, whatever a path holds
+    click.echo(f"qkov: error: {line}", err=True)
     raise SystemExit(2)
 
 
