@@ -104,4 +104,6 @@ def check_cmd(datasets: tuple[str, ...], data_dir: str | None) -> None:
     bad = [r for r in results if not r.ok]
     if bad:
         _fail(f"--data-dir: {root}: {len(bad)} of {len(results)} entries failed the check "
-              f"(first: {bad[0].path}: {bad[0].status}); run `qkov data fetch`")
+              f"(first: {bad[0].path}: {bad[0].status}); "
+              + ("run `qkov data fetch`" if bad[0].status in ("missing", "bad checksum", "bad count", "unreadable")
+                 else "move that entry away, then run `qkov data fetch`"))
