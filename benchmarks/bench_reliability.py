@@ -86,6 +86,70 @@ PROMISES = [
      "test_resources.py::test_worker_out_of_memory"),
     ("Tampered results are redone alone; unlisted extra files change nothing and never reach the report.",
      "test_files.py::test_tampered_and_extra_files"),
+    ("A run with an extra unlisted file (`.DS_Store`, a broken JSON, a directory) stays complete: reused by "
+     "`reproduce`, shown by `report`, the extra file never named.",
+     "test_results_faults.py::test_extra_unlisted_file_keeps_the_run_complete_and_unnamed"),
+    ("A malformed `COMPLETE` (`{\"files\": {}}`, a list, wrong-typed digests, invalid or deeply nested JSON) "
+     "reads incomplete with a one-line reason, in `reproduce` (redone) and `report` (listed) alike.",
+     "test_results_faults.py::test_malformed_complete_marker_reads_incomplete_in_one_line, "
+     "test_results_faults.py::test_unparseable_complete_marker_reads_incomplete"),
+    ("`COMPLETE` entries with `../` or an absolute path (with their true SHA-256) are refused: the run is "
+     "incomplete, nothing outside it reaches the report.",
+     "test_results_faults.py::test_complete_entries_outside_the_run_are_never_read"),
+    ("A run directory linked to outside `--out`, or a listed file replaced by a link, is never followed by "
+     "the report.", "test_results_faults.py::test_symlinked_run_directory_is_not_followed_by_the_report, "
+     "test_results_faults.py::test_symlinked_listed_file_makes_the_run_incomplete"),
+    ("A malformed `reproduce.json` (`[1]`, `{\"stages\": \"abc\"}`, `{\"runs\": [1]}`, `{\"skipped\": 5}`, ...) "
+     "is ignored with one line in the report, no traceback.",
+     "test_results_faults.py::test_malformed_reproduce_json_is_ignored_with_one_line"),
+    ("`.qkov.lock` a symbolic link: refused in one line naming the file to remove; its target is never "
+     "written (it is opened with `O_NOFOLLOW`).",
+     "test_results_faults.py::test_symlinked_lock_file_is_refused_and_its_target_untouched"),
+    ("Lock modes see each other: a flock-mode command refuses a live lease-mode holder (with or without "
+     "flock) and vice versa; the mode is recorded in the lock.",
+     "test_results_faults.py::test_mixed_lock_modes_see_each_other, "
+     "test_results_faults.py::test_live_lease_without_flock_is_respected_by_flock_mode"),
+    ("An empty or garbage lock file is taken over with a message (flock mode; lease mode once older than "
+     "the grace period), or refused naming the file to remove.",
+     "test_results_faults.py::test_empty_or_garbage_lock_is_recovered_or_refused_with_the_fix"),
+    ("A lock record that cannot be written (disk full) leaves neither the lock file nor the directories it "
+     "made; the command says so in one line.",
+     "test_results_faults.py::test_lock_write_failure_leaves_nothing_behind"),
+    ("A busy lock is refused at once by the lock API (well under a second).",
+     "test_results_faults.py::test_refusal_of_a_busy_lock_is_immediate"),
+    ("`qkov data fetch --mirror URL` (or `$QKOV_DATA_MIRROR`) fetches all three data sets from a local "
+     "server, pins checked; a bad mirror URL is one line.",
+     "test_fetch_faults.py::test_mirror_fetches_all_three_data_sets_from_a_local_server, "
+     "test_fetch_faults.py::test_bad_mirror_url_is_one_line"),
+    ("A server dripping one byte at a time is cut off by the overall `--deadline` in one line.",
+     "test_fetch_faults.py::test_slow_drip_server_is_refused_by_the_overall_deadline"),
+    ("Junk served (or already in place) as the unpinned HateXplain `dataset.json` is validated, refused and "
+     "discarded, and fetched again instead of kept.",
+     "test_fetch_faults.py::test_junk_unpinned_file_is_refused_and_discarded"),
+    ("A body over a file's size cap is refused (before the body when `Content-Length` says so) in one line.",
+     "test_fetch_faults.py::test_body_over_the_size_cap_is_refused, "
+     "test_fetch_faults.py::test_size_cap_via_cli_is_one_line"),
+    ("A `.part` or destination that is a symbolic link is refused; its target is never written or appended to.",
+     "test_fetch_faults.py::test_symlinked_part_file_is_refused_and_its_target_untouched"),
+    ("`data fetch` into a place under a file, onto a directory, or into an unwritable / read-only / full "
+     "directory: one line, exit 2.",
+     "test_fetch_faults.py::test_data_dir_under_a_file_is_one_line, "
+     "test_fetch_faults.py::test_destination_that_is_a_directory_is_one_line, "
+     "test_fetch_faults.py::test_unwritable_data_dir_is_one_line"),
+    ("Data files nested 200,000 brackets deep, or holding a 5,000-digit integer, are one line naming the "
+     "file (and line) in the loaders and `data check`.",
+     "test_data_faults.py::test_deeply_nested_json_is_one_line, "
+     "test_data_faults.py::test_integer_past_the_digit_limit_is_one_line, "
+     "test_data_faults.py::test_large_answer_start_within_the_digit_limit_is_one_short_line, "
+     "test_data_faults.py::test_data_check_on_deeply_nested_file_is_one_line"),
+    ("Wrong-typed HateXplain rationales (`[5]`, `[null]`, ...) and non-string division ids (a list, ...) are "
+     "one line naming the file and the record.",
+     "test_data_faults.py::test_wrong_rationale_types_are_one_line, "
+     "test_data_faults.py::test_unhashable_or_non_string_division_id_is_one_line"),
+    ("`data check` names a directory standing in for a JSONL split as such (not as a missing dataset.json).",
+     "test_data_faults.py::test_directory_in_place_of_a_jsonl_split_is_named_as_such"),
+    ("A newline or control character inside a value is shown quoted: the error stays one line.",
+     "test_data_faults.py::test_newline_in_a_value_stays_one_line"),
     ("A symbolic link as a run directory is refused before any work with one line; nothing behind it is deleted.",
      "test_files.py::test_symlinked_run_directory_is_refused_with_one_line"),
     ("Files 0666 & ~umask, directories 0777 & ~umask (0644/0755 under umask 022); the local cluster starts no "
@@ -295,7 +359,41 @@ SCENARIOS = {
 }
 
 
-def render(figures: dict, sched: dict, a) -> str:
+def faults_tried(a) -> dict[str, dict]:
+    """Run every test the promise table cites (one pytest process); per test: cases tried, held, seconds."""
+    import xml.etree.ElementTree as ET
+
+    cited = sorted({t.strip() for _, ts in PROMISES for t in ts.split(",")})
+    cited = [t for t in cited if not any(k in t for k in a.faults_skip)]
+    xml = Path(tempfile.mkdtemp(prefix="qkov-bench-faults-")) / "junit.xml"
+    cmd = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", f"--junitxml={xml}",
+           *[f"tests/faults/{t}" for t in cited]]
+    subprocess.run(cmd, cwd=ROOT, env=dict(os.environ), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                   timeout=3600)
+    out: dict[str, dict] = {t: {"tried": 0, "held": 0, "skipped": 0, "seconds": 0.0} for t in cited}
+    for case in ET.parse(xml).getroot().iter("testcase"):
+        name = f"{case.get('classname', '').rsplit('.', 1)[-1]}.py::{case.get('name', '').split('[')[0]}"
+        if name not in out:
+            continue
+        f = out[name]
+        f["seconds"] += float(case.get("time", 0))
+        if case.find("skipped") is not None:
+            f["skipped"] += 1
+            continue
+        f["tried"] += 1
+        f["held"] += int(case.find("failure") is None and case.find("error") is None)
+    shutil.rmtree(xml.parent, ignore_errors=True)
+    return out
+
+
+def _splice_measured(path: Path) -> str:
+    """The measured-figures section of an existing document (kept when only the fault table is rerun)."""
+    text = path.read_text() if path.is_file() else ""
+    start, end = text.find("## Measured figures"), text.find("## What is assumed")
+    return text[start:end].rstrip() + "\n" if start >= 0 and end > start else ""
+
+
+def render(figures: dict, sched: dict, a, tried: dict | None = None, measured: str | None = None) -> str:
     lines = ["# Reliability: the promises under faults, their tests, measured figures", "",
              "Generated by `python benchmarks/bench_reliability.py` (run as root for the filesystem faults); "
              "do not edit by hand.", "",
@@ -304,6 +402,20 @@ def render(figures: dict, sched: dict, a) -> str:
              "elsewhere with the reason printed; run them with `sudo -E pytest -m faults -rs`.", "",
              "## Promises and the tests that check them", "", "| promise | test (tests/faults/) |", "|---|---|"]
     lines += [f"| {p} | `{t}` |" for p, t in PROMISES]
+    if tried:
+        n_tried = sum(f["tried"] for f in tried.values())
+        n_held = sum(f["held"] for f in tried.values())
+        lines += ["", "## Faults tried and held", "",
+                  f"Every test above run once ({time.strftime('%Y-%m-%d')}, {os.cpu_count()} CPUs): "
+                  f"{n_held} of {n_tried} fault cases held. A test's cases are its parametrized variants."
+                  + (f" Not rerun this time (slow, see the measured figures): tests matching "
+                     f"{', '.join(a.faults_skip)}." if a.faults_skip else ""), "",
+                  "| test (tests/faults/) | cases tried | held | skipped | seconds |", "|---|---|---|---|---|"]
+        lines += [f"| `{t}` | {f['tried']} | {f['held']} | {f['skipped']} | {f['seconds']:.1f} |"
+                  for t, f in tried.items()]
+    if measured is not None:
+        lines += ["", *measured.rstrip("\n").split("\n"), ""]
+        return "\n".join(lines + _assumed())
     lines += ["", "## Measured figures", "",
               f"A study of {a.runs} runs of {a.sleep:g} s each on {a.workers} local worker processes "
               f"({os.cpu_count()} CPUs, load average {a.load:.1f} at the start, {time.strftime('%Y-%m-%d')}); the "
@@ -321,16 +433,31 @@ def render(figures: dict, sched: dict, a) -> str:
               "included; the silent port waits out the 10 s handshake timeout):", "",
               "| scheduler | exit | seconds | stderr lines |", "|---|---|---|---|"]
     lines += [f"| {k} | {v['exit']} | {v['seconds']} | {v['lines']} |" for k, v in sched.items()]
-    lines += ["", "## What is assumed", "",
-              "- **Lock**: `<out>/.qkov.lock`, held with `flock` by the process running `qkov reproduce`, `report`, "
-              "`derive`, `simulate --plot` or `validate` (workers write under it). The kernel drops it when the "
-              "holder dies, so a stale lock is one whose file names a holder but whose flock is free; it is taken "
-              "over with a message. On a shared filesystem flock must be coherent across hosts (local disk, "
-              "NFSv4 or NFSv3 with lockd, Lustre `-o flock`, GPFS, CephFS). On NFS mounted `nolock` or "
-              "`local_lock=flock`, set `QKOV_LOCK=lease`: an `O_EXCL` lease file with host, PID and start time, "
-              "taken over only when its holder is on this host and gone; a lease from another host is removed "
-              "by hand once that host's qkov is known to be gone. Filesystems without flock fall back to the "
-              "lease by themselves (ENOLCK/EOPNOTSUPP).",
+    return "\n".join(lines + _assumed())
+
+
+def _assumed() -> list[str]:
+    return ["", "## What is assumed", "",
+              "- **Lock**: `<out>/.qkov.lock`, held by the process running `qkov reproduce`, `report`, "
+              "`derive`, `simulate --plot` or `validate` (workers write under it); never opened through a "
+              "symbolic link. One protocol whatever `QKOV_LOCK` says: the holder takes `flock` on the file "
+              "wherever the filesystem has it and records host, PID, start time and its mode; a taker in either "
+              "mode is refused by a held flock and by a record whose holder is alive, so the modes see each "
+              "other. The kernel drops a flock when the holder dies, so a file whose flock is free and whose "
+              "holder is gone (or which is empty or garbage) is taken over with a message. On a shared "
+              "filesystem flock must be coherent across hosts (local disk, NFSv4 or NFSv3 with lockd, Lustre "
+              "`-o flock`, GPFS, CephFS). On NFS mounted `nolock` or `local_lock=flock`, set `QKOV_LOCK=lease`: "
+              "the `O_EXCL` file is the lease, taken over only when its holder is on this host and gone, or when "
+              "it has been empty or garbage for longer than a grace period (10 s); a lease from another host is "
+              "removed by hand once that host's qkov is known to be gone (the error names the file). "
+              "Filesystems without flock fall back to the lease by themselves (ENOLCK/EOPNOTSUPP).",
+              "- **A complete run** (one definition, `qkov.core.runstore.completeness`, used by `reproduce` and "
+              "`report`): a real directory whose `COMPLETE` lists plain file names inside it, each a regular "
+              "file whose SHA-256 matches. Files it does not list are ignored: never read, never shown, and the "
+              "run stays complete. Anything malformed reads incomplete, with a one-line reason, and is redone.",
+              "- **Data fetch**: an overall deadline (`--deadline`, default 3600 s) besides the 30 s per read, a "
+              "size cap per file, unpinned files validated (structure and counts) before they are kept, and "
+              "`--mirror URL` / `$QKOV_DATA_MIRROR` serving `<mirror>/<path in the data directory>`.",
               "- **Workers** write the run directories and must see `--out` at the same path; a worker that does "
               "not (not mounted, removed) fails its run in one line instead of creating a private copy.",
               "- **After SIGINT or SIGKILL of the client on a shared `--scheduler`** the scheduler's workers may "
@@ -340,7 +467,6 @@ def render(figures: dict, sched: dict, a) -> str:
               "(or 002 for a group) on shared results.",
               "- **Local cluster**: binds to 127.0.0.1; Dask always opens an HTTP port, here an ephemeral "
               "loopback one with no routes (no dashboard, no metrics), so nothing contends for port 8787.", ""]
-    return "\n".join(lines)
 
 
 def main() -> None:
@@ -350,8 +476,19 @@ def main() -> None:
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--out-md", default=str(ROOT / "docs" / "reliability.md"))
     ap.add_argument("--only", default=None, help="comma-separated scenario numbers (1-based) to run")
+    ap.add_argument("--faults-only", action="store_true",
+                    help="rerun only the fault tests (table 'Faults tried and held'); keep the measured figures "
+                         "of the existing document")
+    ap.add_argument("--faults-skip", default="", help="comma-separated substrings of fault tests not to run")
     a = ap.parse_args()
+    a.faults_skip = [x for x in a.faults_skip.split(",") if x]
     a.load = os.getloadavg()[0]
+    if a.faults_only:
+        tried = faults_tried(a)
+        Path(a.out_md).write_text(render({}, {}, a, tried, _splice_measured(Path(a.out_md))))
+        print(json.dumps(tried, indent=1))
+        print(f"written: {a.out_md}")
+        return
     base = Path(tempfile.mkdtemp(prefix="qkov-bench-reliability-"))
     figures = {}
     try:
@@ -368,7 +505,7 @@ def main() -> None:
         print(f"scheduler: {json.dumps(sched)}", flush=True)
     finally:
         shutil.rmtree(base, ignore_errors=True)
-    Path(a.out_md).write_text(render(figures, sched, a))
+    Path(a.out_md).write_text(render(figures, sched, a, faults_tried(a)))
     print(f"written: {a.out_md}")
 
 

@@ -13,12 +13,15 @@ import click
 
 from qkov.cli.support import CONTEXT_SETTINGS
 
+from validation.real import fetch as _fetch
 from validation.real.fetch import COUNTS, SOURCES, FetchError, check, fetch
 
 
 def _fail(message: str) -> None:
     """One line ``qkov: error: <message>`` and exit 2 (``--data-dir: x: ...`` is shown as ``data-dir: x: ...``)."""
-    click.echo(f"qkov: error: {message.removeprefix('--')}", err=True)
+    line = message.removeprefix("--")
+    line = "".join(c if c.isprintable() else repr(c)[1:-1] for c in line)  # one line, whatever a path holds
+    click.echo(f"qkov: error: {line}", err=True)
     raise SystemExit(2)
 
 
@@ -51,14 +54,33 @@ def data() -> None:
               help="Where to put the files (default: $QKOV_DATA_DIR).")
 @click.option("--required-only", is_flag=True,
               help="Skip files qkov does not read (the SQuAD training set).")
-def fetch_cmd(datasets: tuple[str, ...], data_dir: str | None, required_only: bool) -> None:
+@click.option("--mirror", default=None, metavar="URL",
+              help="Fetch every file from URL/<path in the data directory> instead of the official hosts "
+                   "(default: $QKOV_DATA_MIRROR). The pinned checksums are checked all the same.")
+@click.option("--deadline", default=3600.0, type=float, metavar="SECONDS", show_default=True,
+              help="Give up (keeping what was downloaded, to resume) when the whole fetch takes longer.")
+def fetch_cmd(datasets: tuple[str, ...], data_dir: str | None, required_only: bool, mirror: str | None,
+              deadline: float) -> None:
     """Download, verify (SHA-256) and place each file; resumes interrupted downloads."""
+    import math
+
     root = _data_dir(data_dir)
     names = _datasets(datasets)
+    if not (math.isfinite(deadline) and deadline > 0):
+        _fail(f"--deadline: {deadline}: must be a positive number of seconds")
+    mirror = mirror if mirror is not None else (os.environ.get(_fetch.MIRROR_ENV) or None)
     try:
-        done = fetch(root, names, include_optional=not required_only, sources=SOURCES)
+        if mirror is not None:
+            _fetch.check_mirror(mirror)
     except FetchError as exc:
         _fail(str(exc))
+    try:
+        done = fetch(root, names, include_optional=not required_only, sources=SOURCES, counts=COUNTS,
+                     mirror=mirror, deadline=deadline)
+    except FetchError as exc:
+        _fail(str(exc).splitlines()[0])
+    except OSError as exc:  # a filesystem error the downloader did not foresee: still one line
+        _fail(f"{exc.filename or root}: {exc.strerror or exc}")
     for path, how in done:
         click.echo(f"{how:10} {path}")
 
@@ -75,11 +97,13 @@ def check_cmd(datasets: tuple[str, ...], data_dir: str | None) -> None:
         _fail(f"--data-dir: {root}: no such directory")
     try:
         results = check(root, names, sources=SOURCES, counts=COUNTS)
-    except (FetchError, OSError, ValueError) as exc:
+    except (FetchError, OSError, ValueError, RecursionError) as exc:
         _fail(str(exc).splitlines()[0] if str(exc) else type(exc).__name__)
     for r in results:
         click.echo(f"{r.status:13} {r.dataset:10} {r.path}  {r.detail}")
     bad = [r for r in results if not r.ok]
     if bad:
         _fail(f"--data-dir: {root}: {len(bad)} of {len(results)} entries failed the check "
-              f"(first: {bad[0].path}: {bad[0].status}); run `qkov data fetch`")
+              f"(first: {bad[0].path}: {bad[0].status}); "
+              + ("run `qkov data fetch`" if bad[0].status in ("missing", "bad checksum", "bad count", "unreadable")
+                 else "move that entry away, then run `qkov data fetch`"))

@@ -28,9 +28,12 @@ class ConfigError(InputError):
 
 
 def show_value(value: Any) -> str:
-    """A value as the error line shows it: plain text, quoted only when empty or padded or holding ': '."""
+    """A value as the error line shows it: plain text, quoted only when empty or padded or holding ': ' or a
+    character that is not printable (a newline, a tab, an escape): ``repr`` then escapes it, so the error
+    stays one line and no terminal control sequence reaches the screen."""
     if isinstance(value, str):
-        return repr(value) if (value == "" or value.strip() != value or ": " in value) else value
+        return repr(value) if (value == "" or value.strip() != value or ": " in value
+                               or not value.isprintable()) else value
     if isinstance(value, Path):
         return show_value(str(value))
     return repr(value) if isinstance(value, (tuple, list, dict)) else str(value)

@@ -4,22 +4,33 @@ Every qkov command that writes into a results directory holds :func:`results_loc
 A second writer fails at once with :class:`ResultsLocked` (one line naming the holder: command, PID,
 host, start time); the CLI prints it as ``qkov: error: ...`` and exits 2. Readers take no lock.
 
-How the lock works
-------------------
-*flock mode* (default): the lock is ``fcntl.flock(LOCK_EX | LOCK_NB)`` on ``<out>/.qkov.lock``, and the
-holder writes ``{"host", "pid", "pid_created", "started", "command"}`` into the file. The kernel drops an
-flock when its holder dies (SIGKILL, OOM killer, crash), so a lock can never outlive its process on this
-host. On a clean exit the holder deletes the file while still holding the lock; a file found with a
-holder in it and its flock free was left by a holder that died: it is taken over with a message. After
-taking the flock the taker checks that the file it locked is still the one at the path (same inode), so
-a lock file deleted by a releasing holder in between is never "held".
+How the lock works (one protocol, whatever ``QKOV_LOCK`` says)
+--------------------------------------------------------------
+The lock file is created with ``O_CREAT | O_EXCL`` (or opened if it exists), always with ``O_NOFOLLOW``: a
+``.qkov.lock`` that is a symbolic link is refused with one line saying to remove it, never written through.
+The holder takes ``fcntl.flock(LOCK_EX | LOCK_NB)`` on it wherever the filesystem has flock (in *both*
+modes) and writes ``{"host", "pid", "pid_created", "started", "command", "mode"}`` into it. A taker in
+either mode is refused when the flock is held, and also when the file names a holder that is alive on
+this host (or, unless both sides are in flock mode, one on another host that cannot be checked from
+here). So the modes see each other: a flock-mode ``qkov`` never takes over a live lease-mode holder.
+
+*flock mode* (default): the kernel drops an flock when its holder dies (SIGKILL, OOM killer, crash), so a
+file found with its flock free and its holder gone is stale and taken over with a message; so is an empty
+or unreadable file whose flock is free (a start that failed before writing its record). After taking the
+flock the taker checks that the file it locked is still the one at the path (same inode), so a lock file
+deleted by a releasing holder in between is never "held".
 
 *lease mode* (``QKOV_LOCK=lease``, or automatically where ``flock`` is not supported: ``ENOLCK``,
-``EOPNOTSUPP``): the lock file itself is the lease, created with ``O_CREAT | O_EXCL`` and holding the same
-holder record. A lease whose holder is on this host and whose process is gone (or whose PID now belongs
-to a process started later) is stale and taken over with a message. A lease held from *another* host is
-never taken over automatically (its process cannot be checked from here): the error names the host and
-says to remove the file once that host's qkov is known to be gone.
+``EOPNOTSUPP``): the file's existence is the lease. A lease whose holder is on this host and whose
+process is gone (or whose PID now belongs to a process started later) is stale: it is removed and made
+anew with ``O_EXCL``, with a message. An empty or unreadable lease older than ``GRACE_S`` seconds is taken
+over the same way; a younger one is refused with the fix (remove the file if no qkov uses it). A lease
+held from *another* host is never taken over automatically: the error names the host and says to remove
+the file once that host's qkov is known to be gone.
+
+If the holder record cannot be written (disk full, read-only), the file is removed again, and so is any
+directory the lock made: nothing is left behind. On a clean exit the holder deletes the file while still
+holding the flock.
 
 Shared filesystems (cluster case, see ``docs/reliability.md``)
 --------------------------------------------------------------
@@ -39,7 +50,9 @@ import errno
 import json
 import os
 import socket
+import stat
 import sys
+import time
 from pathlib import Path
 from typing import Any, Iterator
 
@@ -101,16 +114,19 @@ def holder_alive(holder: dict[str, Any]) -> bool | None:
     recorded = holder.get("pid_created")
     if created < 0 or recorded is None:
         return True
-    return abs(created - float(recorded)) < 1.0  # else the PID was reused by a later process
+    try:
+        return abs(created - float(recorded)) < 1.0
+    except (TypeError, ValueError):
+        return True  # cannot tell it was reused: respect it  # else the PID was reused by a later process
 
 
 def _read(fd: int) -> dict[str, Any] | None:
+    """The holder record in the lock file, or None when it is empty or not a JSON object."""
     try:
-        os.lseek(fd, 0, os.SEEK_SET)
-        text = os.read(fd, 65536).decode("utf-8", "replace")
+        text = os.pread(fd, 65536, 0).decode("utf-8", "replace")
         data = json.loads(text) if text.strip() else None
         return data if isinstance(data, dict) else None
-    except (OSError, ValueError):
+    except (OSError, ValueError, RecursionError):
         return None
 
 
@@ -121,7 +137,18 @@ def _write(fd: int, record: dict[str, Any]) -> None:
     os.fsync(fd)
 
 
+GRACE_S = 10.0
+"""An empty or unreadable lock file younger than this may be a holder between creating and writing it."""
+
+_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
+
+
 class _Lock:
+    """One protocol for both modes (see the module docstring): every holder creates the lock file (never
+    through a symbolic link), takes ``flock`` on it where the filesystem has one, and writes its record with
+    its ``mode``; a taker in either mode is refused by a held flock *and* by a record whose holder is alive
+    (or cannot be checked from here, unless both sides are in flock mode), so the modes see each other."""
+
     def __init__(self, directory: Path, command: str, mode: str, announce) -> None:
         self.directory = directory
         self.path = directory / LOCK_NAME
@@ -129,77 +156,119 @@ class _Lock:
         self.mode = mode
         self.announce = announce
         self.fd: int | None = None
-        self.record = holder_record(command)
+        self.record = holder_record(command) | {"mode": mode}
         self.depth = 0
 
-    def _busy(self, holder: dict[str, Any] | None) -> ResultsLocked:
+    def _busy(self, holder: dict[str, Any] | None, why: str = "") -> ResultsLocked:
         hint = "wait for it to finish, or give another --out"
-        if self.mode == "lease" and holder and holder_alive(holder) is None:
+        if holder is None:
+            hint += f"; if no qkov command is using it, remove {self.path}"
+        elif holder_alive(holder) is None:
             hint += f"; if that host's qkov is gone, remove {self.path}"
-        return ResultsLocked(f"out: {self.directory}: in use by {describe(holder)}; {hint}")
+        return ResultsLocked(f"out: {self.directory}: in use by {describe(holder)}{why}; {hint}")
 
     def _took_over(self, previous: dict[str, Any] | None, why: str) -> None:
         if previous:
             self.announce(f"qkov: taking over the lock of {self.directory} from {describe(previous)}: {why}")
+        else:
+            self.announce(f"qkov: taking over the lock of {self.directory}: {why}")
 
-    def acquire(self) -> None:
-        if self.mode == "flock":
-            try:
-                self._acquire_flock()
-                return
-            except OSError as exc:
-                if exc.errno not in _NO_FLOCK:
-                    raise
-                self.mode = "lease"  # the filesystem has no flock: fall back to the lease file
-        self._acquire_lease()
+    def _open(self) -> tuple[int, bool] | None:
+        """``(fd, created)`` for the lock file, or None when it vanished in between (try again)."""
+        try:
+            return os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_EXCL | _NOFOLLOW, 0o666), True
+        except FileExistsError:
+            pass
+        try:
+            fd = os.open(self.path, os.O_RDWR | _NOFOLLOW | getattr(os, "O_NONBLOCK", 0))
+        except FileNotFoundError:
+            return None
+        except OSError as exc:
+            if exc.errno == errno.ELOOP or os.path.islink(self.path):
+                raise InputError(f"out: {self.path}: a symbolic link (to {os.readlink(self.path)}); qkov never "
+                                 f"writes through a link: remove {self.path}") from None
+            raise
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            os.close(fd)
+            raise InputError(f"out: {self.path}: not a regular file; remove it")
+        return fd, False
 
-    def _acquire_flock(self) -> None:
+    def _flock(self, fd: int) -> bool:
+        """Take the flock (True), or find the filesystem has none (False); ``BlockingIOError`` when held."""
         import fcntl
 
-        for _ in range(100):
-            fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o666)
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except BlockingIOError:
-                holder = _read(fd)
-                os.close(fd)
-                raise self._busy(holder) from None
-            except OSError:
-                os.close(fd)
-                raise
-            try:
-                same = os.stat(self.path)
-                st = os.fstat(fd)
-                if (same.st_ino, same.st_dev) != (st.st_ino, st.st_dev):
-                    raise FileNotFoundError
-            except FileNotFoundError:  # released and deleted by its holder just now: lock the new file
-                os.close(fd)
-                continue
-            previous = _read(fd)
-            self._took_over(previous, "its process is gone (its lock was free)")
-            _write(fd, self.record)
-            self.fd = fd
-            return
-        raise ResultsLocked(f"out: {self.directory}: could not take the lock {self.path} (it keeps changing)")
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return True
+        except BlockingIOError:
+            raise
+        except OSError as exc:
+            if exc.errno in _NO_FLOCK:
+                return False
+            raise
 
-    def _acquire_lease(self) -> None:
+    def _same_file(self, fd: int) -> bool:
+        try:
+            at, st = os.lstat(self.path), os.fstat(fd)
+        except FileNotFoundError:
+            return False
+        return (at.st_ino, at.st_dev) == (st.st_ino, st.st_dev)
+
+    def _stale(self, fd: int, previous: dict[str, Any] | None, flocked: bool) -> str | None:
+        """Why the existing lock is stale (to be taken over), or None when it must be respected."""
+        both_flock = flocked and self.mode == "flock"
+        if previous is None:
+            age = time.time() - os.fstat(fd).st_mtime
+            if both_flock:
+                return "its lock file was empty or unreadable (a failed start) and its lock was free"
+            if age >= GRACE_S:
+                return f"its lock file has been empty or unreadable for {age:.0f} s (a failed start)"
+            return None
+        alive = holder_alive(previous)
+        if alive is False:
+            return "its process is gone" + (" (its lock was free)" if flocked else "")
+        if alive is None and both_flock and previous.get("mode", "flock") == "flock":
+            return "its lock was free (flock mode)"
+        return None
+
+    def acquire(self) -> None:
         for _ in range(100):
-            try:
-                fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o666)
-            except FileExistsError:
-                try:
-                    fd = os.open(self.path, os.O_RDONLY)
-                except FileNotFoundError:
-                    continue
-                holder = _read(fd)
-                os.close(fd)
-                if holder is None or holder_alive(holder) is not False:
-                    raise self._busy(holder) from None
-                with contextlib.suppress(FileNotFoundError):
-                    os.unlink(self.path)  # stale: its holder on this host is gone
-                self._took_over(holder, "its process is gone")
+            opened = self._open()
+            if opened is None:
                 continue
-            _write(fd, self.record)
+            fd, created = opened
+            try:
+                try:
+                    flocked = self._flock(fd)
+                except BlockingIOError:
+                    raise self._busy(_read(fd)) from None
+                if not self._same_file(fd):  # released and deleted by its holder just now: lock the new file
+                    os.close(fd)
+                    continue
+                if not flocked:
+                    self.mode = "lease"  # the filesystem has no flock: the file alone is the lease
+                    self.record["mode"] = "lease"
+                if not created:
+                    previous = _read(fd)
+                    why = self._stale(fd, previous, flocked)
+                    if why is None:
+                        raise self._busy(previous)
+                    self._took_over(previous, why)
+                    if not (flocked and self.mode == "flock"):
+                        os.unlink(self.path)  # lease: take it over by creating it anew (O_EXCL decides)
+                        os.close(fd)
+                        continue
+                try:
+                    _write(fd, self.record)
+                except OSError:
+                    if self._same_file(fd):
+                        with contextlib.suppress(OSError):
+                            os.unlink(self.path)  # nothing left behind: no empty lock file to trip on later
+                    raise
+            except BaseException:
+                with contextlib.suppress(OSError):
+                    os.close(fd)
+                raise
             self.fd = fd
             return
         raise ResultsLocked(f"out: {self.directory}: could not take the lock {self.path} (it keeps changing)")
@@ -208,7 +277,7 @@ class _Lock:
         if self.fd is None:
             return
         try:
-            if _read(self.fd) == self.record:
+            if _read(self.fd) == self.record and self._same_file(self.fd):
                 with contextlib.suppress(FileNotFoundError):
                     os.unlink(self.path)  # still holding the flock: a waiting taker sees the inode change
         except OSError:  # pragma: no cover - the directory vanished or went read-only: the kernel frees the flock
@@ -284,10 +353,13 @@ def _remove_empty(created: list[Path]) -> None:
 def read_holder(out: str | os.PathLike[str]) -> dict[str, Any] | None:
     """The holder recorded in ``out``'s lock file, or None when there is none."""
     try:
-        data = json.loads((Path(out) / LOCK_NAME).read_text())
-    except (OSError, ValueError):
+        fd = os.open(Path(out) / LOCK_NAME, os.O_RDONLY | _NOFOLLOW | getattr(os, "O_NONBLOCK", 0))
+    except OSError:
         return None
-    return data if isinstance(data, dict) else None
+    try:
+        return _read(fd)
+    finally:
+        os.close(fd)
 
 
 __all__ = ["LOCK_NAME", "LOCK_ENV", "ResultsLocked", "results_lock", "read_holder", "holder_alive", "describe"]

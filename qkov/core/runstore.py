@@ -25,6 +25,7 @@ import json
 import os
 import platform
 import shutil
+import stat
 import subprocess
 import sys
 import tempfile
@@ -202,18 +203,92 @@ class RunWriter:
         return out[0], out[1]
 
 
-def is_complete(path: str | os.PathLike[str]) -> bool:
-    """True iff ``path`` holds a ``COMPLETE`` marker and every file it lists is intact."""
+_HEX = frozenset("0123456789abcdef")
+
+
+def _plain_name(name: Any) -> bool:
+    """A file name a run may list: one path component, not hidden, not the marker (no ``/``, ``..``)."""
+    return (isinstance(name, str) and name != "" and "/" not in name and "\\" not in name and "\0" not in name
+            and not name.startswith(".") and name != COMPLETE_MARKER)
+
+
+def _read_nofollow(path: Path, limit: int | None = None) -> bytes:
+    """Bytes of the regular file ``path``, never through a symbolic link (``OSError`` otherwise)."""
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0))
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise IsADirectoryError(f"{path}: not a regular file")
+        with os.fdopen(fd, "rb", closefd=False) as fh:
+            return fh.read() if limit is None else fh.read(limit)
+    finally:
+        os.close(fd)
+
+
+def _sha256_nofollow(path: Path) -> str:
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0))
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise IsADirectoryError(f"{path}: not a regular file")
+        h = hashlib.sha256()
+        with os.fdopen(fd, "rb", closefd=False) as fh:
+            for chunk in iter(lambda: fh.read(1 << 20), b""):
+                h.update(chunk)
+        return h.hexdigest()
+    finally:
+        os.close(fd)
+
+
+def completeness(path: str | os.PathLike[str]) -> tuple[dict[str, str] | None, str]:
+    """The one definition of a complete run: ``(listing, "")`` when complete, else ``(None, reason)``.
+
+    A run directory is complete when it is a real directory (not a symbolic link), its ``COMPLETE`` is a
+    regular file holding ``{"files": {name: sha256, ...}}`` with at least ``config.json``, every name is a
+    plain file name inside the run (no ``/``, no ``..``, no absolute path, not hidden), every digest is 64
+    lower-case hex digits, and every listed file is a regular file (not a link) whose SHA-256 matches.
+    Files the marker does not list are ignored: never read, never shown, and they do not change the
+    answer. ``reason`` is one short line (for the report's list of incomplete runs).
+    """
     path = Path(path)
     try:
-        listing = json.loads((path / COMPLETE_MARKER).read_text())["files"]
-    except (OSError, ValueError, KeyError, TypeError):
-        return False
+        st = os.lstat(path)
+    except OSError:
+        return None, "no such directory"
+    if stat.S_ISLNK(st.st_mode):
+        return None, "a symbolic link: not read"
+    if not stat.S_ISDIR(st.st_mode):
+        return None, "not a directory"
+    try:
+        raw = _read_nofollow(path / COMPLETE_MARKER, 1 << 24)
+    except FileNotFoundError:
+        return None, "no COMPLETE marker (interrupted or still running)"
+    except OSError:
+        return None, "COMPLETE is not a readable regular file"
+    try:
+        data = json.loads(raw)
+    except (ValueError, RecursionError):
+        return None, "COMPLETE is not valid JSON"
+    listing = data.get("files") if isinstance(data, dict) else None
+    if not isinstance(listing, dict):
+        return None, "COMPLETE has no object of files"
+    if "config.json" not in listing:
+        return None, "COMPLETE does not list config.json"
     for name, digest in listing.items():
-        f = path / name
-        if not f.is_file() or _sha256(f) != digest:
-            return False
-    return True
+        if not _plain_name(name):
+            return None, f"COMPLETE lists {json.dumps(name)[:80]}, not a plain file name inside the run"
+        if not (isinstance(digest, str) and len(digest) == 64 and set(digest) <= _HEX):
+            return None, f"COMPLETE gives {name} no SHA-256"
+    for name, digest in listing.items():
+        try:
+            if _sha256_nofollow(path / name) != digest:
+                return None, f"{name} changed after the run completed"
+        except OSError:
+            return None, f"{name} is missing or not a regular file"
+    return dict(listing), ""
+
+
+def is_complete(path: str | os.PathLike[str]) -> bool:
+    """True iff ``path`` is a complete run (see :func:`completeness`, the one definition)."""
+    return completeness(path)[0] is not None
 
 
 def discard_incomplete(path: str | os.PathLike[str]) -> bool:
@@ -285,9 +360,9 @@ def load_run(path: str | os.PathLike[str]) -> Run:
         run.config["K"], run.arrays["trajectories.npz"]["FAFO_u"]
     """
     path = Path(path)
-    if not path.is_dir():
-        raise ValueError(f"{path}: no such run directory")
-    if not is_complete(path):
-        raise ValueError(f"{path}: not a complete run (no valid COMPLETE marker, or a listed file changed)")
-    listing = json.loads((path / COMPLETE_MARKER).read_text())["files"]
+    if path.is_symlink() or not path.is_dir():
+        raise ValueError(f"{path}: no such run directory (a run directory must be a real directory)")
+    listing, why = completeness(path)
+    if listing is None:
+        raise ValueError(f"{path}: not a complete run ({why})")
     return Run(path, sorted(listing))

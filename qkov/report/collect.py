@@ -1,9 +1,10 @@
 """Read the run directories of a study (``<out>/runs/*``) into :class:`RunRecord` objects.
 
-Only complete runs (:func:`qkov.core.runstore.is_complete`) are read, and of a complete run only the
-files its ``COMPLETE`` marker lists (with their SHA-256): a file that is in the directory but not in
-that list makes the run incomplete (a file dropped into a finished run is not credited to it). The
-others are listed as incomplete, with the reason, so the report can say so. ``claims.json`` is parsed
+Only complete runs (:func:`qkov.core.runstore.completeness`, the one definition ``reproduce`` uses too)
+are read, and of a complete run only the files its ``COMPLETE`` marker lists (with their SHA-256): a file
+that is in the directory but not in that list is ignored -- never read, never named, and the run stays
+complete. A run directory that is a symbolic link is never followed. The others are listed as incomplete,
+with a one-line reason, so the report can say so. ``claims.json`` is parsed
 into :class:`qkov.study.claims.Evidence` objects; entries that do not validate are listed as problems.
 A run's stage comes from the engine's
 summary (``<out>/reproduce.json``) when there is one, else from its kind.
@@ -17,7 +18,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from qkov.core.runstore import COMPLETE_MARKER, is_complete
+from qkov.core.runstore import COMPLETE_MARKER, completeness
 from qkov.study.claims import Evidence, read_evidence
 
 STAGE_ORDER: tuple[str, ...] = ("derive", "simulate", "synthetic", "real")
@@ -88,30 +89,51 @@ def stage_of_kind(kind: str) -> str:
     return "other"
 
 
-def _stage_map(out: Path) -> dict[str, str]:
-    summary = out / "reproduce.json"
-    if not summary.is_file():
-        return {}
+_SUMMARY_KEYS: dict[str, type] = {"stages": list, "runs": list, "skipped": list, "cluster": str}
+
+
+def read_summary(out: Path) -> tuple[dict[str, Any] | None, str]:
+    """The engine summary ``<out>/reproduce.json`` as ``(summary, problem)``.
+
+    Never through a symbolic link. A summary that is not an object, or whose known keys have the wrong
+    type (``stages``/``runs``/``skipped`` lists, ``runs`` entries objects with string ``name``/``stage``)
+    is dropped whole and ``problem`` says why in one line; ``(None, "")`` when there is no summary.
+    """
+    from qkov.core.runstore import _read_nofollow
+
+    path = out / "reproduce.json"
     try:
-        data = json.loads(summary.read_text())
-        return {r["name"]: r["stage"] for r in data.get("runs", [])}
-    except (ValueError, KeyError, TypeError):
-        return {}
+        raw = _read_nofollow(path, 1 << 26)
+    except FileNotFoundError:
+        return None, ""
+    except OSError:
+        return None, "reproduce.json: not a readable regular file (ignored)"
+    try:
+        data = json.loads(raw)
+    except (ValueError, RecursionError):
+        return None, "reproduce.json: not valid JSON (ignored)"
+    if not isinstance(data, dict):
+        return None, "reproduce.json: not a JSON object (ignored)"
+    for key, kind in _SUMMARY_KEYS.items():
+        if key in data and (not isinstance(data[key], kind) or isinstance(data[key], bool)):
+            return None, f"reproduce.json: {key}: must be a {'list' if kind is list else 'string'} (ignored)"
+    for st in data.get("stages", []):
+        if not (isinstance(st, dict) and isinstance(st.get("name"), str)):
+            return None, "reproduce.json: stages: each entry must be an object with a name (ignored)"
+    for r in data.get("runs", []):
+        if not (isinstance(r, dict) and isinstance(r.get("name"), str) and isinstance(r.get("stage"), str)):
+            return None, "reproduce.json: runs: each entry must be an object with a name and a stage (ignored)"
+    return data, ""
+
+
+def _stage_map(summary: dict[str, Any] | None) -> dict[str, str]:
+    return {r["name"]: r["stage"] for r in (summary or {}).get("runs", [])}
 
 
 def listed_files(path: Path) -> set[str] | None:
-    """Names the run's ``COMPLETE`` marker lists (None when it has none or it is unreadable)."""
-    try:
-        files = json.loads((path / COMPLETE_MARKER).read_text())["files"]
-    except (OSError, ValueError, KeyError, TypeError):
-        return None
-    return set(files) if isinstance(files, dict) else None
-
-
-def unlisted_files(path: Path) -> list[str]:
-    """Entries of a run directory that ``COMPLETE`` does not list (the marker itself excepted)."""
-    listed = listed_files(path) or set()
-    return sorted(p.name for p in path.iterdir() if p.name != COMPLETE_MARKER and p.name not in listed)
+    """Names the run's ``COMPLETE`` marker lists, when the run is complete (else None)."""
+    listing, _ = completeness(path)
+    return None if listing is None else set(listing)
 
 
 def _figures(path: Path, listed: set[str]) -> list[Figure]:
@@ -121,9 +143,9 @@ def _figures(path: Path, listed: set[str]) -> list[Figure]:
                    path / f"{s}.svg" if f"{s}.svg" in names else None) for s in stems]
 
 
-def read_run(path: Path, stage: str | None = None) -> RunRecord:
+def read_run(path: Path, stage: str | None = None, listed: set[str] | None = None) -> RunRecord:
     """Read one complete run directory: only the files its ``COMPLETE`` lists."""
-    listed = listed_files(path) or set()
+    listed = (listed_files(path) or set()) if listed is None else listed
 
     def load(name: str) -> Any:
         return _load_json(path / name) if name in listed else None
@@ -181,28 +203,26 @@ def collect_runs(out: str | Path) -> StudyResults:
     """Read every run under ``<out>/runs``; incomplete ones are listed, not read."""
     out = Path(out)
     runs_dir = out / "runs"
-    stages = _stage_map(out)
+    summary, problem = read_summary(out)
+    stages = _stage_map(summary)
     runs: list[RunRecord] = []
     incomplete: list[str] = []
-    if runs_dir.is_dir():
-        for path in sorted(p for p in runs_dir.iterdir() if p.is_dir()):
-            if not is_complete(path):
-                incomplete.append(path.name)
+    if runs_dir.is_dir() and not runs_dir.is_symlink():
+        for path in sorted(runs_dir.iterdir()):
+            if path.is_symlink():
+                if path.is_dir():
+                    incomplete.append(f"{path.name} (a symbolic link: not read)")
                 continue
-            extra = unlisted_files(path)
-            if extra:
-                incomplete.append(f"{path.name} (files not listed in COMPLETE: {', '.join(extra)})")
+            if not path.is_dir():
+                continue
+            listing, why = completeness(path)
+            if listing is None:
+                incomplete.append(f"{path.name} ({why})")
                 continue
             try:
-                runs.append(read_run(path, stages.get(path.name)))
-            except ValueError as exc:
-                incomplete.append(f"{path.name} ({exc})")
-    summary = None
-    if (out / "reproduce.json").is_file():
-        try:
-            summary = json.loads((out / "reproduce.json").read_text())
-        except ValueError:
-            summary = None
+                runs.append(read_run(path, stages.get(path.name), set(listing)))
+            except (ValueError, RecursionError) as exc:
+                incomplete.append(f"{path.name} ({str(exc).splitlines()[0] if str(exc) else 'unreadable'})")
     order = {s: i for i, s in enumerate(STAGE_ORDER)}
     runs.sort(key=lambda r: (order.get(r.stage, len(order)), r.kind, r.name))
-    return StudyResults(out, runs, incomplete, summary)
+    return StudyResults(out, runs, incomplete, summary, [problem] if problem else [])

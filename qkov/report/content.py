@@ -133,6 +133,7 @@ def stage_lines(results: StudyResults) -> list[str]:
     lines += [f"skipped {x}" for x in summary.get("skipped", [])]
     failed = [r for r in summary.get("runs", []) if r.get("status") == "failed"]
     lines += [f"failed {r['name']}: {r.get('error')}" for r in failed]
+    lines += results.unreadable  # a malformed engine summary: one line saying it was ignored
     if results.incomplete:
         lines.append(f"incomplete (not shown): {', '.join(results.incomplete)}")
     return lines

@@ -26,10 +26,52 @@ def missing_file(path: Path, fetch: str) -> DataError:
     return DataError(f"data file {str(path)!r} is missing: {fetch} (see docs/data.md)")
 
 
+def shown(value: object, limit: int = 60) -> str:
+    """``value`` for a one-line message: its JSON text (a string escaped) on one line, cut to ``limit``."""
+    import json
+
+    if isinstance(value, str):
+        text = value.encode("unicode_escape").decode("ascii")
+    else:
+        try:
+            text = json.dumps(value)
+        except (TypeError, ValueError, RecursionError):  # an integer past the digit limit, a cycle
+            text = f"an integer of {len(format(value, 'x')) * 1.2:.0f}+ digits" if isinstance(value, int) \
+                else f"a {type(value).__name__}"
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
 def bad_record(path: Path, record: str | int, expected: str) -> DataError:
     """Error naming the file, the record (line number or id) and what was expected."""
-    where = f"line {record}" if isinstance(record, int) else f"record {record!r}"
+    where = f"line {record}" if isinstance(record, int) else f"record {shown(record)!r}"
     return DataError(f"data file {str(path)!r}, {where}: expected {expected}")
+
+
+def parse_json(text: str, path: Path, what: str, *, line: int | None = None) -> object:
+    """``json.loads(text)``, every failure a one-line :class:`DataError` naming ``path`` (and ``line``).
+
+    Besides syntax errors (named by line; a cut-off document says it is truncated) this covers what the
+    decoder raises outside ``JSONDecodeError``: nesting deeper than the interpreter's recursion limit
+    (``RecursionError``) and integers longer than Python's digit limit (``ValueError``, 4300 digits).
+    ``line``: the file's line number, when ``text`` is one line of a JSON-lines file.
+    """
+    import json
+
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        where = line if line is not None else exc.lineno
+        if exc.pos >= len(text.rstrip()):
+            raise truncated(path, where, "the JSON document" if line is None else "a JSON record") from None
+        raise DataError(f"data file {str(path)!r}, line {where}: expected {what} ({exc.msg})") from None
+    except RecursionError:
+        where = f", line {line}" if line is not None else ""
+        raise DataError(f"data file {str(path)!r}{where}: expected {what} (nested too deeply to read: "
+                        "more levels of brackets than any real file has)") from None
+    except ValueError as exc:  # e.g. "Exceeds the limit (4300 digits) for integer string conversion"
+        where = f", line {line}" if line is not None else ""
+        why = "an integer with too many digits" if "digit" in str(exc) else str(exc).splitlines()[0][:80]
+        raise DataError(f"data file {str(path)!r}{where}: expected {what} ({why})") from None
 
 
 def file_problem(path: Path) -> str | None:

@@ -20,7 +20,7 @@ import os
 from collections import Counter
 from pathlib import Path
 
-from .errors import DataError, bad_record, missing_file, no_records, read_data_text, truncated
+from .errors import DataError, bad_record, shown, missing_file, no_records, parse_json, read_data_text, truncated
 from .examples import ClassExample, Splits
 
 CLASSES = ("hatespeech", "normal", "offensive")
@@ -41,7 +41,8 @@ def _check_tokens(tokens, path: Path, rec) -> tuple[str, ...]:
 
 
 def _check_mask(mask, n: int, path: Path, rec) -> tuple[int, ...]:
-    if not (isinstance(mask, list) and len(mask) == n and all(m in (0, 1) for m in mask)):
+    if not (isinstance(mask, list) and len(mask) == n
+            and all(isinstance(m, (int, float)) and m in (0, 1) for m in mask)):
         raise bad_record(path, rec, f"'rationale' as a list of {n} values 0/1 (one per token) or null")
     return tuple(int(m) for m in mask)
 
@@ -59,10 +60,12 @@ def load_jsonl_split(path: Path) -> list[ClassExample]:
             continue
         try:
             rec = json.loads(line)
-        except ValueError:
+        except json.JSONDecodeError:
             if lineno == len(lines) and not complete:
                 raise truncated(path, lineno, "a JSON record") from None
             raise bad_record(path, lineno, "one JSON object per line") from None
+        except (ValueError, RecursionError):
+            rec = parse_json(line, path, "one JSON object per line", line=lineno)
         if not isinstance(rec, dict):
             raise bad_record(path, lineno, "a JSON object")
         tokens = _check_tokens(rec.get("post_tokens"), path, lineno)
@@ -79,13 +82,7 @@ def load_jsonl_split(path: Path) -> list[ClassExample]:
 
 def parse_json_file(path: Path, what: str):
     """The JSON document of a checked file; a syntax error names the line, a cut-off file says so."""
-    text = read_data_text(path, HATEXPLAIN_FETCH)
-    try:
-        return json.loads(text)
-    except json.JSONDecodeError as exc:
-        if exc.pos >= len(text.rstrip()):
-            raise truncated(path, exc.lineno, "the JSON document") from None
-        raise DataError(f"data file {str(path)!r}, line {exc.lineno}: expected {what} ({exc.msg})") from None
+    return parse_json(read_data_text(path, HATEXPLAIN_FETCH), path, what)
 
 
 def majority_label(labels: list[str]) -> str | None:
@@ -105,7 +102,9 @@ def load_official(dataset: Path, divisions: Path) -> dict[str, list[ClassExample
     out: dict[str, list[ClassExample]] = {}
     for split in ("train", "val", "test"):
         exs = []
-        for pid in div[split]:
+        for n, pid in enumerate(div[split]):
+            if not isinstance(pid, str):
+                raise bad_record(divisions, f"{split}[{n}]", f"a post id (string), not {shown(pid)}")
             post = posts.get(pid)
             if not isinstance(post, dict):
                 raise bad_record(dataset, pid, f"the post listed in {divisions.name} ({split})")
@@ -120,7 +119,7 @@ def load_official(dataset: Path, divisions: Path) -> dict[str, list[ClassExample
             rats = post.get("rationales", [])
             if not isinstance(rats, list):
                 raise bad_record(dataset, pid, "'rationales' as a list of 0/1 masks")
-            masks = [_check_mask(list(r), len(tokens), dataset, pid) for r in rats]
+            masks = [_check_mask(r, len(tokens), dataset, pid) for r in rats]
             union = tuple(int(any(col)) for col in zip(*masks)) if masks else None
             exs.append(ClassExample(uid=pid, tokens=tokens, label=CLASSES.index(lab), relevant=union))
         out[split] = exs

@@ -7,12 +7,11 @@ are the test set (12 of 48), the other 36 the training set. The split is fixed.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 from tokenizers.pre_tokenizers import Whitespace
 
-from .errors import DataError, bad_record, no_records, read_data_text, truncated
+from .errors import bad_record, no_records, parse_json, read_data_text, shown
 from .examples import SquadExample, Splits
 
 SQUAD_FILE = Path("squad") / "dev-v1.1.json"
@@ -66,13 +65,7 @@ def load_squad_file(path: Path) -> list[tuple[str, list[SquadExample]]]:
     :class:`DataError` naming the file, the record and what was expected.
     """
     path = Path(path)
-    text = read_data_text(path, SQUAD_FETCH)
-    try:
-        doc = json.loads(text)
-    except json.JSONDecodeError as exc:
-        if exc.pos >= len(text.rstrip()):
-            raise truncated(path, exc.lineno, "the JSON document") from None
-        raise DataError(f"data file {str(path)!r}, line {exc.lineno}: expected SQuAD v1.1 JSON ({exc.msg})") from None
+    doc = parse_json(read_data_text(path, SQUAD_FETCH), path, "SQuAD v1.1 JSON")
     _need(isinstance(doc, dict) and isinstance(doc.get("data"), list), path, "<top level>",
           "an object with a 'data' list")
     articles = []
@@ -88,7 +81,7 @@ def load_squad_file(path: Path) -> list[tuple[str, list[SquadExample]]]:
             context = par["context"]
             words, offsets = split_words(context)
             for qi, qa in enumerate(par["qas"]):
-                qrec = qa.get("id", f"{prec}.qas[{qi}]") if isinstance(qa, dict) else f"{prec}.qas[{qi}]"
+                qrec = qa["id"] if isinstance(qa, dict) and isinstance(qa.get("id"), str) else f"{prec}.qas[{qi}]"
                 _need(isinstance(qa, dict) and isinstance(qa.get("id"), str)
                       and isinstance(qa.get("question"), str) and isinstance(qa.get("answers"), list)
                       and len(qa["answers"]) > 0, path, qrec,
@@ -96,11 +89,12 @@ def load_squad_file(path: Path) -> list[tuple[str, list[SquadExample]]]:
                 spans, texts = [], []
                 for ans in qa["answers"]:
                     _need(isinstance(ans, dict) and isinstance(ans.get("text"), str)
-                          and isinstance(ans.get("answer_start"), int), path, qrec,
+                          and isinstance(ans.get("answer_start"), int)
+                          and not isinstance(ans.get("answer_start"), bool), path, qrec,
                           "answers with 'text' (string) and 'answer_start' (integer)")
                     s = ans["answer_start"]
                     _need(0 <= s and s + len(ans["text"]) <= len(context), path, qrec,
-                          f"answer_start {s} + len(text) within the context (length {len(context)})")
+                          f"answer_start {shown(s)} + len(text) within the context (length {len(context)})")
                     texts.append(ans["text"])
                     span = char_span_to_words(offsets, s, s + len(ans["text"]))
                     if span is not None:

@@ -49,6 +49,8 @@ def load_sva_file(path: Path) -> list[tuple[str, ClassExample]]:
             raise bad_record(path, lineno, f"{len(HEADER)} tab-separated fields ({', '.join(HEADER)})")
         words = cols[0].split()
         try:
+            if max(len(cols[1]), len(cols[2])) > 18:
+                raise ValueError("too many digits")
             subj, verb = int(cols[1]), int(cols[2])
         except ValueError:
             raise bad_record(path, lineno, "integer subj_idx and verb_idx") from None
