@@ -1,4 +1,4 @@
-"""Nothing from a results file reaches the report as markup; files COMPLETE does not list are not read.
+"""Nothing from a results file reaches the report as markup; files COMPLETE does not list are not read or named.
 
 The fake study is poisoned by :mod:`injection` (every field the report reads carries HTML and Markdown
 payloads, re-sealed so the runs stay complete) and one run gets unlisted files.
@@ -71,11 +71,12 @@ def test_markdown_has_no_raw_markup_or_injected_links(poisoned):
     assert "&lt;script&gt;" in md
 
 
-def test_unlisted_files_make_the_run_incomplete(poisoned):
+def test_unlisted_files_are_ignored_and_never_named(poisoned):
+    """Issue 25: files COMPLETE does not list are never read or shown, and the run stays complete."""
     names, html, md = poisoned
-    assert f"{names['extra']} (files not listed in COMPLETE: {', '.join(sorted(EXTRA_FILES))})" in html
-    assert f"run {names['extra']}" not in html                   # none of its evidence or figures is credited
-    assert "dropped" not in md.replace("dropped.json", "").replace("dropped.png", "")
+    assert names["extra"] in html and "incomplete (not shown)" not in html   # the run itself is still shown
+    assert not any(f in page for f in EXTRA_FILES for page in (html, md))    # its extra files never named
+    assert "dropped" not in md and "dropped" not in html                     # nor anything read from them
 
 
 def test_rejected_evidence_does_not_count(poisoned):
