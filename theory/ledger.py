@@ -9,6 +9,7 @@ assembled from the derived objects (dimensions, factors, limits), not typed in.
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import sympy as sp
@@ -113,8 +114,7 @@ def claims_ledger(derivations: dict, glob) -> list[dict[str, Any]]:
     R = sp.sstr(first.first_integral.coefficient)
     slopes = ", ".join(sorted(set(sp.sstr(v) for v in o.ratio_effect.values())))
     crossover_ratio, crossover_estimate = _crossover()
-    sizes = sorted({tuple(int(x) for x in c.name.split("-K")[1].replace("-M", " ").split())
-                    for c in glob.full_matrix if "-K" in c.name})
+    sizes = sorted({(int(m[1]), int(m[2])) for c in glob.full_matrix if (m := re.search(r"-K(\d+)-M(\d+)$", c.name))})
     ledger = [
         _entry("symmetric-subspace", status("symmetric-subspace", "derived"),
                ("At every S_K x S_M-symmetric point the full gradient is symmetric (symbolic K, M): common and "

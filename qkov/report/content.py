@@ -20,14 +20,31 @@ INTRO = (
 PAPER_TITLE = "Faster Query-Key Learning Sharpens Attention in Self-Attention Models"
 
 
+OUTCOMES = ("holds", "holds in part", "contradicted", "inconclusive", "insufficient", "untested")
+"""What the headline counts, in its order."""
+
+
+def _short(text: str, n: int = 160) -> str:
+    return text if len(text) <= n else text[: n - 3] + "..."
+
+
 def headline(rows: list[LedgerRow]) -> str:
-    """One sentence counting the claims' verdicts, e.g. ``Of 10 claims: 4 supports, 2 mixed, ...``."""
+    """Counts of the claims' outcomes (:attr:`LedgerRow.outcome`), then every claim with contradicting evidence
+    and the line of numbers that shows it, e.g. ``Of 11 claims: 3 hold, 4 hold in part, 1 contradicted, ...
+    Contradicted: sharpness-ratio (synthetic: ...)``."""
     if not rows:
         return "No claims were evaluated."
-    counts = collections.Counter(r.verdict for r in rows)
-    order = ["supports", "contradicts", "mixed", "inconclusive", "insufficient", "untested"]
-    parts = [f"{counts[v]} {v}" for v in order if counts.get(v)]
-    return f"Of {len(rows)} claims, the evidence: " + ", ".join(parts) + "."
+    counts = collections.Counter(r.outcome for r in rows)
+    parts = [f"{counts[v]} {'hold' if v == 'holds' else 'hold in part' if v == 'holds in part' else v}"
+             for v in OUTCOMES if counts.get(v)]
+    text = f"Of {len(rows)} claims: " + ", ".join(parts) + "."
+    against = [(r, s, e) for r in rows for s, e in r.contradictions]
+    if against:
+        seen: dict[str, list[str]] = {}
+        for r, s, e in against:
+            seen.setdefault(r.id, []).append(f"{STAGE_TITLES.get(s, s)}: {_short(e.numbers)}")
+        text += " Evidence against: " + "; ".join(f"{cid} ({' / '.join(v)})" for cid, v in seen.items()) + "."
+    return text
 
 
 CAPTIONS: dict[str, str] = {

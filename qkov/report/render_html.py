@@ -141,11 +141,10 @@ def claim_section(r: LedgerRow) -> str:
         parts.append(f"<details><summary>what was derived</summary><p>{_e(r.derived)}</p></details>")
     parts.append(_figures(list(r.figures), "No figure for this claim in these runs."))
     lines = []
-    for stage, sv in r.stages.items():
-        for run, e in sv.evidence:
-            more = f"<details><summary>details</summary><p>{_e(e.text)}</p></details>" if e.text else ""
-            lines.append(f"<li>{_badge(e.verdict)} <b>{_e(STAGE_TITLES.get(stage, stage))}</b> "
-                         f"<span class=\"meta\">run {_e(run.name)}</span>: {_e(e.numbers)}{more}</li>")
+    for stage, run, e in r.ordered_evidence:
+        more = f"<details><summary>details</summary><p>{_e(e.text)}</p></details>" if e.text else ""
+        lines.append(f"<li>{_badge(e.verdict)} <b>{_e(STAGE_TITLES.get(stage, stage))}</b> "
+                     f"<span class=\"meta\">run {_e(run.name)}</span>: {_e(e.numbers)}{more}</li>")
     parts.append(f'<ul class="evidence">{"".join(lines)}</ul>' if lines else '<p class="meta">No evidence yet.</p>')
     return "".join(parts) + "</section>"
 
