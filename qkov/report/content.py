@@ -100,13 +100,11 @@ def figures(results: StudyResults, stages: tuple[str, ...], dtap: bool) -> list[
     return [(r, f) for r in results.runs if r.stage in stages for f in r.figures if f.is_dtap == dtap]
 
 
-def _duration(m: dict[str, Any]) -> str:
-    try:
-        s = _dt.datetime.fromisoformat(m["started"])
-        e = _dt.datetime.fromisoformat(m["ended"])
-        return f"{(e - s).total_seconds():.0f} s"
-    except (KeyError, TypeError, ValueError):
-        return ""
+def _run_time(r: RunRecord) -> str:
+    from qkov.report.provenance import run_seconds
+
+    sec, source = run_seconds(r)
+    return "" if sec is None else f"{sec:.0f} s" + (" (training)" if source == "training" else "")
 
 
 PROVENANCE_COLUMNS = ("run", "stage", "seed", "qkov", "commit", "started", "duration", "python", "numpy",
@@ -122,15 +120,18 @@ def provenance_rows(results: StudyResults) -> list[list[str]]:
         if seed is None:
             seed = r.config.get("seed", "")
         rows.append([r.name, STAGE_TITLES.get(r.stage, r.stage), str(seed), str(m.get("qkov_version", "")),
-                     str(m.get("git_commit") or "")[:10], str(m.get("started", "")), _duration(m),
+                     str(m.get("git_commit") or "")[:10], str(m.get("started", "")), _run_time(r),
                      str(m.get("python", "")), str(m.get("numpy") or ""), str(m.get("torch") or ""),
                      str(m.get("sympy") or "")])
     return rows
 
 
 def stage_lines(results: StudyResults) -> list[str]:
-    """Status of each stage: from the engine summary when present, else from the runs found."""
-    lines = []
+    """What ran (:func:`qkov.report.provenance.study_lines`: preset, times, machine, sizes), then the status of
+    each stage: from the engine summary when present, else from the runs found."""
+    from qkov.report.provenance import study_lines
+
+    lines = study_lines(results)
     summary = results.summary or {}
     if summary.get("stages"):
         for s in summary["stages"]:

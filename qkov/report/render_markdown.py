@@ -97,7 +97,7 @@ def render_markdown(results: StudyResults, rows: list[LedgerRow]) -> str:
         "# qkov reproduction report",
         f"_Built {now} from {_md(out.resolve())}._",
         content.INTRO,
-        f"**{content.headline(rows)}**",
+        f"**{_md(content.headline(rows))}**",
         "\n".join(f"- {_md(x)}" for x in content.stage_lines(results)),
         "## 1. Claims", table,
         "*Verdicts: supports / contradicts / mixed / inconclusive / insufficient (cannot discriminate: 0 comparisons, "
