@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import collections
 import dataclasses
-import datetime as _dt
-from typing import Any
 
 from qkov.report.collect import STAGE_ORDER, STAGE_TITLES, Figure, RunRecord, StudyResults
 from qkov.report.ledger import LedgerRow
@@ -53,8 +51,8 @@ CAPTIONS: dict[str, str] = {
                           "training departs from theory, and whether it grows.",
     "attention_vs_loss": "Attention on the distinct tokens against loss (falling to the right): at the same loss, "
                          "a higher curve is a sharper model. Look at the order of the ratios' curves.",
-    "dtap_heatmaps": "DTAP heatmaps: percentage of test instances by attention on the relevant tokens (x) and "
-                     "probability of the true token (y). Sharp, confident models fill the top-right cell.",
+    "dtap_heatmaps": "DTAP heatmaps: percentage of test instances by probability of the true token (x) and "
+                     "attention on the relevant tokens (y). Sharp, confident models fill the top-right cell.",
     "reduction": "Left: full-matrix GD from random starts, distance from the symmetric set (log axis): it should "
                  "fall. Right: full-matrix GD from balanced starts against the reduced flow: an exact reduction leaves "
                  "only the O(dt) error, so the dt/2 bar is half the dt bar.",
@@ -64,7 +62,8 @@ CAPTIONS: dict[str, str] = {
     "asymptotic_errors": "Relative error of each of theory's laws against the solved flow: each should fall as t "
                          "grows (log axes); one panel per parametrization.",
     "residual_vs_ratio": "Attention residual 1-p at matched loss against eta_QK/eta_OV (log-log): a slope of -1 is "
-                         "theory's limit; a falling line supports the claim.",
+                         "theory's asymptotic limit (u -> oo), not a finite-loss prediction; a falling line supports "
+                         "the claim.",
     "phase_diagram": "Left: which parametrization is sharpest at matched loss for each (ratio, start), labelled "
                      "with its margin (2nd-best / best residual); right: the margin on a log colour scale, "
                      "0 = tie. Small margins mean the winner is barely ahead.",
@@ -82,8 +81,8 @@ CAPTIONS: dict[str, str] = {
     "gd_vs_adam": "1-p against the loss (falling to the right), GD left, Adam right, one colour per ratio; dotted: "
                   "the derived sign-descent law. Under GD the ratio shifts the curve by a factor; under Adam it "
                   "changes its slope, until the eps floor flattens it.",
-    "dtap": "DTAP heatmap of a real-data group: percentage of test instances by attention on the relevant "
-            "tokens (x) and probability of the true token (y).",
+    "dtap": "DTAP heatmap of a real-data group: percentage of test instances by probability of the true token (x) "
+            "and attention on the relevant tokens (y) (validation.metrics.dtap.plot_dtap).",
 }
 """What to look at in each figure, by stem (the longest matching prefix wins)."""
 

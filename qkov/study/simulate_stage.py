@@ -327,12 +327,12 @@ def _paper(cfg: dict, run: RunWriter) -> None:
     verdict = judge_threshold("paper-gap", gap)
     write_evidence(run, [Evidence(
         "paper-equations", STAGE, verdict,
-        f"attention at loss 1e-2, paper's equations: " + ", ".join(f"{a:.2f}" for a in pa[:, k])
+        "attention at loss 1e-2, paper's equations: " + ", ".join(f"{a:.2f}" for a in pa[:, k])
         + "; derived flow: " + ", ".join(f"{a:.2f}" for a in ou[:, k])
         + f" (ratios {', '.join(f'{r:g}' for r in res.ratios)}; max gap {gap:.2f}, resolution {PAPER_GAP:g})",
         "paper_vs_derived",
-        f"With the paper's settings (m, n, b, M) = (5, 50, 50, 20) and the derived flow of the model (K=20, M=9, "
-        f"attention scores scaled by 1/b, our reading of b): "
+        "With the paper's settings (m, n, b, M) = (5, 50, 50, 20) and the derived flow of the model (K=20, M=9, "
+        "attention scores scaled by 1/b, our reading of b): "
         + ("same ordering in the ratio, " if both_increase else "different ordering in the ratio, ")
         + "different numbers: the paper's QK rate lacks the factor (K+M+1)/(M+1) of the gradient flow, and its OV "
         f"rate carries a 1/b that a 1/b score scale does not give. Their RK4 step 10 is accurate (max attention "
