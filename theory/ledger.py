@@ -149,7 +149,7 @@ def claims_ledger(derivations: dict, glob) -> list[dict[str, Any]]:
                 f"(u -> oo), as 1/r. CACO: v(u) ~ {sp.sstr(laws['CACO'].v_of_u) if 'CACO' in laws else ''}."),
                ev("growth-rates")),
         _entry("sharpness-ratio", status("sharpness-ratio", "refined"),
-               (f"Only as a limit at matched margin u (u -> oo): d log(1-p)/d log r -> {slopes} for every "
+               (f"Holds only as a limit at matched margin u (u -> oo): d log(1-p)/d log r -> {slopes} for every "
                 "parametrization, so the residual 1-p scales as 1/r asymptotically. The claim's 'at comparable "
                 "loss' for finite loss is not derived: there the slope differs per parametrization (measured by "
                 "the simulation stage)."), ev("sharpness-ratio"), holds="in part",
@@ -173,7 +173,8 @@ def claims_ledger(derivations: dict, glob) -> list[dict[str, Any]]:
                                                    "which CACO overtakes FAFO for each K, M, r and start."},
                    {"status": "derived", "text": f"Why the orders differ: (1-p)_CACO / (1-p)_FAFO = {crossover_ratio} "
                                                  "at leading order, which falls below 1 only once u exceeds a multiple "
-                                                 "of log u, so CACO overtakes FAFO only at very small loss. The "
+                                                 "of log u: the convergence is logarithmically slow, so CACO "
+                                                 "overtakes FAFO only at very small loss. The "
                                                  "leading-order root depends on K, M and r "
                                                  f"({crossover_estimate}); it neglects terms only logarithmically "
                                                  "smaller, so it is an estimate. The exact crossover also depends on "
