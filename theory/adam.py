@@ -49,7 +49,7 @@ from functools import lru_cache
 import sympy as sp
 
 from theory.parametrization import PARAMETRIZATIONS, Parametrization
-from theory.checks import SYMBOLIC, Check, identity_check, limit_check
+from theory.checks import AT_ONE_POINT, SYMBOLIC, Check, identity_check, limit_check
 from theory.orbit_gradient import ORBIT_SIZES
 from theory.reduced import balanced_initial_state, reduced_system
 from theory.symbols import K, M, P, a_, b_, c_, eta_ov, eta_qk, r, s_O, s_V, t, u, v
@@ -318,7 +318,7 @@ def adam_checks(param: str) -> tuple[Check, ...]:
         {eta_ov: 1, r: 2, K: 3, M: 4} | {sym: 1 for sym in laws.u_of_t.free_symbols | laws.v_of_t.free_symbols
                                           if sym.name in ("u_0", "v_0")}))
     checks.append(limit_check(f"{param}-loss-shift-vanishes", r"(1-p)\,u \to 0 \text{ along the sign trajectory (one numeric point)}",
-                              pu, t, sp.oo, 0))
+                              pu, t, sp.oo, 0, method=AT_ONE_POINT))
     # u_0 = w^2 with w > 0 (u_0 > 0) and every symbol positive, so that the square root of the factorized
     # OV's perfect square, sqrt((w + 2 eta t)^2), is w + 2 eta t and the identity is decided symbolically.
     w = sp.Dummy("w", positive=True)

@@ -8,6 +8,11 @@ import sympy as sp
 
 
 SYMBOLIC = "symbolic"
+AT_ONE_POINT = "symbolic at one point"
+"""A symbolic result (a limit, an identity) established at one parameter point only, not for symbolic K, M, r."""
+AT_ONE_SIZE = "exact at one size"
+"""An exact result at one concrete size (K, M), not for symbolic K, M."""
+SCOPED = (AT_ONE_POINT, AT_ONE_SIZE)
 
 
 def numeric_method(digits: int, points: int) -> str:
@@ -19,8 +24,10 @@ def numeric_method(digits: int, points: int) -> str:
 class Check:
     """One verified statement: its name, the statement in LaTeX, how it was checked, the outcome.
 
-    ``method`` is exactly :data:`SYMBOLIC` or :func:`numeric_method`'s label (what a summary counts);
-    ``how`` names the technique (``simplify(lhs - rhs) == 0``, ``limit(u -> oo)``, ...).
+    ``method`` is exactly :data:`SYMBOLIC`, one of :data:`SCOPED` (a result at one parameter point or one
+    size) or :func:`numeric_method`'s label (what a summary counts);
+    ``how`` names the technique (``simplify(lhs - rhs) == 0``, ``limit(u -> oo)``, ...);
+    ``claims``: the claim ids (:data:`theory.claims.CLAIMS`) the check supports, set by :func:`tag`.
     """
 
     name: str
@@ -28,18 +35,43 @@ class Check:
     method: str
     passed: bool
     how: str = ""
+    claims: tuple[str, ...] = ()
 
     def __post_init__(self):
-        if self.method != SYMBOLIC and not self.method.startswith("numeric ("):
-            raise ValueError(f"check {self.name}: method {self.method!r}: must be 'symbolic' or 'numeric (N digits, P points)'")
+        if self.method != SYMBOLIC and self.method not in SCOPED and not self.method.startswith("numeric ("):
+            raise ValueError(f"check {self.name}: method {self.method!r}: must be 'symbolic', "
+                             f"{' or '.join(repr(m) for m in SCOPED)} or 'numeric (N digits, P points)'")
 
     @property
     def numeric(self) -> bool:
-        return self.method != SYMBOLIC
+        return self.method.startswith("numeric (")
+
+    @property
+    def scoped(self) -> bool:
+        """True for a check at one parameter point or one size (:data:`SCOPED`)."""
+        return self.method in SCOPED
 
     def as_dict(self) -> dict:
         return {"name": self.name, "statement": self.statement, "method": self.method, "how": self.how,
-                "passed": self.passed}
+                "passed": self.passed, "claims": list(self.claims)}
+
+
+def tag(family: str, checks) -> list[Check]:
+    """``checks`` tagged with the claim ids of ``family`` (:data:`theory.claims.CHECK_FAMILIES`); raises
+    ``KeyError`` for a family the claims table does not name."""
+    from dataclasses import replace
+
+    from theory.claims import CHECK_FAMILIES
+
+    ids = CHECK_FAMILIES[family]
+    return [replace(c, claims=tuple(dict.fromkeys(c.claims + ids))) for c in checks]
+
+
+def method_counts(checks) -> dict[str, int]:
+    """The summary of how checks were decided: ``symbolic``, ``scoped`` (one point / one size), ``numeric``."""
+    checks = list(checks)
+    return {"symbolic": sum(c.method == SYMBOLIC for c in checks), "scoped": sum(c.scoped for c in checks),
+            "numeric": sum(c.numeric for c in checks)}
 
 
 def exact_constant(expr: sp.Expr, state) -> sp.Expr:
@@ -156,11 +188,12 @@ def identity_check(name: str, statement: str, lhs, rhs) -> Check:
                  "|lhs - rhs| < 1e-25 at random points (integrals by quadrature)")
 
 
-def limit_check(name: str, statement: str, expr, var, point, expected) -> Check:
-    r"""Check :math:`\lim_{var \to point} expr = expected` with ``sympy.limit``."""
+def limit_check(name: str, statement: str, expr, var, point, expected, method: str = SYMBOLIC) -> Check:
+    r"""Check :math:`\lim_{var \to point} expr = expected` with ``sympy.limit``; ``method``
+    :data:`AT_ONE_POINT` when ``expr`` has its parameters fixed at one point."""
     try:
         got = sp.limit(expr, var, point)
         ok = bool(sp.simplify(got - expected) == 0)
     except (NotImplementedError, ValueError, TypeError):  # pragma: no cover - sympy gave up
         ok = False
-    return Check(name, statement, SYMBOLIC, ok, f"sympy.limit({var} -> {point}) == {expected}")
+    return Check(name, statement, method, ok, f"sympy.limit({var} -> {point}) == {expected}")

@@ -17,7 +17,7 @@ import sympy as sp
 from theory.adam import SignLaws, adam_checks, sign_laws, sign_summary
 from theory.asymptotics import AsymptoticLaws, asymptotic_checks, asymptotic_laws
 from theory.asymptotics_next import REMAINDERS, next_order_checks, next_order_laws
-from theory.checks import Check
+from theory.checks import Check, method_counts, tag
 from theory.first_integrals import FirstIntegral, first_integral, first_integral_checks
 from theory.reduced import ReducedSystem, balanced_initial_state, reduced_system
 from theory.rescaling import (conservation_checks, conserved_quantities, effective_system, effective_system_checks,
@@ -99,12 +99,12 @@ def derive(param: Parametrization) -> Derivation:
         raise ValueError(f"parametrization {param!r}: must be one of {', '.join(PARAMS)}")
     system = reduced_system(param)
     checks: list[Check] = []
-    checks += conservation_checks(param)
-    checks += effective_system_checks(param)
-    checks += first_integral_checks(param)
-    checks += asymptotic_checks(param)
-    checks += next_order_checks(param)
-    checks += adam_checks(param)
+    checks += tag("conservation", conservation_checks(param))
+    checks += tag("effective-system", effective_system_checks(param))
+    checks += tag("first-integral", first_integral_checks(param))
+    checks += tag("growth", asymptotic_checks(param))
+    checks += tag("growth", next_order_checks(param))
+    checks += tag("adam", adam_checks(param))
     return Derivation(
         param=param, system=system, conserved=conserved_quantities(param),
         rho_ov=ov_rescaling().in_effective if Parametrization(param).ov.factorized else sp.Integer(1),
@@ -134,10 +134,10 @@ def global_results(full_matrix: bool = True) -> GlobalResults:
     from theory.symmetric_line import line_checks
 
     return GlobalResults(
-        symmetric_subspace=line_checks(),
-        full_matrix=tuple(full_matrix_checks(quick=not full_matrix)),
-        rescaling_general=tuple(matrix_identity_checks() + rescaling_checks()),
-        paper_mapping=paper_mapping_checks(),
+        symmetric_subspace=tuple(tag("symmetric-line", line_checks())),
+        full_matrix=tuple(tag("full-matrix", full_matrix_checks(quick=not full_matrix))),
+        rescaling_general=tuple(tag("rescaling", matrix_identity_checks() + rescaling_checks())),
+        paper_mapping=tuple(tag("paper-mapping", paper_mapping_checks())),
         ordering=sharpness_ordering(),
     )
 
@@ -214,5 +214,7 @@ def derivation_json(params: tuple[str, ...] = PARAMS, full_matrix: bool = False,
         "ledger": claims_ledger(derivations, glob),
         "displays": displays(derivations, glob),
         "summary": {"checks": len(checks), "passed": sum(c.passed for c in checks),
-                    "numeric_fallbacks": sum(c.method.startswith("numeric") for c in checks)},
+                    "numeric_fallbacks": sum(c.numeric for c in checks),
+                    "at_one_point_or_size": sum(c.scoped for c in checks),
+                    "methods": method_counts(checks)},
     }

@@ -18,8 +18,8 @@ from itertools import combinations
 import sympy as sp
 
 from theory.asymptotics import asymptotic_laws
-from theory.checks import SYMBOLIC, Check, is_zero
-from theory.parametrization import Parametrization
+from theory.checks import SYMBOLIC, Check, is_zero, tag
+from theory.parametrization import PARAMETRIZATIONS, Parametrization
 from theory.rescaling import qk_rescaling
 from theory.symbols import A_qk, eta_ov, eta_qk, kappa, r, u, v
 
@@ -107,11 +107,11 @@ def sharpness_ordering() -> Ordering:
         pairwise[(a, b)] = sp.limit(res[a] / res[b], _U, sp.oo)
         reverse[(a, b)] = sp.limit(res[b] / res[a], _U, sp.oo)
     order = rank_by_pairwise_limits(pairwise, ORDER)
-    checks = [order_check(a, b, pairwise[(a, b)], reverse[(a, b)], order) for a, b in pairwise]
+    checks = tag("order-limit", [order_check(a, b, pairwise[(a, b)], reverse[(a, b)], order) for a, b in pairwise])
     ratio_effect: dict[str, sp.Expr] = {}
     for p in ORDER:
         ratio_effect[p] = sp.simplify(sp.limit(sp.diff(sp.log(res[p]), r) * r, _U, sp.oo))
-        checks.append(ratio_check(p, ratio_effect[p]))
+        checks += tag("ratio-limit", [ratio_check(p, ratio_effect[p])])
     threshold = sp.sqrt(sp.Max(0, 1 - A_qk ** 2) / (4 * kappa))
     slow = {"OV": sp.Lt(u, sp.Rational(1, 2)), "QK": sp.Lt(v, threshold)}
     checks.append(slow_start_check(threshold))

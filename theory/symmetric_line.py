@@ -20,7 +20,7 @@ from functools import lru_cache
 
 import sympy as sp
 
-from theory.checks import Check, exact_constant, identity_check
+from theory.checks import Check, exact_constant, identity_check, tag
 from theory.orbit_gradient import ORBIT_SIZES, orbit_gradient, symmetric_loss, symmetric_scores
 from theory.symbols import A_, B_, C_, E_, K, M, N, P, alpha, beta, gamma, u, v
 
@@ -107,10 +107,10 @@ def line_checks() -> tuple[Check, ...]:
             ("ov", geo.ov_direction, g.A - g.B, {}, r"G_A - G_B"),
             ("qk", geo.qk_direction, g.alpha - g.beta, {gamma: beta}, r"G_\alpha - G_\beta")):
         for comp, val in direction.items():
-            checks.append(identity_check(
+            checks += tag("line-direction", [identity_check(
                 f"{label}-direction-fixed-{comp}",
                 rf"G_{{{sp.latex(sp.Symbol(comp))}}} = {sp.latex(val)}\,({pair}) \text{{ at every symmetric point}}",
-                getattr(g, comp).subs(on_line), val * ref.subs(on_line)))
+                getattr(g, comp).subs(on_line), val * ref.subs(on_line))])
     # Loss on the line in margin form, and dp/dv = p(1-p).
     L_line = L.subs(LINE_POINT)
     p = p_of_v()

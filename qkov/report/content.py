@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import collections
 import dataclasses
-import datetime as _dt
-from typing import Any
 
 from qkov.report.collect import STAGE_ORDER, STAGE_TITLES, Figure, RunRecord, StudyResults
 from qkov.report.ledger import LedgerRow
@@ -20,14 +18,31 @@ INTRO = (
 PAPER_TITLE = "Faster Query-Key Learning Sharpens Attention in Self-Attention Models"
 
 
+OUTCOMES = ("holds", "holds in part", "contradicted", "inconclusive", "insufficient", "untested")
+"""What the headline counts, in its order."""
+
+
+def _short(text: str, n: int = 160) -> str:
+    return text if len(text) <= n else text[: n - 3] + "..."
+
+
 def headline(rows: list[LedgerRow]) -> str:
-    """One sentence counting the claims' verdicts, e.g. ``Of 10 claims: 4 supports, 2 mixed, ...``."""
+    """Counts of the claims' outcomes (:attr:`LedgerRow.outcome`), then every claim with contradicting evidence
+    and the line of numbers that shows it, e.g. ``Of 11 claims: 3 hold, 4 hold in part, 1 contradicted, ...
+    Contradicted: sharpness-ratio (synthetic: ...)``."""
     if not rows:
         return "No claims were evaluated."
-    counts = collections.Counter(r.verdict for r in rows)
-    order = ["supports", "contradicts", "mixed", "inconclusive", "insufficient", "untested"]
-    parts = [f"{counts[v]} {v}" for v in order if counts.get(v)]
-    return f"Of {len(rows)} claims, the evidence: " + ", ".join(parts) + "."
+    counts = collections.Counter(r.outcome for r in rows)
+    parts = [f"{counts[v]} {'hold' if v == 'holds' else 'hold in part' if v == 'holds in part' else v}"
+             for v in OUTCOMES if counts.get(v)]
+    text = f"Of {len(rows)} claims: " + ", ".join(parts) + "."
+    against = [(r, s, e) for r in rows for s, e in r.contradictions]
+    if against:
+        seen: dict[str, list[str]] = {}
+        for r, s, e in against:
+            seen.setdefault(r.id, []).append(f"{STAGE_TITLES.get(s, s)}: {_short(e.numbers)}")
+        text += " Evidence against: " + "; ".join(f"{cid} ({' / '.join(v)})" for cid, v in seen.items()) + "."
+    return text
 
 
 CAPTIONS: dict[str, str] = {
@@ -36,8 +51,8 @@ CAPTIONS: dict[str, str] = {
                           "training departs from theory, and whether it grows.",
     "attention_vs_loss": "Attention on the distinct tokens against loss (falling to the right): at the same loss, "
                          "a higher curve is a sharper model. Look at the order of the ratios' curves.",
-    "dtap_heatmaps": "DTAP heatmaps: percentage of test instances by attention on the relevant tokens (x) and "
-                     "probability of the true token (y). Sharp, confident models fill the top-right cell.",
+    "dtap_heatmaps": "DTAP heatmaps: percentage of test instances by probability of the true token (x) and "
+                     "attention on the relevant tokens (y). Sharp, confident models fill the top-right cell.",
     "reduction": "Left: full-matrix GD from random starts, distance from the symmetric set (log axis): it should "
                  "fall. Right: full-matrix GD from balanced starts against the reduced flow: an exact reduction leaves "
                  "only the O(dt) error, so the dt/2 bar is half the dt bar.",
@@ -47,7 +62,8 @@ CAPTIONS: dict[str, str] = {
     "asymptotic_errors": "Relative error of each of theory's laws against the solved flow: each should fall as t "
                          "grows (log axes); one panel per parametrization.",
     "residual_vs_ratio": "Attention residual 1-p at matched loss against eta_QK/eta_OV (log-log): a slope of -1 is "
-                         "theory's limit; a falling line supports the claim.",
+                         "theory's asymptotic limit (u -> oo), not a finite-loss prediction; a falling line supports "
+                         "the claim.",
     "phase_diagram": "Left: which parametrization is sharpest at matched loss for each (ratio, start), labelled "
                      "with its margin (2nd-best / best residual); right: the margin on a log colour scale, "
                      "0 = tie. Small margins mean the winner is barely ahead.",
@@ -65,8 +81,8 @@ CAPTIONS: dict[str, str] = {
     "gd_vs_adam": "1-p against the loss (falling to the right), GD left, Adam right, one colour per ratio; dotted: "
                   "the derived sign-descent law. Under GD the ratio shifts the curve by a factor; under Adam it "
                   "changes its slope, until the eps floor flattens it.",
-    "dtap": "DTAP heatmap of a real-data group: percentage of test instances by attention on the relevant "
-            "tokens (x) and probability of the true token (y).",
+    "dtap": "DTAP heatmap of a real-data group: percentage of test instances by probability of the true token (x) "
+            "and attention on the relevant tokens (y) (validation.metrics.dtap.plot_dtap).",
 }
 """What to look at in each figure, by stem (the longest matching prefix wins)."""
 
@@ -83,13 +99,11 @@ def figures(results: StudyResults, stages: tuple[str, ...], dtap: bool) -> list[
     return [(r, f) for r in results.runs if r.stage in stages for f in r.figures if f.is_dtap == dtap]
 
 
-def _duration(m: dict[str, Any]) -> str:
-    try:
-        s = _dt.datetime.fromisoformat(m["started"])
-        e = _dt.datetime.fromisoformat(m["ended"])
-        return f"{(e - s).total_seconds():.0f} s"
-    except (KeyError, TypeError, ValueError):
-        return ""
+def _run_time(r: RunRecord) -> str:
+    from qkov.report.provenance import run_seconds
+
+    sec, source = run_seconds(r)
+    return "" if sec is None else f"{sec:.0f} s" + (" (training)" if source == "training" else "")
 
 
 PROVENANCE_COLUMNS = ("run", "stage", "seed", "qkov", "commit", "started", "duration", "python", "numpy",
@@ -105,15 +119,18 @@ def provenance_rows(results: StudyResults) -> list[list[str]]:
         if seed is None:
             seed = r.config.get("seed", "")
         rows.append([r.name, STAGE_TITLES.get(r.stage, r.stage), str(seed), str(m.get("qkov_version", "")),
-                     str(m.get("git_commit") or "")[:10], str(m.get("started", "")), _duration(m),
+                     str(m.get("git_commit") or "")[:10], str(m.get("started", "")), _run_time(r),
                      str(m.get("python", "")), str(m.get("numpy") or ""), str(m.get("torch") or ""),
                      str(m.get("sympy") or "")])
     return rows
 
 
 def stage_lines(results: StudyResults) -> list[str]:
-    """Status of each stage: from the engine summary when present, else from the runs found."""
-    lines = []
+    """What ran (:func:`qkov.report.provenance.study_lines`: preset, times, machine, sizes), then the status of
+    each stage: from the engine summary when present, else from the runs found."""
+    from qkov.report.provenance import study_lines
+
+    lines = study_lines(results)
     summary = results.summary or {}
     if summary.get("stages"):
         for s in summary["stages"]:

@@ -28,12 +28,24 @@ class StageVerdict:
 
     @property
     def line(self) -> str:
-        """One line of numbers: the first discriminating evidence (else the first), and how many runs."""
+        """One line of numbers: a contradiction first if there is one, else the first discriminating evidence
+        (else the first); for ``mixed``, what points which way (first contradicting and first supporting line, with
+        counts); and how many more runs."""
         if not self.evidence:
             return ""
-        main = next((e for _, e in self.evidence if e.verdict != "insufficient"), self.evidence[0][1])
+        by = {v: [e for _, e in self.evidence if e.verdict == v] for v in ("contradicts", "supports", "mixed",
+                                                                            "inconclusive")}
+        if self.verdict == "mixed" and by["contradicts"] and by["supports"]:
+            return (f"against ({len(by['contradicts'])} runs): {by['contradicts'][0].numbers} | for "
+                    f"({len(by['supports'])} runs): {by['supports'][0].numbers}")
+        main = next(iter(by["contradicts"] or by["mixed"] or by["supports"] or by["inconclusive"]), self.evidence[0][1])
         more = f" (+{len(self.evidence) - 1} more runs)" if len(self.evidence) > 1 else ""
         return main.numbers + more
+
+    @property
+    def contradiction(self) -> Evidence | None:
+        """The first contradicting evidence of the stage, if any."""
+        return next((e for _, e in self.evidence if e.verdict == "contradicts"), None)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -49,6 +61,30 @@ class LedgerRow:
     stages: dict[str, StageVerdict]
     verdict: str
     figures: tuple[tuple[RunRecord, Figure], ...]
+    holds: str = ""
+    """The derivation's ``holds`` ("in part" when only part of the claim survives)."""
+
+    @property
+    def outcome(self) -> str:
+        """What a reader is told: ``holds``, ``holds in part``, ``contradicted``, ``inconclusive``, ``insufficient``
+        or ``untested``. ``mixed`` evidence, or support for a claim the derivation says holds in part, is
+        ``holds in part``; any claim whose only decided evidence contradicts it is ``contradicted``."""
+        if self.verdict == "supports":
+            return "holds in part" if self.holds == "in part" else "holds"
+        return {"mixed": "holds in part", "contradicts": "contradicted"}.get(self.verdict, self.verdict)
+
+    @property
+    def ordered_evidence(self) -> list[tuple[str, RunRecord, Evidence]]:
+        """``(stage, run, evidence)`` of every stage, contradictions first, then other decided evidence, then
+        ``insufficient`` (stable within each)."""
+        rank = {"contradicts": 0, "mixed": 1, "supports": 2, "inconclusive": 3, "insufficient": 4}
+        items = [(s, run, e) for s, v in self.stages.items() for run, e in v.evidence]
+        return sorted(items, key=lambda x: rank.get(x[2].verdict, 5))
+
+    @property
+    def contradictions(self) -> list[tuple[str, Evidence]]:
+        """``(stage, evidence)`` of the first contradiction of each stage."""
+        return [(s, v.contradiction) for s, v in self.stages.items() if v.contradiction is not None]
 
     @property
     def headline(self) -> tuple[RunRecord, Figure] | None:
@@ -90,5 +126,6 @@ def build_ledger(results: StudyResults) -> list[LedgerRow]:
         statements = tuple((str(x.get("status", "")), str(x.get("text", ""))) for x in t.get("statements", []) or []
                            if isinstance(x, dict))
         rows.append(LedgerRow(cid, claim.wording, claim.where, str(t.get("status", "")), str(t.get("derived", "")),
-                              statements, stages, verdict or "untested", _claim_figures(cid, evidence, results)))
+                              statements, stages, verdict or "untested", _claim_figures(cid, evidence, results),
+                              str(t.get("holds", "") or "")))
     return rows

@@ -89,16 +89,56 @@ def _png_aspect(path: Path | None) -> float:
     return w / h if h else 1.0
 
 
+_EMBEDDED: set[str] = set()
+"""Figure ids already embedded in the page being rendered (each image is embedded once; reset per page)."""
+
+
+def _fig_id(run, fig) -> str:
+    """The page id of a figure: a hash of its bytes, so the same image (of one run or of two) is embedded once."""
+    import hashlib
+
+    path = fig.png if fig.png is not None else fig.svg
+    try:
+        return "fig-" + hashlib.sha256(path.read_bytes()).hexdigest()[:16]
+    except (OSError, AttributeError):
+        return "fig-" + "".join(c if c.isalnum() or c in "-_" else "_" for c in f"{run.name}-{fig.stem}")
+
+
 def _figures(items, empty: str) -> str:
+    """Each figure with its caption; a figure already on the page becomes a link to it (embedded once)."""
     if not items:
         return f"<p class=\"meta\">{_e(empty)}</p>"
     parts = []
     for run, fig in items:
         cap = content.figure_caption(run, fig)
+        fid = _fig_id(run, fig)
+        if fid in _EMBEDDED:
+            parts.append(f'<p class="figref"><a href="#{_e(fid)}">See the figure above: {_e(cap)}</a></p>')
+            continue
+        _EMBEDDED.add(fid)
         aspect = _png_aspect(fig.png)
         cls = ' class="wide"' if aspect > 1.8 or aspect < 0.9 else ""  # multi-panel rows and grids: full width
-        parts.append(f"<figure{cls}>{_img(fig, cap)}<figcaption>{_e(cap)}</figcaption></figure>")
+        parts.append(f'<figure id="{_e(fid)}"{cls}>{_img(fig, cap)}<figcaption>{_e(cap)}</figcaption></figure>')
     return "\n".join(parts)
+
+
+def figure2_grid_html(results: StudyResults) -> str:
+    """The Figure 2 grid (:mod:`qkov.report.figure2_grid`), embedded once; a link to it on later calls."""
+    from qkov.report.figure2_grid import CAPTION, STEM, figure2_grid_png
+
+    if STEM in _EMBEDDED:
+        return f'<p class="figref"><a href="#{STEM}">See Figure 2 (grid) above.</a></p>'
+    png = figure2_grid_png(results)
+    if png is None:
+        return ""
+    _EMBEDDED.add(STEM)
+    uri = "data:image/png;base64," + base64.b64encode(png).decode()
+    return (f'<figure id="{STEM}" class="wide"><img src="{uri}" alt="{_e(CAPTION)}">'
+            f"<figcaption>{_e(CAPTION)}</figcaption></figure>")
+
+
+FIGURE2_CLAIMS = ("sharpness-ratio", "sharpness-order")
+"""The claims under which the Figure 2 grid is shown (first one embeds it, the other links to it)."""
 
 
 def _stage_cell(sv: StageVerdict) -> str:
@@ -114,9 +154,9 @@ def claims_table(rows: list[LedgerRow]) -> str:
     body = []
     for r in rows:
         thumb = ""
-        if r.headline is not None:
+        if r.headline is not None:   # a link, not a second copy of the image (the section embeds it)
             run, fig = r.headline
-            thumb = f'<a href="#claim-{_e(r.id)}">{_img(fig, content.figure_caption(run, fig))}</a>'
+            thumb = f'<a href="#claim-{_e(r.id)}">{_e(fig.stem.replace("_", " "))}</a>'
         body.append(f'<tr id="row-{_e(r.id)}"><td><a href="#claim-{_e(r.id)}"><b>{_e(r.id)}</b></a>'
                     f'<div class="ev">{_e(r.claim)}</div></td><td>{_badge(r.verdict)}</td>'
                     + "".join(_stage_cell(r.stages[s]) for s in STAGE_TITLES) + f'<td class="thumb">{thumb}</td></tr>')
@@ -128,7 +168,7 @@ def claims_table(rows: list[LedgerRow]) -> str:
             f"<tbody>{''.join(body)}</tbody></table>")
 
 
-def claim_section(r: LedgerRow) -> str:
+def claim_section(r: LedgerRow, results: StudyResults | None = None) -> str:
     """One claim: wording, the derivation's statements, figures with captions, evidence lines, long text folded."""
     parts = [f'<section class="claim" id="claim-{_e(r.id)}"><h3>{_e(r.id)} {_badge(r.verdict)}</h3>',
              f"<p>{_e(r.claim)} <span class=\"where\">({_e(r.where)})</span></p>"]
@@ -139,13 +179,14 @@ def claim_section(r: LedgerRow) -> str:
         parts.append(f"<p>Derivation: {_badge(r.status)}</p>")
     if r.derived:
         parts.append(f"<details><summary>what was derived</summary><p>{_e(r.derived)}</p></details>")
-    parts.append(_figures(list(r.figures), "No figure for this claim in these runs."))
+    grid = figure2_grid_html(results) if results is not None and r.id in FIGURE2_CLAIMS else ""
+    parts.append(grid + _figures([(run, f) for run, f in r.figures if not (grid and f.stem == "figure2_dtap")],
+                                 "" if grid else "No figure for this claim in these runs."))
     lines = []
-    for stage, sv in r.stages.items():
-        for run, e in sv.evidence:
-            more = f"<details><summary>details</summary><p>{_e(e.text)}</p></details>" if e.text else ""
-            lines.append(f"<li>{_badge(e.verdict)} <b>{_e(STAGE_TITLES.get(stage, stage))}</b> "
-                         f"<span class=\"meta\">run {_e(run.name)}</span>: {_e(e.numbers)}{more}</li>")
+    for stage, run, e in r.ordered_evidence:
+        more = f"<details><summary>details</summary><p>{_e(e.text)}</p></details>" if e.text else ""
+        lines.append(f"<li>{_badge(e.verdict)} <b>{_e(STAGE_TITLES.get(stage, stage))}</b> "
+                     f"<span class=\"meta\">run {_e(run.name)}</span>: {_e(e.numbers)}{more}</li>")
     parts.append(f'<ul class="evidence">{"".join(lines)}</ul>' if lines else '<p class="meta">No evidence yet.</p>')
     return "".join(parts) + "</section>"
 
@@ -176,6 +217,7 @@ def _tables(runs: list[RunRecord], what: str) -> str:
 def render_html(results: StudyResults, rows: list[LedgerRow]) -> str:
     """The whole report page."""
     now = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
+    _EMBEDDED.clear()
     stages = "".join(f"<li>{_e(x)}</li>" for x in content.stage_lines(results))
     eqs = "".join(f'<div class="eq"><h4>{_e(d.title)}</h4>{math_block(d.mathml, d.latex)}'
                   + (f'<div class="ev">verified by: {_e(d.check)}</div>' if d.check else "") + "</div>"
@@ -186,7 +228,8 @@ def render_html(results: StudyResults, rows: list[LedgerRow]) -> str:
     prov_head = "".join(f"<th>{_e(c)}</th>" for c in content.PROVENANCE_COLUMNS)
     cluster = (results.summary or {}).get("cluster", "")
     shown = {(run.name, f.stem) for r in rows for run, f in r.figures}
-    others = [(run, f) for run in results.runs for f in run.figures if (run.name, f.stem) not in shown]
+    others = [(run, f) for run in results.runs for f in run.figures if (run.name, f.stem) not in shown
+              and not (f.stem == "figure2_dtap" and run.kind == "figure2")]   # drawn as the Figure 2 grid
     real = results.stage("real")
     sections = [
         f"<h1>qkov reproduction report</h1><p class=\"meta\">Built {now} from {_e(results.out.resolve())}"
@@ -195,7 +238,7 @@ def render_html(results: StudyResults, rows: list[LedgerRow]) -> str:
         f"</p><p class=\"headline\">{_e(content.headline(rows))}</p>",
         f'<ul class="stages">{stages}</ul>',
         f'<h2 id="claims">1. Claims</h2>{claims_table(rows)}',
-        '<h2 id="per-claim">2. The evidence, claim by claim</h2>' + "\n".join(claim_section(r) for r in rows),
+        '<h2 id="per-claim">2. The evidence, claim by claim</h2>' + "\n".join(claim_section(r, results) for r in rows),
         '<h2 id="derivation">3. Derivation</h2>' + (f"<p>{_e(dtext)}</p>" if dtext else "") + eqs,
         '<h2 id="real-data">4. Real data</h2>' + _tables(real, "real data"),
         '<h2 id="other-figures">5. Other figures</h2>'

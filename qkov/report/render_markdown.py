@@ -77,7 +77,7 @@ def _claim_section(r: LedgerRow, out: Path) -> str:
         parts.append(_figures(list(r.figures), out))
     lines = [f"- **{_v(e.verdict)}** ({STAGE_TITLES.get(stage, stage)}, run {_md(run.name)}): {_md(e.numbers)}"
              + (f"\n  <details><summary>details</summary>{_md(e.text)}</details>" if e.text else "")
-             for stage, sv in r.stages.items() for run, e in sv.evidence]
+             for stage, run, e in r.ordered_evidence]
     parts.append("\n".join(lines) if lines else "_No evidence yet._")
     return "\n\n".join(parts)
 
@@ -97,7 +97,7 @@ def render_markdown(results: StudyResults, rows: list[LedgerRow]) -> str:
         "# qkov reproduction report",
         f"_Built {now} from {_md(out.resolve())}._",
         content.INTRO,
-        f"**{content.headline(rows)}**",
+        f"**{_md(content.headline(rows))}**",
         "\n".join(f"- {_md(x)}" for x in content.stage_lines(results)),
         "## 1. Claims", table,
         "*Verdicts: supports / contradicts / mixed / inconclusive / insufficient (cannot discriminate: 0 comparisons, "

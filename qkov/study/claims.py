@@ -1,4 +1,4 @@
-"""The claim registry: every claim qkov tests, which stages test it, and how their evidence combines.
+"""Evidence and its combination, app side of the claims table :mod:`theory.claims` (ids, wording, stages, rules).
 
 A stage does not write verdict strings of its own making: it returns :class:`Evidence` objects
 ``Evidence(claim, stage, verdict, numbers, figure, text)`` (``claim`` an id of :data:`CLAIMS`,
@@ -33,62 +33,15 @@ import dataclasses
 import math
 from typing import Any, Iterable, Mapping
 
+# The claims table lives in the lowest layer: ids, wording, stages, rules, thresholds.
+from theory.claims import CLAIMS, SHARPNESS_ORDER_PAIRS, STAGES, THRESHOLDS, Claim
+
 VERDICTS: tuple[str, ...] = ("supports", "contradicts", "mixed", "inconclusive", "insufficient")
 """Every verdict a piece of evidence (or a combination) may carry."""
 UNTESTED = ""
 """The combination of no evidence at all."""
 
-STAGES: tuple[str, ...] = ("derive", "simulate", "synthetic", "real")
-"""Stages that may test a claim (qkov.study.engine.STAGE_NAMES)."""
-
 CLAIMS_FILE = "claims.json"
-
-
-@dataclasses.dataclass(frozen=True)
-class Claim:
-    """One claim: its id, the paper's wording, where it is made, and the stages that test it."""
-
-    id: str
-    wording: str
-    where: str
-    stages: tuple[str, ...]
-    headline_figure: str = ""
-    """Stem of the figure the report shows for this claim in its summary table ("" if none)."""
-
-
-CLAIMS: dict[str, Claim] = {c.id: c for c in (
-    Claim("symmetric-subspace", "From symmetric initialisation the full-matrix flow stays on a low-dimensional set.",
-          "MODEL.md section 1 (the paper's reduction to scalars)", ("derive", "simulate"), "reduction"),
-    Claim("reduced-odes", "Exact reduced ODEs for each parametrization (each circuit's effective parameter a scalar).",
-          "MODEL.md section 1; paper, reduced dynamics", ("derive", "simulate"), "reduction"),
-    Claim("rescaling", "Factorizing a circuit implicitly rescales its learning rate, depending on the state.",
-          "paper, claim 1; MODEL.md section 2", ("derive", "synthetic"), "theory_vs_training"),
-    Claim("fixed-lines", "Effective QK and OV parameters move along fixed lines with relative speed set by "
-          "eta_QK/eta_OV.", "paper, claim 2", ("derive", "simulate", "synthetic"), "reduction"),
-    Claim("first-integrals", "v as a function of u along a trajectory; which parts do not depend on the loss.",
-          "MODEL.md section 3", ("derive", "simulate"), "phase_portraits"),
-    Claim("growth-rates", "u = O(log t), v = O(log^2 t), with constants set by eta_QK/eta_OV.",
-          "paper, claim 2; MODEL.md section 4", ("derive", "simulate"), "asymptotic_errors"),
-    Claim("sharpness-ratio", "Faster QK learning (larger eta_QK/eta_OV) concentrates attention at comparable loss.",
-          "paper, claim 3", ("derive", "simulate", "synthetic"), "residual_vs_ratio"),
-    Claim("sharpness-order", "Collapsed-OV models (CACO, FACO) concentrate attention; FAFO predicts well with weak "
-          "attention.", "paper, claim 3", ("derive", "simulate", "synthetic"), "phase_diagram"),
-    Claim("paper-equations", "The paper's reduced equations are the gradient flow of the model.",
-          "paper, reduced dynamics (PAPER.md)", ("derive", "simulate"), "paper_vs_derived"),
-    Claim("adam-ratio", "Under Adam (sign-descent limit) the ratio eta_QK/eta_OV sets the exponent of 1-p in the loss, "
-          "not just a factor.", "issue 16 / theory.adam", ("derive", "synthetic"), "gd_vs_adam"),
-    Claim("adam-ratio-default", "Under Adam with default betas (and momentum), the measured 1-p at matched loss follows "
-          "the exact reduced optimizer map while training stays near the symmetric set, and raising eta_QK/eta_OV "
-          "sharpens it more than under gradient flow.", "issue 23 / simulation.optimizer_maps", ("synthetic",),
-          "gd_vs_adam"),
-    Claim("optimizer-stability", "The symmetric solution's transverse stability, computed before training along the "
-          "reduced trajectory, says whether a symmetric-start run of each optimizer leaves the set.",
-          "issue 23 / simulation.transverse", ("synthetic",), ""),
-    Claim("real-data", "On SQuAD, HateXplain and SVA, raising eta_QK/eta_OV raises interpretability metrics without "
-          "hurting accuracy.", "paper, claim 4 (experiments)", ("real",), "dtap"),
-)}
-"""The registry, in the report's order."""
-
 
 @dataclasses.dataclass(frozen=True)
 class Evidence:
@@ -175,14 +128,43 @@ def distinct_within(values: Iterable[float], resolution: float) -> bool:
     return all(b - a > resolution for a, b in zip(xs, xs[1:]))
 
 
-SHARPNESS_ORDER_PAIRS: tuple[tuple[str, str], ...] = (
-    ("CACO", "CAFO"), ("CACO", "FAFO"), ("FACO", "CAFO"), ("FACO", "FAFO"), ("CAFO", "FAFO"))
-"""The orders ``(sharper, weaker)`` the ``sharpness-order`` claim asserts: collapsed-OV models attend more
-sharply than factorized-OV ones, and FAFO attends least."""
+def judge_threshold(name: str, value: float | None) -> str:
+    """The verdict of ``value`` against :data:`theory.claims.THRESHOLDS` ``[name]`` (its comparison, its reason)."""
+    return THRESHOLDS[name].judge(value)
+
+
+def attention_moved(delta: float | None, resolution: float | None = None) -> bool:
+    """``|delta| > resolution`` (default :data:`THRESHOLDS` ``attention-resolution``): the attention moved from its
+    start by more than its resolution; False for a missing number."""
+    res = THRESHOLDS["attention-resolution"].bound if resolution is None else resolution
+    return delta is not None and math.isfinite(delta) and abs(delta) > res
+
+
+def beyond_chance(p_true: float | None, chance: float, margin: float | None = None) -> bool:
+    """Held-out p_true above ``chance`` (1 / number of outputs) by more than ``chance-margin``."""
+    mar = THRESHOLDS["chance-margin"].bound if margin is None else margin
+    return p_true is not None and math.isfinite(p_true) and p_true > chance + mar
+
+
+def left_start(moved: float | None, p_true: float | None, chance: float) -> tuple[bool, str]:
+    """Whether a trained model left its start in what the sharpness claims are about: its attention moved by
+    more than its resolution (:func:`attention_moved`) *and* its prediction is beyond chance
+    (:func:`beyond_chance`). ``moved``: attention at the end minus at the start (distinct-token mass);
+    ``p_true``: held-out probability of the true token; ``chance``: 1 / number of outputs.
+    Returns ``(ok, why)``; a missing number is not ok.
+    """
+    if not attention_moved(moved):
+        return False, (f"attention moved by {abs(moved):.2g} <= resolution "
+                       f"{THRESHOLDS['attention-resolution'].bound:g}" if moved is not None and math.isfinite(moved)
+                       else "attention change not measured")
+    if not beyond_chance(p_true, chance):
+        return False, (f"p_true {p_true:.3f} not beyond chance {chance:.3f} + {THRESHOLDS['chance-margin'].bound:g}"
+                       if p_true is not None and math.isfinite(p_true) else "p_true not measured")
+    return True, ""
 
 
 def judge_order(residual: Mapping[str, float], resolution: float) -> tuple[str, int, int]:
-    """``(verdict, holds, compared)`` of :data:`SHARPNESS_ORDER_PAIRS` on residuals ``1-p`` (smaller = sharper).
+    """``(verdict, holds, compared)`` of the paper's pairs (:data:`theory.claims.SHARPNESS_ORDER_PAIRS`) on residuals ``1-p`` (smaller = sharper).
 
     A pair whose residuals differ by a relative amount <= ``resolution`` is a tie and is not compared; a
     pair with a missing or non-finite value is not compared either; the verdict is :func:`judge_fraction`.
@@ -197,6 +179,19 @@ def judge_order(residual: Mapping[str, float], resolution: float) -> tuple[str, 
         compared += 1
         holds += x < y
     return judge_fraction(holds, compared), holds, compared
+
+
+def order_pairs_text(residual: Mapping[str, float], resolution: float) -> str:
+    """Which of the paper's pairs hold and which fail (``sharper < weaker`` in 1-p), ties and missing named too:
+    what a ``mixed`` order verdict points at."""
+    parts: dict[str, list[str]] = {"holds": [], "fails": [], "tie": []}
+    for a, b in SHARPNESS_ORDER_PAIRS:
+        x, y = residual.get(a), residual.get(b)
+        if x is None or y is None or not (math.isfinite(x) and math.isfinite(y)) or min(x, y) <= 0:
+            continue
+        key = "tie" if abs(x / y - 1) <= resolution else "holds" if x < y else "fails"
+        parts[key].append(f"{a} sharper than {b}")
+    return "; ".join(f"{k}: {', '.join(v)}" for k, v in parts.items() if v)
 
 
 def write_evidence(run: Any, evidence: Iterable[Evidence]) -> list[Evidence]:
@@ -222,5 +217,5 @@ def read_evidence(obj: Any) -> tuple[list[Evidence], list[str]]:
     return good, bad
 
 
-__all__ = ["CLAIMS", "Claim", "Evidence", "VERDICTS", "UNTESTED", "combine", "claim_verdict", "judge_fraction",
-           "judge_bound", "distinct_within", "judge_order", "SHARPNESS_ORDER_PAIRS", "write_evidence", "read_evidence", "CLAIMS_FILE"]
+__all__ = ["CLAIMS", "Claim", "STAGES", "THRESHOLDS", "judge_threshold", "left_start", "attention_moved", "beyond_chance", "Evidence", "VERDICTS", "UNTESTED", "combine", "claim_verdict", "judge_fraction",
+           "judge_bound", "distinct_within", "judge_order", "order_pairs_text", "SHARPNESS_ORDER_PAIRS", "write_evidence", "read_evidence", "CLAIMS_FILE"]

@@ -14,16 +14,17 @@ from typing import Any
 
 from qkov.core.config import parse_config
 from qkov.core.runstore import RunWriter, config_key
-from qkov.study.claims import Evidence, write_evidence
+from qkov.study.claims import THRESHOLDS, Evidence, attention_moved, beyond_chance, write_evidence
+from theory.parametrization import PARAMETRIZATIONS
 from validation.synthetic.experiment import torch_threads
 from validation.synthetic.figure2 import Figure2Config, attention_split_figure, figure2_summary, train_figure2
 from validation.synthetic.paper_fast import dtap_panels_figure
 
 KIND = "figure2"
 STAGE = "synthetic"
-UNIFORM_RESOLUTION = 1e-3
+UNIFORM_RESOLUTION = THRESHOLDS["attention-resolution"].bound
 """Distinct attention within this of its value at the start (1e-6 I: uniform attention) means the QK circuit
-did not leave its start; two seed means closer than this are a tie."""
+did not leave its start; two seed means closer than this are a tie (theory.claims.THRESHOLDS)."""
 
 
 def study_configs(quick: bool) -> list[Figure2Config]:
@@ -34,7 +35,7 @@ def study_configs(quick: bool) -> list[Figure2Config]:
                              log_every=500, test_size=500, segment=10_000)
     else:
         base = Figure2Config()
-    return [base.replace(param=p) for p in ("CACO", "FACO", "CAFO", "FAFO")]
+    return [base.replace(param=p) for p in PARAMETRIZATIONS]
 
 
 def _num(x: float | None) -> str:
@@ -44,8 +45,9 @@ def _num(x: float | None) -> str:
 def evidence(summary: dict[str, Any]) -> list[Evidence]:
     """``sharpness-ratio`` from one parametrization's two settings (equal rates, faster QK).
 
-    ``insufficient`` when the QK circuit never left its start (distinct attention within
-    :data:`UNIFORM_RESOLUTION` of its start value in both settings) or when the difference of the seed means is
+    ``insufficient`` when the runs did not leave their start: a setting whose held-out p_true is not beyond chance
+    (1/VOCAB + the chance margin, :func:`qkov.study.claims.beyond_chance`), or distinct attention within
+    :data:`UNIFORM_RESOLUTION` of its start value in both settings (:func:`qkov.study.claims.attention_moved`); or when the difference of the seed means is
     within the seed spread (the larger of the two settings' max - min over seeds, at least the resolution);
     otherwise ``supports`` if faster QK raises distinct attention, ``contradicts`` if it lowers it. The numbers
     also give the query's share (query position + its id's copies in context) and p_true.
@@ -55,7 +57,15 @@ def evidence(summary: dict[str, Any]) -> list[Evidence]:
     start = eq["start"]["distinct"]
     spread = max(d["eq"]["max"] - d["eq"]["min"], d["fq"]["max"] - d["fq"]["min"])
     diff = d["fq"]["mean"] - d["eq"]["mean"]
-    stuck = all(abs(s["final"]["distinct"]["mean"] - s["start"]["distinct"]) <= UNIFORM_RESOLUTION for s in (eq, fq))
+    from validation.synthetic.paper_preset import VOCAB
+
+    named = (("equal rates", eq), ("faster QK", fq))
+    stuck = [f"{k}: p_true {s['final']['p_true']['mean']:.3f} at chance (1/{VOCAB} + "
+             f"{THRESHOLDS['chance-margin'].bound:g})" for k, s in named
+             if not beyond_chance(s["final"]["p_true"]["mean"], 1.0 / VOCAB)]
+    if not any(attention_moved(s["final"]["distinct"]["mean"] - s["start"]["distinct"]) for _, s in named):
+        stuck.append(f"in neither setting did the distinct attention move by more than {UNIFORM_RESOLUTION:g} "
+                     "(it stays uniform)")
 
     def q(s):
         return s["final"]["query"]["mean"] + s["final"]["query_copies"]["mean"]
@@ -68,8 +78,8 @@ def evidence(summary: dict[str, Any]) -> list[Evidence]:
                f"{q(eq):.3f} -> {q(fq):.3f}; p_true {_num(eq['final']['p_true']['mean'])} -> "
                f"{_num(fq['final']['p_true']['mean'])}")
     if stuck:
-        verdict, why = "insufficient", ("the QK circuit never left its start in either setting: attention stays "
-                                        "uniform, so the comparison says nothing about the claim.")
+        verdict, why = "insufficient", ("the runs did not leave their start (" + "; ".join(stuck) + "), so the "
+                                        "comparison says nothing about the claim.")
     elif abs(diff) <= max(spread, UNIFORM_RESOLUTION):
         verdict, why = "insufficient", "the difference is within the seed spread."
     elif diff > 0:

@@ -28,18 +28,16 @@ together by Holm's step-down method (:func:`holm`) in one table. The task-metric
 
 from __future__ import annotations
 
-import json
 import math
 from collections import defaultdict
 from pathlib import Path
 from typing import Any, Iterable
 
 import numpy as np
-from scipy import stats
-
-from qkov.core.runstore import RunWriter, is_complete
+from qkov.core.runstore import RunWriter, load_run
 from qkov.study.claims import Evidence, write_evidence
 from validation.metrics.dtap import plot_dtap
+from validation.metrics.stats import BOOT_SEED, N_BOOT, bootstrap_diff, holm, paired  # noqa: F401 (re-exported)
 from validation.real.config import PAPER_RATIO
 
 MIN_EFFECT = 0.01
@@ -48,8 +46,6 @@ MARGIN = {"accuracy": 0.01, "f1": 1.0}
 """'No worse' margin of the task metric: 1 point (accuracy as a fraction, SQuAD F1 in percent)."""
 ALPHA = 0.05
 N_LEVELS = 3
-N_BOOT = 2000
-BOOT_SEED = 20260101
 PAPER = {
     "squad": "AC about 12% -> 43% at QK multiplier 20 (6-layer GPT-2-tokenizer decoder, GloVe-300, SQuAD v2.0)",
     "hatexplain": "numbers not in PAPER.md (QK multiplier 30, 1 layer, 4 heads)",
@@ -89,20 +85,18 @@ def flat(m: dict[str, Any], prefix: str = "") -> dict[str, float]:
 
 
 def load_runs(run_dirs: Iterable[Path]) -> list[dict[str, Any]]:
-    """Config, metrics and per-item arrays of every *complete* real-data run among ``run_dirs``."""
+    """Config, metrics and per-item arrays of every *complete* real-data run among ``run_dirs``, each read
+    through :func:`qkov.core.runstore.load_run` (only the files its ``COMPLETE`` lists)."""
     out = []
     for d in map(Path, run_dirs):
-        if not (d / "metrics.json").is_file() or not is_complete(d):
+        try:
+            run = load_run(d)
+        except (ValueError, OSError):
             continue
-        cfg = json.loads((d / "config.json").read_text())
-        if "dataset" not in cfg or "ratio" not in cfg:
+        cfg = run.config
+        if "metrics.json" not in run.json or not isinstance(cfg, dict) or "dataset" not in cfg or "ratio" not in cfg:
             continue
-        m = json.loads((d / "metrics.json").read_text())
-        arrays = {}
-        if (d / "instances.npz").is_file():
-            with np.load(d / "instances.npz") as z:
-                arrays = {k: z[k] for k in z.files}
-        out.append({"dir": d, "config": cfg, "metrics": m, "arrays": arrays})
+        out.append({"dir": d, "config": cfg, "metrics": run.metrics, "arrays": run.arrays.get("instances.npz", {})})
     return out
 
 
@@ -119,48 +113,7 @@ def item_scores(run: dict[str, Any], view: str) -> np.ndarray | None:
 
 # --- statistics ------------------------------------------------------------------------------------------
 
-def paired(x1: np.ndarray, xr: np.ndarray) -> dict[str, Any]:
-    """Mean difference ``xr - x1`` over paired seeds, paired t-test and Wilcoxon p (NaN when undefined)."""
-    d = xr - x1
-    res: dict[str, Any] = {"n": int(d.size), "mean_diff": float(d.mean()) if d.size else math.nan}
-    if d.size >= 2 and np.any(d != d[0]):
-        res["t_p"] = float(stats.ttest_rel(xr, x1).pvalue)
-    else:
-        res["t_p"] = 1.0 if d.size >= 2 and np.all(d == 0) else math.nan
-    try:
-        res["wilcoxon_p"] = float(stats.wilcoxon(xr, x1).pvalue) if d.size >= 1 and np.any(d != 0) else 1.0
-    except ValueError:
-        res["wilcoxon_p"] = math.nan
-    return res
-
-
-def holm(pvalues: list[float]) -> list[float]:
-    r"""Holm's step-down adjusted p-values: sort :math:`p_{(1)}\le\dots\le p_{(m)}`,
-    :math:`\tilde p_{(i)} = \max_{j\le i} \min(1, (m-j+1)\,p_{(j)})`. NaN stays NaN and does not count in ``m``."""
-    p = np.asarray(pvalues, float)
-    ok = np.flatnonzero(np.isfinite(p))
-    out = np.full(p.shape, np.nan)
-    m = ok.size
-    running = 0.0
-    for rank, i in enumerate(ok[np.argsort(p[ok], kind="stable")]):
-        running = max(running, min(1.0, (m - rank) * p[i]))
-        out[i] = running
-    return out.tolist()
-
-
-def bootstrap_diff(base: np.ndarray, other: np.ndarray, *, n_boot: int = N_BOOT, seed: int = BOOT_SEED
-                   ) -> dict[str, float]:
-    """95 % percentile interval of the mean of ``other - base`` (arrays ``(seeds, items)``, paired by seed
-    and item), resampling seeds and items with replacement."""
-    base, other = np.asarray(base, float), np.asarray(other, float)
-    d = other - base
-    rng = np.random.default_rng(seed)
-    S, N = d.shape
-    si = rng.integers(0, S, size=(n_boot, S))
-    ii = rng.integers(0, N, size=(n_boot, N))
-    means = np.array([d[s][:, i].mean() for s, i in zip(si, ii)])
-    lo, hi = np.percentile(means, [2.5, 97.5])
-    return {"diff": float(d.mean()), "lo": float(lo), "hi": float(hi), "n_seeds": int(S), "n_items": int(N)}
+# paired, holm, bootstrap_diff: validation.metrics.stats (pure, tested against scipy); imported above.
 
 
 # --- views -----------------------------------------------------------------------------------------------

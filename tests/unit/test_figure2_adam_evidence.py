@@ -32,7 +32,13 @@ def fig2_summary(eq, fq, **kw):
 def test_figure2_uniform_attention_in_both_settings_is_insufficient():
     (e,) = figure2_run.evidence(fig2_summary(UNIFORM + 4e-4, UNIFORM - 5e-4, per_seed_spread=1e-4))
     assert (e.claim, e.stage, e.verdict) == ("sharpness-ratio", "synthetic", "insufficient")
-    assert "uniform 0.349" in e.numbers and "never left its start" in e.text
+    assert "uniform 0.349" in e.numbers and "did not leave their start" in e.text
+
+
+def test_figure2_prediction_at_chance_is_insufficient_even_when_attention_moved():
+    """The quick paper-preset case of issue 22: CACO's attention moved a little, p_true 0.04 (chance 1/50)."""
+    (e,) = figure2_run.evidence(fig2_summary(UNIFORM, UNIFORM - 0.02, per_seed_spread=1e-4, p_true=0.04))
+    assert e.verdict == "insufficient" and "at chance" in e.text
 
 
 def test_figure2_difference_within_the_seed_spread_is_insufficient():

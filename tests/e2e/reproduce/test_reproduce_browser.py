@@ -14,14 +14,16 @@ from qkov.study.claims import CLAIMS
 
 from browser import chromium_missing, open_driver
 from injection import inject
-from report_fixture import build_fake_results
+from report_fixture import add_figure2_runs, build_fake_results
 
 pytestmark = pytest.mark.browser
 
 SECTIONS_JS = """
 return [...document.querySelectorAll('section.claim')].map(s => ({
-    id: s.id,
+    id: s.id, refs: s.querySelectorAll('p.figref a').length,
+    grid: s.querySelector('figure#figure2_grid img') ? s.querySelector('figure#figure2_grid img').naturalWidth : 0,
     images: [...s.querySelectorAll('img')].map(i => ({ok: i.complete, w: i.naturalWidth, h: i.naturalHeight}))}));"""
+IMAGES_JS = "return [...document.querySelectorAll('img')].map(i => i.src);"
 HANDLERS_JS = """
 const bad = [];
 for (const el of document.querySelectorAll('*'))
@@ -43,15 +45,20 @@ def chromium(tmp_path_factory):
 
 @pytest.mark.parametrize("poisoned", [False, True], ids=["clean", "injected"])
 def test_report_has_a_section_with_figures_per_claim_and_no_handlers(chromium, tmp_path, poisoned):
-    build_fake_results(tmp_path / "out", tmp_path)
+    plan = build_fake_results(tmp_path / "out", tmp_path)
+    add_figure2_runs(plan.out)
     if poisoned:
         inject(tmp_path / "out")
     html_path, _ = build_report(tmp_path / "out")
     chromium.get(html_path.resolve().as_uri())
     sections = chromium.execute_script(SECTIONS_JS)
     assert [s["id"] for s in sections] == [f"claim-{c}" for c in CLAIMS]
-    for s in sections:
-        assert s["images"] and all(i["ok"] and i["w"] > 0 and i["h"] > 0 for i in s["images"]), s
+    for s in sections:   # each section shows its figures, or links to one shown above (each image embedded once)
+        assert (s["images"] or s["refs"]) and all(i["ok"] and i["w"] > 0 and i["h"] > 0 for i in s["images"]), s
+    srcs = chromium.execute_script(IMAGES_JS)
+    assert len(srcs) == len(set(srcs)), "an image is embedded twice"
+    grid = {s["id"]: s["grid"] for s in sections}
+    assert grid["claim-sharpness-ratio"] > 300 and not any(v for k, v in grid.items() if k != "claim-sharpness-ratio")
     found = chromium.execute_script(HANDLERS_JS)
     assert found == {"bad": [], "scripts": 0, "svgs": 0, "iframes": 0}, found
     table = chromium.execute_script("""

@@ -1,0 +1,118 @@
+"""The claims table exists once (theory/claims.py): the docs table, the ledger and the study read it and agree."""
+
+from __future__ import annotations
+
+import inspect
+import pathlib
+import re
+
+import pytest
+
+import qkov.study.claims as study_claims
+import theory.ledger as ledger
+from theory.checks import AT_ONE_POINT, AT_ONE_SIZE, SYMBOLIC, Check, method_counts, tag
+from theory.claims import CHECK_FAMILIES, CLAIMS, SHARPNESS_ORDER_PAIRS, THRESHOLDS, markdown_table
+
+ROOT = pathlib.Path(__file__).resolve().parents[3]
+
+
+def docs_table() -> str:
+    text = (ROOT / "docs" / "architecture.md").read_text()
+    m = re.search(r"<!-- claims-table:begin[^>]*-->\n(.*?)\n<!-- claims-table:end -->", text, re.S)
+    assert m, "docs/architecture.md lost its generated claims table markers"
+    return m.group(1)
+
+
+def test_the_docs_table_is_the_generated_one():
+    assert docs_table() == markdown_table()
+    ids = re.findall(r"^\| `([a-z-]+)` \|", docs_table(), re.M)
+    assert ids == list(CLAIMS) and "adam-ratio" in ids
+
+
+def test_the_study_registry_is_the_theory_table():
+    assert study_claims.CLAIMS is CLAIMS
+    assert study_claims.SHARPNESS_ORDER_PAIRS is SHARPNESS_ORDER_PAIRS
+
+
+def test_the_ledger_takes_wording_and_place_from_the_table_and_types_none_in():
+    src = inspect.getsource(ledger)
+    for c in CLAIMS.values():
+        assert c.wording not in src, f"ledger.py repeats the wording of {c.id}"
+        e = ledger._entry(c.id, "derived", "text", [])
+        assert (e["id"], e["claim"], e["source"], e["section"]) == (c.id, c.wording, c.where, c.section)
+    # no claim's checks are found by substring of their names
+    assert "in c.name" not in src and ".name.startswith(" not in src
+
+
+def test_derive_stage_evidence_names_only_table_claims():
+    from qkov.study.derive_stage import derivation_evidence
+
+    payload = {"ledger": [{"id": cid, "status": "derived", "derived": "x"} for cid in CLAIMS]
+               + [{"id": "not-a-claim", "status": "derived"}]}
+    got = {e.claim for e in derivation_evidence(payload)}
+    assert got == {cid for cid, c in CLAIMS.items() if "derive" in c.stages}
+
+
+def test_every_claim_names_known_stages_families_and_thresholds():
+    for c in CLAIMS.values():
+        assert c.stages and set(c.stages) <= set(study_claims.STAGES)
+        assert {s for s, _ in c.rule} <= set(c.stages), c.id
+        assert set(c.thresholds) <= set(THRESHOLDS), c.id
+    assert all(t.reason for t in THRESHOLDS.values())
+    # the paper states collapsed-OV sharper than factorized-OV; it does not rank CAFO against FAFO
+    assert ("CAFO", "FAFO") not in SHARPNESS_ORDER_PAIRS and ("FAFO", "CAFO") not in SHARPNESS_ORDER_PAIRS
+
+
+def test_a_threshold_is_one_strict_comparison():
+    t = THRESHOLDS["paper-gap"]
+    assert t.judge(t.bound * 0.99) == "supports"
+    assert t.judge(t.bound) == "contradicts"          # strict, as everywhere (the stage once used <=)
+    assert t.judge(float("nan")) == "insufficient" and t.judge(None) == "insufficient"
+    assert study_claims.judge_threshold("symmetric-distance", 1e-9) == "contradicts"
+
+
+def test_checks_are_tagged_by_family_and_scoped_methods_are_counted():
+    c = Check("x", "x", SYMBOLIC, True)
+    (t,) = tag("growth", [c])
+    assert t.claims == ("growth-rates",) and "growth-rates" in t.as_dict()["claims"]
+    assert tag("line-direction", tag("symmetric-line", [c]))[0].claims == ("symmetric-subspace", "fixed-lines")
+    with pytest.raises(KeyError):
+        tag("no-such-family", [c])
+    assert set(CHECK_FAMILIES) >= {f for cl in CLAIMS.values() for f in cl.check_families}
+    checks = [c, Check("p", "p", AT_ONE_POINT, True), Check("s", "s", AT_ONE_SIZE, True)]
+    assert method_counts(checks) == {"symbolic": 1, "scoped": 2, "numeric": 0}
+    assert not checks[1].numeric and checks[1].scoped
+    with pytest.raises(ValueError, match="method"):
+        Check("bad", "bad", "by eye", True)
+
+
+def test_ledger_supporting_uses_tags_not_names():
+    named_like = Check("u-is-Theta-log-t", "x", SYMBOLIC, True)          # a growth-like name, untagged
+    tagged = tag("growth", [Check("anything", "x", SYMBOLIC, True)])
+    assert ledger.supporting("growth-rates", [named_like] + tagged) == tagged
+
+
+@pytest.mark.slow
+def test_the_derived_ledger_agrees_with_the_table_and_states_no_more_than_its_checks(tmp_path, monkeypatch):
+    """``qkov derive --json``'s ledger: the table's claims in order, the corrected statuses, scoped checks counted."""
+    from theory.derivation_cache import cached_derivation_json
+
+    monkeypatch.setenv("QKOV_CACHE_DIR", str(tmp_path))
+    payload, _ = cached_derivation_json(("CACO", "FACO", "CAFO", "FAFO"))
+    led = {e["id"]: e for e in payload["ledger"]}
+    assert list(led) == list(CLAIMS)
+    assert all(led[c]["claim"] == CLAIMS[c].wording for c in CLAIMS)
+    for cid in ("sharpness-order", "sharpness-ratio", "adam-ratio"):
+        assert (led[cid]["status"], led[cid].get("holds")) == ("refined", "in part"), cid
+    text = " ".join(str(e.get("derived", "")) + " ".join(s["text"] for s in e.get("statements", []))
+                    for e in payload["ledger"])
+    assert "does not depend on the initialisation" not in text and "20-30%" not in text
+    assert "depends on K, M and r" in led["sharpness-order"]["statements"][-1]["text"]
+    checks = [c for sec in ("symmetric_subspace", "ordering") for c in payload[sec]["checks"]]
+    checks += [c for p in payload["parametrizations"].values() for c in p["checks"]]
+    scoped = {c["name"]: c["method"] for c in checks
+              if c["name"].endswith("-loss-shift-vanishes") or c["name"].startswith("full-matrix-")}
+    assert scoped and all(m != "symbolic" for m in scoped.values()), scoped
+    assert payload["summary"]["at_one_point_or_size"] >= len(scoped) > 0
+    for cid, e in led.items():   # every listed check supports the claim by its tag
+        assert all(cid in c["claims"] for c in checks if c["name"] in e["evidence"]), cid
