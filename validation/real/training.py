@@ -24,7 +24,7 @@ from tqdm.auto import tqdm
 
 from validation.param_groups import make_optimizer, model_param_groups
 
-from .batching import ClassTensors, SpanTensors
+from .batching import ClassTensors
 from .config import RealRunConfig
 
 CLIP_NORM = 5.0
@@ -69,13 +69,7 @@ def classification_loss(model: nn.Module, b: ClassTensors) -> torch.Tensor:
     return F.cross_entropy(logits, b.labels)
 
 
-def span_loss(model: nn.Module, b: SpanTensors) -> torch.Tensor:
-    r"""Mean of the start and end cross-entropies, :math:`\tfrac12(\mathrm{CE}(\ell^s, s) + \mathrm{CE}(\ell^e, e))`."""
-    start, end, _ = model(b.ctx, b.ctx_valid, b.question, b.q_valid)
-    return 0.5 * (F.cross_entropy(start, b.start) + F.cross_entropy(end, b.end))
-
-
-def train(model: nn.Module, data: ClassTensors | SpanTensors, cfg: RealRunConfig,
+def train(model: nn.Module, data, cfg: RealRunConfig,
           loss_fn: Callable[[nn.Module, object], torch.Tensor], *, progress: bool = True,
           desc: str = "train", on_checkpoint: Callable[[int, float], dict] | None = None) -> TrainHistory:
     """Minibatch training for ``cfg.epochs`` epochs, shuffled by a generator seeded with ``cfg.seed``."""
