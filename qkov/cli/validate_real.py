@@ -7,7 +7,7 @@ from pathlib import Path
 
 import click
 
-from qkov.cli.options import RATIO, Choice, Integer, ListOf, out_option
+from qkov.cli.options import RATIO, Choice, Integer, ListOf, device_option, out_option
 from qkov.cli.support import CONTEXT_SETTINGS
 from theory.parametrization import PARAMETRIZATIONS
 import torch
@@ -50,9 +50,16 @@ SWEEP_SUMMARY_KIND = "real-sweep-summary"
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
 @out_option()
 @click.option("--data-dir", type=str, default=None, help="Real-data directory (else $QKOV_DATA_DIR).")
+@device_option()
 def real(datasets, ratios, seeds, optimizers, model: str | None, param: str, layers: int, quick: bool,
-         as_json: bool, out: Path, data_dir: str | None) -> None:
+         as_json: bool, out: Path, data_dir: str | None, device: str, bf16: bool) -> None:
     """Train the QKOV models at each eta_QK/eta_OV ratio and seed, then tabulate and compare with ratio 1."""
+    from validation.device import check_autocast, resolve_device
+
+    try:
+        check_autocast(resolve_device(device), bf16)
+    except ValueError as exc:
+        raise ConfigError(str(exc)) from None
     torch.set_num_threads(1)  # small models: one thread is fastest and shares a busy machine well
     ratio_list = tuple(ratios) if ratios is not None else None
     seed_list = tuple(seeds) if seeds is not None else None
@@ -73,7 +80,7 @@ def real(datasets, ratios, seeds, optimizers, model: str | None, param: str, lay
             cd = cfg.to_json_dict()
             run_dir = run_dir_for(out, KIND, cd)
             if not is_complete(run_dir):
-                execute_run(cfg, run_dir, kind=KIND, progress=not as_json)
+                execute_run(cfg, run_dir, kind=KIND, progress=not as_json, device=device, bf16=bf16)
             run_dirs.append(run_dir)
         summary_cfg = {"datasets": list(datasets), "ratios": list(ratio_list or []), "seeds": list(seed_list or []),
                        "optimizers": list(optimizers or []), "quick": quick, **extra, "data_dir": str(data),

@@ -18,7 +18,7 @@ import torch
 from qkov.core.config import parse_config
 from qkov.core.runstore import RunWriter
 
-from validation.real.config import (DATASETS, QUICK_SEEDS, SEEDS, RealRunConfig, default_config, default_ratios)
+from validation.real.config import DATASETS, RealRunConfig, default_config, default_ratios, default_seeds
 from validation.real.errors import DataError, file_problem
 from validation.real.hatexplain_data import HATEXPLAIN_FETCH
 from validation.real.run import train_and_evaluate
@@ -67,8 +67,8 @@ def sweep_configs(datasets, ratios, seeds, optimizers, quick: bool, data_dir: Pa
     data_dir = Path(data_dir).resolve()
     out = []
     for ds in datasets:
-        rs = ratios if ratios is not None else default_ratios(ds, quick)
-        ss = seeds if seeds is not None else (QUICK_SEEDS if quick else SEEDS)
+        rs = ratios if ratios is not None else default_ratios(ds, quick, overrides.get("model"))
+        ss = seeds if seeds is not None else default_seeds(quick, overrides.get("model"))
         for opt in (optimizers if optimizers is not None else (None,)):
             for r in rs:
                 for s in ss:
@@ -92,20 +92,44 @@ def skipped_runs(quick: bool, data_dir: Path | None) -> list[str]:
     return [f"real data {ds}: {why}" for ds in DATASETS if (why := missing_data(ds, data_dir)) is not None]
 
 
+DEVICE_ENV, BF16_ENV = "QKOV_DEVICE", "QKOV_BF16"
+"""The study engine calls :func:`execute` with ``(kind, config, run_dir)`` only; the device of the real
+stage comes from ``$QKOV_DEVICE`` (``auto | cpu | cuda[:N] | mps``, default ``auto``) and bf16 autocast
+from ``$QKOV_BF16=1``, read in each worker (a worker process inherits the environment of ``qkov
+reproduce``). :func:`stage_device` checks them before any work."""
+
+
+def stage_device() -> tuple[str, bool]:
+    """``(device request, bf16)`` of the real stage from the environment, checked present (a
+    ``DeviceError``, one line, otherwise)."""
+    from validation.device import check_autocast, parse_device, resolve_device
+
+    text = parse_device(os.environ.get(DEVICE_ENV, "auto") or "auto")
+    bf16 = os.environ.get(BF16_ENV, "") not in ("", "0")
+    check_autocast(resolve_device(text), bf16)
+    return text, bf16
+
+
 def execute(kind: str, config: dict, run_dir: Path) -> None:
-    """Perform one run (``kind`` must be :data:`KIND`)."""
+    """Perform one run (``kind`` must be :data:`KIND`) on the device of :func:`stage_device`."""
     if kind != KIND:
         raise ValueError(f"kind {kind!r}: qkov.study.real_stage runs only {KIND!r}")
     torch.set_num_threads(1)
-    execute_run(parse_config(RealRunConfig, **config), Path(run_dir), kind=kind, progress=False)
+    device, bf16 = stage_device()
+    execute_run(parse_config(RealRunConfig, **config), Path(run_dir), kind=kind, progress=False, device=device,
+                bf16=bf16)
 
 
-def execute_run(cfg: RealRunConfig, run_dir: Path, *, kind: str = KIND, progress: bool = True) -> dict:
+def execute_run(cfg: RealRunConfig, run_dir: Path, *, kind: str = KIND, progress: bool = True,
+                device: str = "cpu", bf16: bool = False) -> dict:
     """Perform one run and write it with :class:`RunWriter` (``metrics.json``, ``instances.npz``,
     ``eraser_results.jsonl``, ``eraser_annotations.jsonl``, ``eraser_docs.jsonl`` for classification,
-    ``predictions.json`` for SQuAD)."""
-    out = train_and_evaluate(cfg, progress=progress)
-    with RunWriter(run_dir, kind=kind, config=cfg.to_json_dict(), seed=cfg.seed) as run:
+    ``predictions.json`` for SQuAD). ``device`` and ``bf16`` (see :func:`validation.real.run.train_and_evaluate`)
+    are recorded in ``manifest.json`` under ``"device"`` (and in ``metrics.json``), not in the config, so
+    the run's directory is the same on every device."""
+    out = train_and_evaluate(cfg, progress=progress, device=device, bf16=bf16)
+    with RunWriter(run_dir, kind=kind, config=cfg.to_json_dict(), seed=cfg.seed,
+                   manifest_extra={"device": out["metrics"]["device"]}) as run:
         run.write_json("metrics.json", out["metrics"])
         run.write_arrays("instances.npz", **out["arrays"])
         for name, obj in out["extras"].items():

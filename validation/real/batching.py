@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
+from typing import TypeVar
 
 import torch
 
@@ -54,3 +56,21 @@ def encode_classification(examples: list[ClassExample], vocab: Vocab, max_len: i
                         annotated=torch.tensor([ex.relevant is not None and any(ex.relevant[:k])
                                                 for ex, k in zip(examples, lens)]),
                         labels=torch.tensor([ex.label for ex in examples], dtype=torch.long))
+
+
+B = TypeVar("B")
+
+
+def to_device(batch: B, device: torch.device | str | None) -> B:
+    """A copy of a tensor dataclass (``ClassTensors``, ``DecoderTensors``, ...) with every tensor field on
+    ``device`` (non-tensor fields kept); ``batch`` itself when ``device`` is ``None`` or already there."""
+    if device is None:
+        return batch
+    changes = {f.name: v.to(device) for f in dataclasses.fields(batch)  # type: ignore[arg-type]
+               if isinstance(v := getattr(batch, f.name), torch.Tensor) and v.device != torch.device(device)}
+    return dataclasses.replace(batch, **changes) if changes else batch  # type: ignore[type-var]
+
+
+def model_device(model: torch.nn.Module) -> torch.device:
+    """The device of ``model``'s first parameter (CPU for a model without parameters)."""
+    return next((p.device for p in model.parameters()), torch.device("cpu"))

@@ -23,7 +23,7 @@ from validation.metrics.dtap import DEFAULT_KAPPA, DEFAULT_TAU, SQUAD_MASS_EDGES
 from validation.metrics.eraser import eraser_scores
 from validation.metrics.plausibility import auprc, hard_rationale, iou_f1, mean_rationale_length, token_f1
 
-from .batching import ClassTensors
+from .batching import ClassTensors, model_device
 
 EVAL_BATCH = 256
 
@@ -49,12 +49,13 @@ def _concentration(mass: np.ndarray, p_true: np.ndarray, dataset: str) -> dict[s
 @torch.no_grad()
 def _classify(model, data: ClassTensors, keep: torch.Tensor | None = None) -> tuple[np.ndarray, np.ndarray]:
     probs, attn = [], []
+    dev = model_device(model)
     for i in range(0, len(data), EVAL_BATCH):
         idx = torch.arange(i, min(i + EVAL_BATCH, len(data)))
         valid = data.valid[idx] if keep is None else (data.valid[idx] & keep[idx])
-        logits, a = model(data.ids[idx], valid, data.query_index[idx])
-        probs.append(torch.softmax(logits, -1))
-        attn.append(torch.nn.functional.pad(a, (0, data.ids.shape[1] - a.shape[1])))
+        logits, a = model(data.ids[idx].to(dev), valid.to(dev), data.query_index[idx].to(dev))
+        probs.append(torch.softmax(logits.float(), -1).cpu())
+        attn.append(torch.nn.functional.pad(a.float(), (0, data.ids.shape[1] - a.shape[1])).cpu())
     return torch.cat(probs).numpy().astype(np.float64), torch.cat(attn).numpy().astype(np.float64)
 
 

@@ -12,6 +12,7 @@ from typing import Any
 
 import torch
 
+from validation.device import check_autocast, device_record, resolve_device
 from validation.metrics.eraser_export import eraser_docid, to_eraser_annotations, to_eraser_results
 
 from .batching import encode_classification
@@ -75,8 +76,18 @@ def build_classifier(cfg: RealRunConfig, vocab_size: int, n_classes: int) -> tor
                                layers=cfg.layers, init_std=cfg.init_std)
 
 
-def train_and_evaluate(cfg: RealRunConfig, *, progress: bool = True) -> dict[str, Any]:
-    """Train one model for ``cfg`` and evaluate it; returns metrics, arrays and extras for writing."""
+def train_and_evaluate(cfg: RealRunConfig, *, progress: bool = True, device: str | torch.device = "cpu",
+                       bf16: bool = False) -> dict[str, Any]:
+    """Train one model for ``cfg`` and evaluate it; returns metrics, arrays and extras for writing.
+
+    ``device`` (``auto | cpu | cuda[:N] | mps`` or a :class:`torch.device`) is where the model trains
+    (:func:`validation.device.resolve_device`; an absent one raises ``DeviceError`` before the data
+    is loaded); ``bf16`` the optional CUDA autocast. Both are recorded in ``metrics["device"]``.
+    The device is not part of ``cfg``: it changes how fast a run is and its float rounding, not what
+    is trained, so the run's key (its directory) is the same on every device."""
+    requested = str(device)
+    dev = device if isinstance(device, torch.device) else resolve_device(requested)
+    check_autocast(dev, bf16)
     splits = load_dataset(cfg.dataset, cfg.data_dir)
     train_all, val_all = train_val(splits, cfg.val_fraction)
     train_ex, val_ex = subsample(train_all, cfg.max_train), subsample(val_all, cfg.max_val)
@@ -84,22 +95,27 @@ def train_and_evaluate(cfg: RealRunConfig, *, progress: bool = True) -> dict[str
     torch.manual_seed(cfg.seed)
     if cfg.dataset == "squad":
         from .squad_run import train_and_evaluate_squad
-        out = train_and_evaluate_squad(cfg, train_ex, val_ex, test_ex, progress=progress)
+        out = train_and_evaluate_squad(cfg, train_ex, val_ex, test_ex, progress=progress, device=dev, bf16=bf16)
         model, hist, vocab, n_train = out["model"], out["hist"], out["vocab"], out["n_train"]
         metrics, arrays, extras, eraser = out["metrics"], out["arrays"], out["extras"], None
         extras_text = {}
     else:
-        vocab = Vocab.train([ex.tokens for ex in train_ex])
-        tr = encode_classification(train_ex, vocab, cfg.max_len)
-        va = encode_classification(val_ex, vocab, cfg.max_len)
-        te = encode_classification(test_ex, vocab, cfg.max_len)
+        if cfg.model == "minilm":
+            from .pretrained import pretrained_tensors
+            model, (tr, va, te), vocab = pretrained_tensors(train_ex, val_ex, test_ex, len(splits.classes),
+                                                            cfg.max_len)
+        else:
+            vocab = Vocab.train([ex.tokens for ex in train_ex])
+            tr = encode_classification(train_ex, vocab, cfg.max_len)
+            va = encode_classification(val_ex, vocab, cfg.max_len)
+            te = encode_classification(test_ex, vocab, cfg.max_len)
+            model = build_classifier(cfg, len(vocab), len(splits.classes))
         n_train = len(tr)
-        model = build_classifier(cfg, len(vocab), len(splits.classes))
         tracker = Tracker(model, probe=tr.take(torch.arange(min(PROBE, len(tr)))), val=va,
                           loss_of=mean_batch_loss(classification_loss),
                           light_eval=lambda m: evaluate_classifier(m, te, cfg.dataset, faithfulness=False)[0])
         hist = train(model, tr, cfg, classification_loss, progress=progress,
-                     desc=f"{cfg.dataset} r={cfg.ratio:g} s={cfg.seed}", on_checkpoint=tracker)
+                     desc=f"{cfg.dataset} r={cfg.ratio:g} s={cfg.seed}", on_checkpoint=tracker, device=dev, bf16=bf16)
         metrics, arrays, (faith, hard, attn, words, rows, (p_without, p_only)) = evaluate_classifier(
             model, te, cfg.dataset)
         ids = [test_ex[i].uid for i in rows]
@@ -121,6 +137,9 @@ def train_and_evaluate(cfg: RealRunConfig, *, progress: bool = True) -> dict[str
         baseline, best, best_arrays = tracker.finish(lambda m: evaluate_classifier(m, te, cfg.dataset)[:2],
                                                      hist.checkpoints)
         metrics.update(baseline=baseline, best_val=best)
+        if cfg.model == "minilm":  # the second attention view: rollout through the 6 layers
+            from .pretrained import rollout_views
+            metrics["rollout"] = rollout_views(model, te, cfg.dataset, tracker, baseline)
         arrays.update({f"best_val_{k}": best_arrays[k] for k in ("pred", "mass", "p_true") if k in best_arrays})
     metrics["gain_over_uniform"] = gain_over_uniform(metrics, metrics["baseline"]["uniform"])
     metrics.update(dataset=cfg.dataset, ratio=cfg.ratio, seed=cfg.seed, optimizer=cfg.optimizer, model=cfg.model,
@@ -129,13 +148,16 @@ def train_and_evaluate(cfg: RealRunConfig, *, progress: bool = True) -> dict[str
                    train_loss=hist.epoch_loss, train_seconds=hist.seconds,
                    checkpoint_seconds=hist.checkpoint_seconds, checkpoints=hist.checkpoints,
                    train_examples_per_second=hist.examples_per_second,
-                   parameters=sum(p.numel() for p in model.parameters()))
+                   parameters=sum(p.numel() for p in model.parameters()),
+                   device=device_record(dev, bf16, requested))
     return {"metrics": metrics, "arrays": arrays, "extras": extras, "eraser": eraser, "extras_text": extras_text}
 
 
 ATTENTION_MEASURED = {
     (False, "small"): "the single head of the QKOV layer, row of [CLS] (the query) over the words",
     (False, "paper"): "the mean over the 4 heads of the row of [CLS] (the last token) over the words",
+    (False, "minilm"): "the mean over the 12 heads of the last layer's [CLS] row, word pieces summed per word "
+                       "(specials on the [CLS] slot); the rollout view is in rollout.*",
     (True, "small"): "rollout of the head-averaged attention of all layers, rows predicting answer words, "
                      "mass on the gold answer's context positions (layer average and max over layers also given)",
     (True, "paper"): "rollout of the head-averaged attention of all layers, rows predicting answer words, "

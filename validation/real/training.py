@@ -24,7 +24,9 @@ from tqdm.auto import tqdm
 
 from validation.param_groups import make_optimizer, model_param_groups
 
-from .batching import ClassTensors
+from validation.device import autocast
+
+from .batching import ClassTensors, to_device
 from .config import RealRunConfig
 
 CLIP_NORM = 5.0
@@ -47,7 +49,10 @@ class TrainHistory:
 
 def build_optimizer(model: nn.Module, cfg: RealRunConfig) -> torch.optim.Optimizer:
     """AdamW or SGD(+momentum) over the qk / ov / other parameter groups of ``model``."""
-    groups = model_param_groups(model, lr_ov=cfg.lr_ov, ratio=cfg.ratio, lr_other=cfg.lr_other or cfg.lr_ov)
+    if hasattr(model, "param_groups"):   # a model that declares its own circuits (pretrained MiniLM)
+        groups = model.param_groups(lr_ov=cfg.lr_ov, ratio=cfg.ratio, lr_other=cfg.lr_other or cfg.lr_ov)
+    else:
+        groups = model_param_groups(model, lr_ov=cfg.lr_ov, ratio=cfg.ratio, lr_other=cfg.lr_other or cfg.lr_ov)
     if cfg.optimizer == "sgd":
         return make_optimizer("sgd", groups, momentum=cfg.momentum, weight_decay=cfg.weight_decay)
     return make_optimizer("adamw", groups, weight_decay=cfg.weight_decay)
@@ -71,8 +76,17 @@ def classification_loss(model: nn.Module, b: ClassTensors) -> torch.Tensor:
 
 def train(model: nn.Module, data, cfg: RealRunConfig,
           loss_fn: Callable[[nn.Module, object], torch.Tensor], *, progress: bool = True,
-          desc: str = "train", on_checkpoint: Callable[[int, float], dict] | None = None) -> TrainHistory:
-    """Minibatch training for ``cfg.epochs`` epochs, shuffled by a generator seeded with ``cfg.seed``."""
+          desc: str = "train", on_checkpoint: Callable[[int, float], dict] | None = None,
+          device: torch.device | None = None, bf16: bool = False) -> TrainHistory:
+    """Minibatch training for ``cfg.epochs`` epochs, shuffled by a generator seeded with ``cfg.seed``.
+
+    ``device``: the model is moved there before the optimizer is built and every batch is moved
+    there as it is taken (``data`` stays where it is; the shuffling generator is a CPU one, so the
+    batch order is the same on every device). ``bf16``: the loss is computed under CUDA bf16
+    autocast (:func:`validation.device.autocast`); the parameters and the optimizer stay float32.
+    """
+    if device is not None:
+        model.to(device)
     opt = build_optimizer(model, cfg)
     gen = torch.Generator().manual_seed(cfg.seed)
     hist = TrainHistory()
@@ -99,7 +113,8 @@ def train(model: nn.Module, data, cfg: RealRunConfig,
         total_loss, count = 0.0, 0
         for j, i in enumerate(range(0, n, cfg.batch_size), 1):
             idx = perm[i:i + cfg.batch_size]
-            loss = loss_fn(model, data.take(idx))
+            with autocast(device or torch.device("cpu"), bf16):
+                loss = loss_fn(model, to_device(data.take(idx), device))
             opt.zero_grad(set_to_none=True)
             loss.backward()
             torch.nn.utils.clip_grad_norm_(model.parameters(), CLIP_NORM)
