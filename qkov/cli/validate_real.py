@@ -17,7 +17,7 @@ from qkov.core.config import ConfigError, field_error, parse_config, resolve_dat
 from qkov.core.runstore import is_complete, run_dir_for, to_json_text
 from qkov.core.lock import results_lock
 
-from validation.real.config import DATASETS, OPTIMIZERS, RealRunConfig
+from validation.real.config import DATASETS, MODELS, OPTIMIZERS, RECIPES, RealRunConfig
 from validation.real.run import load_dataset
 from qkov.study.real_stage import execute_run
 from qkov.study.real_stage import KIND, sweep_configs
@@ -39,8 +39,10 @@ SWEEP_SUMMARY_KIND = "real-sweep-summary"
 @click.option("--optimizer", "optimizers", type=ListOf(Choice(OPTIMIZERS)), default=None,
               help="adamw, sgd, comma-separated, or all [default: the paper's for --model paper (HateXplain AdamW, "
                    "SVA SGD+momentum 0.99), AdamW for small].")
-@click.option("--model", "model", type=Choice(("paper", "small")), default=None,
-              help="paper: the official code's models; small: for --quick/CI [default: small with --quick, else paper].")
+@click.option("--model", "model", type=Choice(MODELS), default=None,
+              help="paper: the official code's models; small: for --quick/CI; minilm: pretrained all-MiniLM-L6-v2 "
+                   "fine-tuned with the ratio (HateXplain; the 'pretrained' extra) [default: small with --quick, "
+                   "else paper].")
 @click.option("--param", type=Choice(PARAMETRIZATIONS), default="CACO", show_default=True,
               help="Circuits of the attention layer: CACO, FACO, CAFO or FAFO (C = collapsed, F = factorized).")
 @click.option("--layers", type=Integer(1, 6), default=1, show_default=True,
@@ -50,9 +52,12 @@ SWEEP_SUMMARY_KIND = "real-sweep-summary"
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
 @out_option()
 @click.option("--data-dir", type=str, default=None, help="Real-data directory (else $QKOV_DATA_DIR).")
+@click.option("--recipe", type=Choice(RECIPES), default="ratio-only", show_default=True,
+              help="ratio-only: only W_Q, W_K move with the ratio; paper: the official code's recipe, the embeddings "
+                   "(SVA: and the biases) also train at the QK rate.")
 @device_option()
 def real(datasets, ratios, seeds, optimizers, model: str | None, param: str, layers: int, quick: bool,
-         as_json: bool, out: Path, data_dir: str | None, device: str, bf16: bool) -> None:
+         as_json: bool, out: Path, data_dir: str | None, recipe: str, device: str, bf16: bool) -> None:
     """Train the QKOV models at each eta_QK/eta_OV ratio and seed, then tabulate and compare with ratio 1."""
     from validation.device import check_autocast, resolve_device
 
@@ -70,8 +75,20 @@ def real(datasets, ratios, seeds, optimizers, model: str | None, param: str, lay
     extra = {k: v for k, v in (("param", param), ("layers", layers)) if (k, v) not in (("param", "CACO"), ("layers", 1))}
     if model is not None:
         extra["model"] = model
-    configs = [parse_config(RealRunConfig, **c.to_json_dict())
-               for c in sweep_configs(datasets, ratio_list, seed_list, optimizers, quick, data, **extra)]
+    if recipe != "ratio-only":
+        extra["recipe"] = recipe
+    if model == "minilm":
+        from validation.real.pretrained import PretrainedUnavailable, minilm_dir
+
+        try:
+            minilm_dir()      # the extra is there: else one line, before any work
+        except PretrainedUnavailable as exc:
+            raise ConfigError(str(exc)) from None
+    try:
+        sweep = sweep_configs(datasets, ratio_list, seed_list, optimizers, quick, data, **extra)
+    except ValueError as exc:     # e.g. a model that does not fit a dataset (minilm is HateXplain's)
+        raise ConfigError(str(exc)) from None
+    configs = [parse_config(RealRunConfig, **c.to_json_dict()) for c in sweep]
     for ds in datasets:  # validate every file before training anything
         load_dataset(ds, str(data))
     run_dirs = []

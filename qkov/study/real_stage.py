@@ -19,43 +19,26 @@ from qkov.core.config import parse_config
 from qkov.core.runstore import RunWriter
 
 from validation.real.config import DATASETS, RealRunConfig, default_config, default_ratios, default_seeds
-from validation.real.errors import DataError, file_problem
-from validation.real.hatexplain_data import HATEXPLAIN_FETCH
-from validation.real.run import train_and_evaluate
-from validation.real.squad_data import SQUAD_FETCH, SQUAD_FILE
-from validation.real.sva_data import SVA_DIR, SVA_FETCH, SVA_FILES
+from validation.real import datasets
+from validation.real.errors import DataError
+from validation.real.run import load_dataset, train_and_evaluate
 
 KIND = "validate-real"
 NO_DATA = "real data: no data directory (give --data-dir or set $QKOV_DATA_DIR; see docs/data.md)"
 
 
 def missing_data(dataset: str, data_dir: Path) -> str | None:
-    """``None`` when the files of ``dataset`` are there, else one line saying what is wrong or what to fetch.
+    """``None`` when the files of ``dataset`` are there, else one line saying what is wrong or what to fetch
+    (:meth:`validation.real.datasets.Dataset.missing`).
 
     A directory, symlink loop or empty file in place of a data file is named as such (not as
     "missing"); the records themselves are validated when the dataset is loaded.
     """
-    d = Path(data_dir)
-
-    def why(path: Path, fetch: str) -> str | None:
-        problem = file_problem(path)
-        if problem is None:
-            return None
-        return f"{path} missing: {fetch}" if problem == "is missing" else f"{path} {problem}"
-
-    if dataset == "squad":
-        return why(d / SQUAD_FILE, SQUAD_FETCH)
-    if dataset == "hatexplain":
-        h = d / "hatexplain"
-        for p in (h / "Data" / "dataset.json", h / "dataset.json"):
-            if os.path.lexists(p):
-                return why(p, HATEXPLAIN_FETCH)
-        if os.path.lexists(h / "train.jsonl"):
-            return next((w for s in ("train", "test") if (w := why(h / f"{s}.jsonl", HATEXPLAIN_FETCH))), None)
-        return f"{h / 'Data' / 'dataset.json'} missing: {HATEXPLAIN_FETCH}"
-    if dataset == "sva":
-        return next((w for f in SVA_FILES if (w := why(d / SVA_DIR / f, SVA_FETCH))), None)
-    raise DataError(f"dataset {dataset!r}: must be one of {', '.join(DATASETS)}")
+    try:
+        entry = datasets.get(dataset)
+    except ValueError as exc:
+        raise DataError(str(exc)) from None
+    return entry.missing(Path(data_dir))
 
 
 def sweep_configs(datasets, ratios, seeds, optimizers, quick: bool, data_dir: Path,
@@ -77,12 +60,41 @@ def sweep_configs(datasets, ratios, seeds, optimizers, quick: bool, data_dir: Pa
     return out
 
 
-def study_runs(quick: bool, data_dir: Path | None) -> list[tuple[str, dict]]:
-    """(kind, config) of every real-data run whose data is present; none without a data directory."""
+def check_data_dir(data_dir: Path | None) -> list[str]:
+    """The datasets present under a given data directory; a :class:`DataError` (one line, the CLI exits 2)
+    when a directory is given (``--data-dir`` or ``$QKOV_DATA_DIR``) but holds none of them
+    (``docs/data.md``: a data directory that lacks the files stops the command). ``None`` -> ``[]``."""
     if data_dir is None:
         return []
-    present = [ds for ds in DATASETS if missing_data(ds, data_dir) is None]
-    return [(KIND, c.to_json_dict()) for c in sweep_configs(present, None, None, None, quick, data_dir)]
+    d = Path(data_dir)
+    if not d.is_dir():
+        raise DataError(f"data-dir: {d}: is not a directory (see docs/data.md for the layout)")
+    present = [ds for ds in DATASETS if missing_data(ds, d) is None]
+    if not present:
+        first = missing_data(DATASETS[0], d)
+        raise DataError(f"data-dir: {d}: holds none of {', '.join(DATASETS)} (e.g. {first}); "
+                        "fetch them with `qkov data fetch --data-dir DIR`, or give no data directory to skip real data")
+    return present
+
+
+def prevalidate(datasets_present: list[str], data_dir: Path) -> None:
+    """Load and validate every record of each dataset (:func:`validation.real.run.load_dataset`), so a
+    corrupted file is one :class:`DataError` line before any run starts, not one failure per run."""
+    for ds in datasets_present:
+        load_dataset(ds, str(Path(data_dir).resolve()))
+
+
+def study_runs(quick: bool, data_dir: Path | None) -> list[tuple[str, dict]]:
+    """(kind, config) of every real-data run whose data is present; none without a data directory.
+
+    Called while the study is planned (before any work): a given data directory holding no dataset
+    (:func:`check_data_dir`) or a present dataset with a bad record (:func:`prevalidate`) raises a
+    :class:`DataError` here, which ``qkov reproduce`` prints as one line with exit status 2."""
+    present = check_data_dir(data_dir)
+    if not present:
+        return []
+    prevalidate(present, Path(data_dir))
+    return [(KIND, c.to_json_dict()) for c in sweep_configs(present, None, None, None, quick, Path(data_dir))]
 
 
 def skipped_runs(quick: bool, data_dir: Path | None) -> list[str]:
@@ -129,7 +141,7 @@ def execute_run(cfg: RealRunConfig, run_dir: Path, *, kind: str = KIND, progress
     the run's directory is the same on every device."""
     out = train_and_evaluate(cfg, progress=progress, device=device, bf16=bf16)
     with RunWriter(run_dir, kind=kind, config=cfg.to_json_dict(), seed=cfg.seed,
-                   manifest_extra={"device": out["metrics"]["device"]}) as run:
+                   manifest_extra={"device": out["metrics"]["device"], "recipe": cfg.recipe}) as run:
         run.write_json("metrics.json", out["metrics"])
         run.write_arrays("instances.npz", **out["arrays"])
         for name, obj in out["extras"].items():

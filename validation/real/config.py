@@ -1,9 +1,10 @@
 """The validated configuration of one real-data run and the defaults per dataset and model.
 
-One run = one ``(dataset, ratio, seed, optimizer, model)``; everything else is fixed by the
-dataset's defaults for that model (and ``quick``), in particular the OV rate ``lr_ov`` and the
-rate of every other parameter (embeddings, positions, head) ``lr_other = lr_ov``, identical for
-every ratio. Two model families (``model``):
+One run = one ``(dataset, ratio, seed, optimizer, model, recipe)``; everything else is fixed by the
+dataset's defaults for that model (and ``quick``), declared in :mod:`validation.real.datasets`, in
+particular the OV rate ``lr_ov`` and the rate of every other parameter (embeddings, positions, head)
+``lr_other = lr_ov``, identical for every ratio (``recipe="ratio-only"``; ``"paper"`` also moves the
+dataset's ``paper_recipe`` groups with the ratio). Three model families (``model``):
 
 - ``"paper"``: the official code's models (PAPER.md). HateXplain/SVA: one layer, d_model 64,
   4 heads of d_head 64, classifier at the last token; HateXplain AdamW 5e-5 with cosine decay
@@ -11,6 +12,8 @@ every ratio. Two model families (``model``):
   the answer.
 - ``"small"`` (``--quick``, CI, 2-core machines): HateXplain/SVA the single-head QKOV classifier
   (``param``, ``layers``) with AdamW 3e-3; SQuAD a 2-layer decoder over a short context window.
+- ``"minilm"`` (HateXplain only): the pretrained all-MiniLM-L6-v2 fine-tuned with the ratio
+  (:mod:`validation.real.pretrained`).
 """
 
 from __future__ import annotations
@@ -21,20 +24,22 @@ from typing import Annotated, Literal
 from theory.parametrization import ParamName
 from theory.spec import Ge, Gt, Le, Lt, PositiveFinite, Spec
 
-DATASETS = ("squad", "hatexplain", "sva")
+from . import datasets as _registry
+
+DATASETS = _registry.NAMES
 OPTIMIZERS = ("adamw", "sgd")
 MODELS = ("paper", "small", "minilm")
-PAPER_RATIO = {"hatexplain": 30.0, "sva": 100.0, "squad": 20.0}
+RECIPES = ("ratio-only", "paper")
+PAPER_RATIO = {k: d.paper_ratio for k, d in _registry.DATASETS.items()}
 """The QK learning-rate multiplier of the official code (PAPER.md), one per dataset."""
-RATIOS = {"hatexplain": (1.0, 2.0, 5.0, 10.0, 30.0, 100.0), "sva": (1.0, 2.0, 5.0, 10.0, 30.0, 100.0),
-          "squad": (1.0, 2.0, 5.0, 10.0, 20.0)}
+RATIOS = {k: d.ratios for k, d in _registry.DATASETS.items()}
 """Ratios of the full sweep (each includes the paper's)."""
-QUICK_RATIOS = {"hatexplain": (1.0, 10.0, 30.0), "sva": (1.0, 10.0, 100.0), "squad": (1.0, 20.0)}
+QUICK_RATIOS = {k: d.quick_ratios for k, d in _registry.DATASETS.items()}
 """Ratios of ``--quick``: 1, an intermediate one and the paper's (SQuAD: 1 and the paper's 20 only,
 to stay within the time budget of the decoder)."""
 SEEDS = (0, 1, 2, 3, 4)
 QUICK_SEEDS = (0, 1, 2)
-PAPER_OPTIMIZER = {"hatexplain": "adamw", "sva": "sgd", "squad": "adamw"}
+PAPER_OPTIMIZER = {k: d.paper_optimizer for k, d in _registry.DATASETS.items()}
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -46,6 +51,7 @@ class RealRunConfig(Spec):
     seed: Annotated[int, Ge(0)] = 0
     optimizer: Literal["adamw", "sgd"] = "adamw"
     model: Literal["paper", "small", "minilm"] = "small"
+    recipe: Literal["ratio-only", "paper"] = "ratio-only"
     quick: bool = False
     data_dir: str
     param: ParamName = "CACO"
@@ -73,46 +79,20 @@ class RealRunConfig(Spec):
     glove: bool = True
     init_std: Annotated[float, Ge(0.0)] = 0.02
 
+    def to_json_dict(self) -> dict:
+        """The spec as JSON data; ``recipe`` is left out at its default ``"ratio-only"``, so the key (the run
+        directory) of every run made before the field existed is unchanged and complete runs are reused."""
+        d = super().to_json_dict()
+        if d.get("recipe") == "ratio-only":
+            d.pop("recipe")
+        return d
+
     @property
     def eta_qk(self) -> float:
         """The QK learning rate ``ratio * lr_ov``."""
         return self.ratio * self.lr_ov
 
 
-# (model, quick) -> overrides per dataset.
-_DEFAULTS: dict[str, dict[tuple[str, bool], dict]] = {
-    "hatexplain": {
-        ("small", False): dict(d=64, epochs=8, batch_size=32, max_len=192),
-        ("small", True): dict(d=32, epochs=5, batch_size=32, max_len=192, max_train=4000, max_val=500, max_test=500,
-                              checkpoints_per_epoch=2),
-        ("paper", False): dict(d=64, heads=4, d_head=64, epochs=30, batch_size=32, max_len=192, schedule="cosine",
-                               warmup=0.1),
-        ("paper", True): dict(d=64, heads=4, d_head=64, epochs=5, batch_size=32, max_len=192, schedule="cosine",
-                              warmup=0.1, max_train=4000, max_val=500, max_test=500, checkpoints_per_epoch=2),
-        # pretrained MiniLM (6 layers, 12 heads, d 384): max_len counts word pieces with [CLS] and [SEP]
-        ("minilm", False): dict(epochs=2, batch_size=32, max_len=64, max_train=4000, max_val=500, max_test=1000,
-                                schedule="cosine", warmup=0.1, checkpoints_per_epoch=2),
-        ("minilm", True): dict(epochs=1, batch_size=16, max_len=48, max_train=320, max_val=64, max_test=160,
-                               checkpoints_per_epoch=2),
-    },
-    "sva": {
-        ("small", False): dict(d=64, epochs=15, batch_size=32, max_len=64),
-        ("small", True): dict(d=32, epochs=8, batch_size=32, max_len=64, max_train=3000, max_val=400, max_test=500),
-        ("paper", False): dict(d=64, heads=4, d_head=64, epochs=30, batch_size=32, max_len=64),
-        ("paper", True): dict(d=64, heads=4, d_head=64, epochs=8, batch_size=32, max_len=64, max_train=3000,
-                              max_val=400, max_test=500),
-    },
-    "squad": {
-        ("small", False): dict(d=64, heads=2, d_head=32, layers=2, epochs=12, batch_size=32, window=48,
-                               question_len=20, answer_len=6, checkpoints_per_epoch=1),
-        ("small", True): dict(d=64, heads=2, d_head=32, layers=2, epochs=6, batch_size=32, window=32, question_len=16,
-                              answer_len=5, max_train=1000, max_val=200, max_test=300, checkpoints_per_epoch=1),
-        ("paper", False): dict(d=128, heads=4, d_head=32, layers=6, epochs=20, batch_size=32, window=96,
-                               question_len=24, answer_len=8),
-        ("paper", True): dict(d=128, heads=4, d_head=32, layers=6, epochs=4, batch_size=32, window=48,
-                              question_len=20, answer_len=6, max_train=1600, max_val=200, max_test=300),
-    },
-}
 # (model, optimizer) -> base rate lr_ov (and momentum for SGD)
 _LR = {("small", "adamw"): dict(lr_ov=3e-3), ("small", "sgd"): dict(lr_ov=0.05, momentum=0.9),
        ("paper", "adamw"): dict(lr_ov=5e-5), ("paper", "sgd"): dict(lr_ov=5e-4, momentum=0.99),
@@ -158,11 +138,12 @@ def default_config(dataset: str, *, ratio: float, seed: int, optimizer: str | No
     optimizer = optimizer or default_optimizer(dataset, model)
     values = dict(dataset=dataset, ratio=ratio, seed=seed, optimizer=optimizer, quick=quick, model=model,
                   data_dir=str(data_dir))
-    values.update(_SQUAD_LR.get(optimizer, {}) if dataset == "squad" else _LR.get((model, optimizer), {}))
-    if model == "minilm" and dataset != "hatexplain":
-        raise ValueError(f"model: minilm: only for hatexplain (word-level rationales), not {dataset}")
+    entry = _registry.get(dataset)
+    if model not in entry.models:
+        raise ValueError(f"model: {model}: not offered for {dataset} (offered: {', '.join(entry.models)})")
+    values.update(_SQUAD_LR.get(optimizer, {}) if entry.task == "generation" else _LR.get((model, optimizer), {}))
     if model == "minilm" and quick and optimizer == "adamw":
         values["lr_ov"] = MINILM_QUICK_LR
-    values.update(_DEFAULTS.get(dataset, {}).get((model, bool(quick)), {}))
+    values.update(entry.defaults.get((model, bool(quick)), {}))
     values.update(overrides)
     return RealRunConfig(**values)
