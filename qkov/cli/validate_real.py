@@ -19,7 +19,7 @@ from qkov.core.lock import results_lock
 
 from validation.real.config import DATASETS, MODELS, OPTIMIZERS, RECIPES, RealRunConfig
 from validation.real.run import load_dataset
-from qkov.study.real_stage import execute_run
+from qkov.study.real_stage import execute_run, execute_runs_stacked, stack_groups
 from qkov.study.real_stage import KIND, sweep_configs
 from qkov.study.real_summary import markdown_tables, summarise
 
@@ -55,9 +55,13 @@ SWEEP_SUMMARY_KIND = "real-sweep-summary"
 @click.option("--recipe", type=Choice(RECIPES), default="ratio-only", show_default=True,
               help="ratio-only: only W_Q, W_K move with the ratio; paper: the official code's recipe, the embeddings "
                    "(SVA: and the biases) also train at the QK rate.")
+@click.option("--stacked", is_flag=True,
+              help="Train the seeds x ratios of each configuration together in this process (torch.func.vmap; "
+                   "paper and small classifiers, CPU or one device); each run still gets its own directory.")
 @device_option()
 def real(datasets, ratios, seeds, optimizers, model: str | None, param: str, layers: int, quick: bool,
-         as_json: bool, out: Path, data_dir: str | None, recipe: str, device: str, bf16: bool) -> None:
+         as_json: bool, out: Path, data_dir: str | None, recipe: str, stacked: bool, device: str,
+         bf16: bool) -> None:
     """Train the QKOV models at each eta_QK/eta_OV ratio and seed, then tabulate and compare with ratio 1."""
     from validation.device import check_autocast, resolve_device
 
@@ -91,14 +95,19 @@ def real(datasets, ratios, seeds, optimizers, model: str | None, param: str, lay
     configs = [parse_config(RealRunConfig, **c.to_json_dict()) for c in sweep]
     for ds in datasets:  # validate every file before training anything
         load_dataset(ds, str(data))
-    run_dirs = []
+    if stacked and (bf16 or any(c.model == "minilm" or c.dataset == "squad" for c in configs)):
+        raise field_error("stacked", "true", "only for the paper and small classifiers (HateXplain, SVA), without --bf16")
+    run_dirs = [run_dir_for(out, KIND, cfg.to_json_dict()) for cfg in configs]
     with results_lock(out, "qkov validate real"):  # one writer per results directory
-        for cfg in tqdm(configs, desc="real-data runs", unit="run", disable=as_json):
-            cd = cfg.to_json_dict()
-            run_dir = run_dir_for(out, KIND, cd)
-            if not is_complete(run_dir):
-                execute_run(cfg, run_dir, kind=KIND, progress=not as_json, device=device, bf16=bf16)
-            run_dirs.append(run_dir)
+        todo = [i for i, d in enumerate(run_dirs) if not is_complete(d)]
+        if stacked:
+            for group in tqdm(stack_groups([configs[i] for i in todo]), desc="stacked groups", unit="group",
+                              disable=as_json):
+                idx = [todo[j] for j in group]
+                execute_runs_stacked([configs[i] for i in idx], [run_dirs[i] for i in idx], kind=KIND, device=device)
+        else:
+            for i in tqdm(todo, desc="real-data runs", unit="run", disable=as_json):
+                execute_run(configs[i], run_dirs[i], kind=KIND, progress=not as_json, device=device, bf16=bf16)
         summary_cfg = {"datasets": list(datasets), "ratios": list(ratio_list or []), "seeds": list(seed_list or []),
                        "optimizers": list(optimizers or []), "quick": quick, **extra, "data_dir": str(data),
                        "runs": [d.name for d in run_dirs]}

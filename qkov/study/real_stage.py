@@ -21,7 +21,7 @@ from qkov.core.runstore import RunWriter
 from validation.real.config import DATASETS, RealRunConfig, default_config, default_ratios, default_seeds
 from validation.real import datasets
 from validation.real.errors import DataError
-from validation.real.run import load_dataset, train_and_evaluate
+from validation.real.run import load_dataset, train_and_evaluate, train_and_evaluate_many
 
 KIND = "validate-real"
 NO_DATA = "real data: no data directory (give --data-dir or set $QKOV_DATA_DIR; see docs/data.md)"
@@ -140,8 +140,37 @@ def execute_run(cfg: RealRunConfig, run_dir: Path, *, kind: str = KIND, progress
     are recorded in ``manifest.json`` under ``"device"`` (and in ``metrics.json``), not in the config, so
     the run's directory is the same on every device."""
     out = train_and_evaluate(cfg, progress=progress, device=device, bf16=bf16)
+    write_run(cfg, out, Path(run_dir), kind=kind)
+    return out["metrics"]
+
+
+def execute_runs_stacked(cfgs: list[RealRunConfig], run_dirs: list[Path], *, kind: str = KIND,
+                         device: str = "cpu") -> list[dict]:
+    """Train the runs ``cfgs`` together in this process (:func:`validation.real.run.train_and_evaluate_many`;
+    they must share everything but ratio, seed and recipe) and write each to its own directory."""
+    outs = train_and_evaluate_many(list(cfgs), device=device)
+    for cfg, out, d in zip(cfgs, outs, run_dirs):
+        write_run(cfg, out, Path(d), kind=kind)
+    return [o["metrics"] for o in outs]
+
+
+def stack_groups(cfgs: list[RealRunConfig]) -> list[list[int]]:
+    """Indices of ``cfgs`` grouped by everything but ``ratio``, ``seed`` and ``recipe`` (the runs that
+    :func:`execute_runs_stacked` can train together), in first-seen order."""
+    groups: dict[str, list[int]] = {}
+    for i, c in enumerate(cfgs):
+        d = c.to_json_dict()
+        for k in ("ratio", "seed", "recipe"):
+            d.pop(k, None)
+        groups.setdefault(json.dumps(d, sort_keys=True), []).append(i)
+    return list(groups.values())
+
+
+def write_run(cfg: RealRunConfig, out: dict, run_dir: Path, *, kind: str = KIND) -> None:
+    """Write one run's results (``out`` from ``train_and_evaluate``) into ``run_dir``, ``COMPLETE`` last."""
     with RunWriter(run_dir, kind=kind, config=cfg.to_json_dict(), seed=cfg.seed,
-                   manifest_extra={"device": out["metrics"]["device"], "recipe": cfg.recipe}) as run:
+                   manifest_extra={"device": out["metrics"]["device"], "recipe": cfg.recipe,
+                                   "stacked_runs": out["metrics"].get("stacked_runs", 1)}) as run:
         run.write_json("metrics.json", out["metrics"])
         run.write_arrays("instances.npz", **out["arrays"])
         for name, obj in out["extras"].items():
@@ -150,4 +179,3 @@ def execute_run(cfg: RealRunConfig, run_dir: Path, *, kind: str = KIND, progress
             run.write_text("eraser_results.jsonl", "".join(json.dumps(r) + "\n" for r in out["eraser"]))
         for name, text in out.get("extras_text", {}).items():  # ERASER data side: see export_eraser_data_dir
             run.write_text(name, text)
-    return out["metrics"]

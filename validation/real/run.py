@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import functools
 import json
+from dataclasses import dataclass
 
 import random
 from pathlib import Path
@@ -75,6 +76,100 @@ def build_classifier(cfg: RealRunConfig, vocab_size: int, n_classes: int) -> tor
                                layers=cfg.layers, init_std=cfg.init_std)
 
 
+@dataclass
+class _Prepared:
+    """One classification run ready to train: its data, model and checkpoint tracker."""
+
+    cfg: RealRunConfig
+    splits: Splits
+    val_ex: list
+    test_ex: list
+    model: torch.nn.Module
+    tr: Any
+    te: Any
+    vocab: Any
+    tracker: Tracker
+
+
+def _split_items(cfg: RealRunConfig) -> tuple[Splits, list, list, list]:
+    splits = load_dataset(cfg.dataset, cfg.data_dir)
+    train_all, val_all = train_val(splits, cfg.val_fraction)
+    return (splits, subsample(train_all, cfg.max_train), subsample(val_all, cfg.max_val),
+            subsample(splits.test, cfg.max_test))
+
+
+def _prepare_classifier(cfg: RealRunConfig) -> _Prepared:
+    """Load, subsample, encode, build the model (initialised from ``torch.manual_seed(cfg.seed)``) and its tracker."""
+    splits, train_ex, val_ex, test_ex = _split_items(cfg)
+    torch.manual_seed(cfg.seed)
+    if cfg.model == "minilm":
+        from .pretrained import pretrained_tensors
+        model, (tr, va, te), vocab = pretrained_tensors(train_ex, val_ex, test_ex, len(splits.classes), cfg.max_len)
+    else:
+        vocab = Vocab.train([ex.tokens for ex in train_ex])
+        tr = encode_classification(train_ex, vocab, cfg.max_len)
+        va = encode_classification(val_ex, vocab, cfg.max_len)
+        te = encode_classification(test_ex, vocab, cfg.max_len)
+        model = build_classifier(cfg, len(vocab), len(splits.classes))
+    probe = PRETRAINED_PROBE if cfg.model == "minilm" else PROBE
+    tracker = Tracker(model, probe=tr.take(torch.arange(min(probe, len(tr)))), val=va,
+                      loss_of=mean_batch_loss(classification_loss),
+                      light_eval=lambda m: evaluate_classifier(m, te, cfg.dataset, faithfulness=False)[0])
+    return _Prepared(cfg, splits, val_ex, test_ex, model, tr, te, vocab, tracker)
+
+
+def _finish_classifier(p: _Prepared, hist) -> dict[str, Any]:
+    """Evaluate a trained classifier: fixed-epoch metrics with ERASER, baselines, best-validation, ERASER files."""
+    cfg, model, te, test_ex, splits = p.cfg, p.model, p.te, p.test_ex, p.splits
+    metrics, arrays, (faith, hard, attn, words, rows, (p_without, p_only)) = evaluate_classifier(
+        model, te, cfg.dataset)
+    ids = [test_ex[i].uid for i in rows]
+    docids = [eraser_docid(a) for a in ids]
+    eraser = to_eraser_results(
+        ids, splits.classes, faith.probs, docids=docids,
+        soft_scores=[attn[j][words[j]] for j in range(len(rows))],
+        hard_masks=[hard[j][words[j]] for j in range(len(rows))], thresholded=faith,
+        comprehensiveness_probs=p_without, sufficiency_probs=p_only)
+    n_words = [int(words[j].sum()) for j in range(len(rows))]
+    docs, annotations = to_eraser_annotations(
+        ids, [splits.classes[test_ex[i].label] for i in rows],
+        [test_ex[i].tokens[:n] for i, n in zip(rows, n_words)],
+        [test_ex[i].relevant[:n] for i, n in zip(rows, n_words)], docids=docids)
+    extras_text = {"eraser_annotations.jsonl": "".join(json.dumps(a) + "\n" for a in annotations),
+                   "eraser_docs.jsonl": "".join(json.dumps({"docid": d, "tokens": t}) + "\n"
+                                                for d, t in docs.items())}
+    baseline, best, best_arrays = p.tracker.finish(lambda m: evaluate_classifier(m, te, cfg.dataset)[:2],
+                                                   hist.checkpoints)
+    metrics.update(baseline=baseline, best_val=best)
+    if cfg.model == "minilm":  # the second attention view: rollout through the 6 layers
+        from .pretrained import rollout_views
+        metrics["rollout"] = rollout_views(model, te, cfg.dataset, p.tracker, baseline)
+    arrays.update({f"best_val_{k}": best_arrays[k] for k in ("pred", "mass", "p_true") if k in best_arrays})
+    return {"metrics": metrics, "arrays": arrays, "extras": {}, "eraser": eraser, "extras_text": extras_text}
+
+
+def _common_metrics(out: dict, cfg: RealRunConfig, model, hist, vocab, n_train: int, n_val: int, split: str,
+                    record: dict) -> dict[str, Any]:
+    metrics = out["metrics"]
+    metrics["gain_over_uniform"] = gain_over_uniform(metrics, metrics["baseline"]["uniform"])
+    task = registry.get(cfg.dataset).task
+    metrics.update(dataset=cfg.dataset, ratio=cfg.ratio, seed=cfg.seed, optimizer=cfg.optimizer, model=cfg.model,
+                   attention_measured=ATTENTION_MEASURED[(task == "generation", cfg.model)],
+                   recipe=cfg.recipe, n_train=n_train, n_val=n_val, vocab_size=len(vocab), split=split,
+                   train_loss=hist.epoch_loss, train_seconds=hist.seconds,
+                   checkpoint_seconds=hist.checkpoint_seconds, checkpoints=hist.checkpoints,
+                   train_examples_per_second=hist.examples_per_second, stacked_runs=getattr(hist, "stacked", 1),
+                   parameters=sum(p.numel() for p in model.parameters()), device=record)
+    return out
+
+
+def _device(device: str | torch.device, bf16: bool) -> tuple[torch.device, dict]:
+    requested = str(device)
+    dev = device if isinstance(device, torch.device) else resolve_device(requested)
+    check_autocast(dev, bf16)
+    return dev, device_record(dev, bf16, requested)
+
+
 def train_and_evaluate(cfg: RealRunConfig, *, progress: bool = True, device: str | torch.device = "cpu",
                        bf16: bool = False) -> dict[str, Any]:
     """Train one model for ``cfg`` and evaluate it; returns metrics, arrays and extras for writing.
@@ -84,74 +179,39 @@ def train_and_evaluate(cfg: RealRunConfig, *, progress: bool = True, device: str
     is loaded); ``bf16`` the optional CUDA autocast. Both are recorded in ``metrics["device"]``.
     The device is not part of ``cfg``: it changes how fast a run is and its float rounding, not what
     is trained, so the run's key (its directory) is the same on every device."""
-    requested = str(device)
-    dev = device if isinstance(device, torch.device) else resolve_device(requested)
-    check_autocast(dev, bf16)
-    splits = load_dataset(cfg.dataset, cfg.data_dir)
-    train_all, val_all = train_val(splits, cfg.val_fraction)
-    train_ex, val_ex = subsample(train_all, cfg.max_train), subsample(val_all, cfg.max_val)
-    test_ex = subsample(splits.test, cfg.max_test)
-    torch.manual_seed(cfg.seed)
-    task = registry.get(cfg.dataset).task
-    if task == "generation":
+    dev, record = _device(device, bf16)
+    if registry.get(cfg.dataset).task == "generation":
         from .squad_run import train_and_evaluate_squad
+        splits, train_ex, val_ex, test_ex = _split_items(cfg)
+        torch.manual_seed(cfg.seed)
         out = train_and_evaluate_squad(cfg, train_ex, val_ex, test_ex, progress=progress, device=dev, bf16=bf16)
-        model, hist, vocab, n_train = out["model"], out["hist"], out["vocab"], out["n_train"]
-        metrics, arrays, extras, eraser = out["metrics"], out["arrays"], out["extras"], None
-        extras_text = {}
-    else:
-        if cfg.model == "minilm":
-            from .pretrained import pretrained_tensors
-            model, (tr, va, te), vocab = pretrained_tensors(train_ex, val_ex, test_ex, len(splits.classes),
-                                                            cfg.max_len)
-        else:
-            vocab = Vocab.train([ex.tokens for ex in train_ex])
-            tr = encode_classification(train_ex, vocab, cfg.max_len)
-            va = encode_classification(val_ex, vocab, cfg.max_len)
-            te = encode_classification(test_ex, vocab, cfg.max_len)
-            model = build_classifier(cfg, len(vocab), len(splits.classes))
-        n_train = len(tr)
-        probe = PRETRAINED_PROBE if cfg.model == "minilm" else PROBE
-        tracker = Tracker(model, probe=tr.take(torch.arange(min(probe, len(tr)))), val=va,
-                          loss_of=mean_batch_loss(classification_loss),
-                          light_eval=lambda m: evaluate_classifier(m, te, cfg.dataset, faithfulness=False)[0])
-        hist = train(model, tr, cfg, classification_loss, progress=progress,
-                     desc=f"{cfg.dataset} r={cfg.ratio:g} s={cfg.seed}", on_checkpoint=tracker, device=dev, bf16=bf16)
-        metrics, arrays, (faith, hard, attn, words, rows, (p_without, p_only)) = evaluate_classifier(
-            model, te, cfg.dataset)
-        ids = [test_ex[i].uid for i in rows]
-        docids = [eraser_docid(a) for a in ids]
-        eraser = to_eraser_results(
-            ids, splits.classes, faith.probs, docids=docids,
-            soft_scores=[attn[j][words[j]] for j in range(len(rows))],
-            hard_masks=[hard[j][words[j]] for j in range(len(rows))], thresholded=faith,
-            comprehensiveness_probs=p_without, sufficiency_probs=p_only)
-        n_words = [int(words[j].sum()) for j in range(len(rows))]
-        docs, annotations = to_eraser_annotations(
-            ids, [splits.classes[test_ex[i].label] for i in rows],
-            [test_ex[i].tokens[:n] for i, n in zip(rows, n_words)],
-            [test_ex[i].relevant[:n] for i, n in zip(rows, n_words)], docids=docids)
-        extras = {}
-        extras_text = {"eraser_annotations.jsonl": "".join(json.dumps(a) + "\n" for a in annotations),
-                       "eraser_docs.jsonl": "".join(json.dumps({"docid": d, "tokens": t}) + "\n"
-                                                    for d, t in docs.items())}
-        baseline, best, best_arrays = tracker.finish(lambda m: evaluate_classifier(m, te, cfg.dataset)[:2],
-                                                     hist.checkpoints)
-        metrics.update(baseline=baseline, best_val=best)
-        if cfg.model == "minilm":  # the second attention view: rollout through the 6 layers
-            from .pretrained import rollout_views
-            metrics["rollout"] = rollout_views(model, te, cfg.dataset, tracker, baseline)
-        arrays.update({f"best_val_{k}": best_arrays[k] for k in ("pred", "mass", "p_true") if k in best_arrays})
-    metrics["gain_over_uniform"] = gain_over_uniform(metrics, metrics["baseline"]["uniform"])
-    metrics.update(dataset=cfg.dataset, ratio=cfg.ratio, seed=cfg.seed, optimizer=cfg.optimizer, model=cfg.model,
-                   attention_measured=ATTENTION_MEASURED[(task == "generation", cfg.model)],
-                   recipe=cfg.recipe, n_train=n_train, n_val=len(val_ex), vocab_size=len(vocab), split=splits.description,
-                   train_loss=hist.epoch_loss, train_seconds=hist.seconds,
-                   checkpoint_seconds=hist.checkpoint_seconds, checkpoints=hist.checkpoints,
-                   train_examples_per_second=hist.examples_per_second,
-                   parameters=sum(p.numel() for p in model.parameters()),
-                   device=device_record(dev, bf16, requested))
-    return {"metrics": metrics, "arrays": arrays, "extras": extras, "eraser": eraser, "extras_text": extras_text}
+        res = {"metrics": out["metrics"], "arrays": out["arrays"], "extras": out["extras"], "eraser": None,
+               "extras_text": {}}
+        return _common_metrics(res, cfg, out["model"], out["hist"], out["vocab"], out["n_train"], len(val_ex),
+                               splits.description, record)
+    p = _prepare_classifier(cfg)
+    hist = train(p.model, p.tr, cfg, classification_loss, progress=progress,
+                 desc=f"{cfg.dataset} r={cfg.ratio:g} s={cfg.seed}", on_checkpoint=p.tracker, device=dev, bf16=bf16)
+    return _common_metrics(_finish_classifier(p, hist), cfg, p.model, hist, p.vocab, len(p.tr), len(p.val_ex),
+                           p.splits.description, record)
+
+
+def train_and_evaluate_many(cfgs: list[RealRunConfig], *, device: str | torch.device = "cpu") -> list[dict[str, Any]]:
+    """:func:`train_and_evaluate` for several classification runs of one configuration (seeds x ratios x
+    recipes; :data:`validation.real.stacked.SHARED` equal), trained together by
+    :func:`validation.real.stacked.train_stacked`; one result per config, in order. Equal to the
+    per-run results to float tolerance (``tests/integration/real/test_stacked.py``). Not for SQuAD or
+    MiniLM (``ValueError``)."""
+    from .stacked import train_stacked
+
+    if any(registry.get(c.dataset).task != "classification" or c.model == "minilm" for c in cfgs):
+        raise ValueError("stacked runs: only the paper and small classifiers (HateXplain, SVA)")
+    dev, record = _device(device, False)
+    preps = [_prepare_classifier(c) for c in cfgs]
+    hists = train_stacked([p.model for p in preps], [p.tr for p in preps], cfgs, classification_loss,
+                          on_checkpoint=[p.tracker for p in preps], device=dev)
+    return [_common_metrics(_finish_classifier(p, h), p.cfg, p.model, h, p.vocab, len(p.tr), len(p.val_ex),
+                            p.splits.description, record) for p, h in zip(preps, hists)]
 
 
 ATTENTION_MEASURED = {

@@ -43,6 +43,8 @@ class TrainHistory:
     examples: int = 0
     checkpoints: list[dict] = field(default_factory=list)
     checkpoint_seconds: float = 0.0
+    stacked: int = 1
+    """How many runs were trained together in this process (:mod:`validation.real.stacked`)."""
 
     @property
     def examples_per_second(self) -> float:
