@@ -136,11 +136,13 @@ class MiniLMClassifier(nn.Module):
 
         level = hf_logging.get_verbosity()
         hf_logging.set_verbosity_error()   # the unused pooler weights of the checkpoint are expected
+        hf_logging.disable_progress_bar()  # no "Loading weights" bar on stderr
         try:
             self.bert = BertModel.from_pretrained(str(model_dir or minilm_dir()), attn_implementation="eager",
                                                   add_pooling_layer=False)
         finally:
             hf_logging.set_verbosity(level)
+            hf_logging.enable_progress_bar()
         h = self.bert.config.hidden_size
         self.head = nn.Linear(h, n_classes)
         nn.init.normal_(self.head.weight, 0.0, 1.0 / math.sqrt(h))

@@ -33,7 +33,7 @@ with this fixed seed, the same for every ratio and training seed, so runs compar
 the same data."""
 PROBE = 1000
 """Training loss along training is measured on the first ``PROBE`` training items (fixed)."""
-PRETRAINED_PROBE = 128
+PRETRAINED_PROBE = 64
 """The probe of the pretrained MiniLM (its forward pass is about 100x the paper model's)."""
 
 
