@@ -73,12 +73,15 @@ class RealResult:
     extras: dict[str, Any] = field(default_factory=dict)
 
 
-def train_real(dataset: str | None = None, /, *, spec=None, progress: bool = False, **fields) -> RealResult:
+def train_real(dataset: str | None = None, /, *, spec=None, progress: bool = False, device: str = "auto",
+               bf16: bool = False, **fields) -> RealResult:
     """Train and evaluate one real-data model (:func:`validation.real.run.train_and_evaluate`).
 
     ``fields`` override :func:`validation.real.config.default_config` for ``dataset`` (``data_dir``,
     ``ratio``, ``seed``, ``optimizer``, ``quick`` ...); or pass a ready ``spec``, whose values
-    ``fields`` (any :class:`~validation.real.config.RealRunConfig` field, e.g. ``ratio``) replace.
+    ``fields`` (any :class:`~validation.real.config.RealRunConfig` field, e.g. ``ratio``) replace. ``device``:
+    ``auto | cpu | cuda[:N] | mps`` (:mod:`validation.device`; ``DeviceError`` if absent), ``bf16``:
+    CUDA bf16 autocast; both are in ``metrics["device"]``.
     """
     from validation.real.config import default_config
     from validation.real.run import train_and_evaluate
@@ -100,7 +103,7 @@ def train_real(dataset: str | None = None, /, *, spec=None, progress: bool = Fal
         if unknown:
             raise TypeError(f"train_real: {', '.join(unknown)}: not fields of {type(spec).__name__}")
         spec = spec.replace(**fields)
-    out = train_and_evaluate(spec, progress=progress)
+    out = train_and_evaluate(spec, progress=progress, device=device, bf16=bf16)
     return RealResult(spec, out["metrics"], out["arrays"], out.get("eraser"), out.get("extras", {}))
 
 

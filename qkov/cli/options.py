@@ -234,6 +234,25 @@ class OutDir(_Type):
         return check_out_dir(value, option_field(param))
 
 
+class Device(_Type):
+    """A torch device request ``auto | cpu | cuda[:N] | mps``, checked **present** while parsing (so an absent
+    CUDA or MPS is one line ``device: cuda: not available (...)`` and exit 2 before any work); the value is the
+    canonical request text (``validation.device.resolve_device`` turns it into a ``torch.device``)."""
+
+    name = "device"
+    allowed = "must be one of auto, cpu, cuda, cuda:N or mps"
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        from validation.device import DeviceError, parse_device, resolve_device  # torch: load on use
+
+        try:
+            text = parse_device(str(value))
+            resolve_device(text)
+        except DeviceError as exc:
+            raise field_error(option_field(param), value, exc.why) from None
+        return text
+
+
 ETA = Number(ETA_MIN, ETA_MAX)
 RATIO = Number(RATIO_MIN, RATIO_MAX)
 
@@ -277,10 +296,22 @@ def out_option(default: str = "qkov-results") -> Callable:
                 help="Results directory; each run goes to OUT/runs/<kind>-<key>/.")
 
 
+def device_option(default: str = "auto") -> Callable:
+    """``--device``: where torch training runs (``auto`` = CUDA, else MPS, else CPU) and ``--bf16``: bf16 autocast
+    on CUDA (off by default). Both are recorded in every run's manifest."""
+    def deco(f):
+        f = click.option("--bf16", "bf16", is_flag=True,
+                         help="bf16 autocast of the forward pass (CUDA only; parameters stay float32).")(f)
+        return _opt("--device", type=Device(), default=default,
+                    help="Where to train: auto (CUDA, else MPS, else CPU), cpu, cuda, cuda:N or mps.")(f)
+    return deco
+
+
 def json_option() -> Callable:
     return click.option("--json", "as_json", is_flag=True, help="Print the result as JSON on stdout.")
 
 
 __all__ = ["Number", "Integer", "Choice", "ListOf", "ParamList", "IncreasingTimes", "OutDir", "check_out_dir",
            "field_error", "param_option", "size_options", "ratios_option", "seed_option", "seeds_option",
-           "out_option", "json_option", "ETA", "RATIO", "ETA_MIN", "ETA_MAX", "T_MAX", "SIZE_MAX", "MAX_TIMES"]
+           "out_option", "json_option", "Device", "device_option", "ETA", "RATIO", "ETA_MIN", "ETA_MAX", "T_MAX",
+           "SIZE_MAX", "MAX_TIMES"]

@@ -142,8 +142,10 @@ class RunWriter:
     marker first, so a rerun that dies halfway is not mistaken for the old result.
     """
 
-    def __init__(self, path: str | os.PathLike[str], *, kind: str, config: Mapping[str, Any], seed: int | None = None):
+    def __init__(self, path: str | os.PathLike[str], *, kind: str, config: Mapping[str, Any], seed: int | None = None,
+                 manifest_extra: Mapping[str, Any] | None = None):
         self.path = Path(path)
+        self.manifest_extra = dict(manifest_extra or {})  # e.g. the device a run trained on
         self.kind = kind
         self.config = dict(config)
         self.seed = seed
@@ -159,7 +161,8 @@ class RunWriter:
 
     def __exit__(self, exc_type, exc, tb) -> bool:
         if exc_type is None:
-            self.write_json("manifest.json", build_manifest(self.kind, self.seed, self.started, _now()))
+            self.write_json("manifest.json", {**build_manifest(self.kind, self.seed, self.started, _now()),
+                                              **self.manifest_extra})
             listing = {name: _sha256(self.path / name) for name in sorted(set(self._files))}
             atomic_write_bytes(self.path / COMPLETE_MARKER,
                                to_json_text({"files": listing, "completed": _now()}).encode(), parents=False)

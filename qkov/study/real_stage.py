@@ -18,44 +18,27 @@ import torch
 from qkov.core.config import parse_config
 from qkov.core.runstore import RunWriter
 
-from validation.real.config import (DATASETS, QUICK_SEEDS, SEEDS, RealRunConfig, default_config, default_ratios)
-from validation.real.errors import DataError, file_problem
-from validation.real.hatexplain_data import HATEXPLAIN_FETCH
-from validation.real.run import train_and_evaluate
-from validation.real.squad_data import SQUAD_FETCH, SQUAD_FILE
-from validation.real.sva_data import SVA_DIR, SVA_FETCH, SVA_FILES
+from validation.real.config import DATASETS, RealRunConfig, default_config, default_ratios, default_seeds
+from validation.real import datasets
+from validation.real.errors import DataError
+from validation.real.run import load_dataset, train_and_evaluate, train_and_evaluate_many
 
 KIND = "validate-real"
 NO_DATA = "real data: no data directory (give --data-dir or set $QKOV_DATA_DIR; see docs/data.md)"
 
 
 def missing_data(dataset: str, data_dir: Path) -> str | None:
-    """``None`` when the files of ``dataset`` are there, else one line saying what is wrong or what to fetch.
+    """``None`` when the files of ``dataset`` are there, else one line saying what is wrong or what to fetch
+    (:meth:`validation.real.datasets.Dataset.missing`).
 
     A directory, symlink loop or empty file in place of a data file is named as such (not as
     "missing"); the records themselves are validated when the dataset is loaded.
     """
-    d = Path(data_dir)
-
-    def why(path: Path, fetch: str) -> str | None:
-        problem = file_problem(path)
-        if problem is None:
-            return None
-        return f"{path} missing: {fetch}" if problem == "is missing" else f"{path} {problem}"
-
-    if dataset == "squad":
-        return why(d / SQUAD_FILE, SQUAD_FETCH)
-    if dataset == "hatexplain":
-        h = d / "hatexplain"
-        for p in (h / "Data" / "dataset.json", h / "dataset.json"):
-            if os.path.lexists(p):
-                return why(p, HATEXPLAIN_FETCH)
-        if os.path.lexists(h / "train.jsonl"):
-            return next((w for s in ("train", "test") if (w := why(h / f"{s}.jsonl", HATEXPLAIN_FETCH))), None)
-        return f"{h / 'Data' / 'dataset.json'} missing: {HATEXPLAIN_FETCH}"
-    if dataset == "sva":
-        return next((w for f in SVA_FILES if (w := why(d / SVA_DIR / f, SVA_FETCH))), None)
-    raise DataError(f"dataset {dataset!r}: must be one of {', '.join(DATASETS)}")
+    try:
+        entry = datasets.get(dataset)
+    except ValueError as exc:
+        raise DataError(str(exc)) from None
+    return entry.missing(Path(data_dir))
 
 
 def sweep_configs(datasets, ratios, seeds, optimizers, quick: bool, data_dir: Path,
@@ -67,8 +50,8 @@ def sweep_configs(datasets, ratios, seeds, optimizers, quick: bool, data_dir: Pa
     data_dir = Path(data_dir).resolve()
     out = []
     for ds in datasets:
-        rs = ratios if ratios is not None else default_ratios(ds, quick)
-        ss = seeds if seeds is not None else (QUICK_SEEDS if quick else SEEDS)
+        rs = ratios if ratios is not None else default_ratios(ds, quick, overrides.get("model"))
+        ss = seeds if seeds is not None else default_seeds(quick, overrides.get("model"))
         for opt in (optimizers if optimizers is not None else (None,)):
             for r in rs:
                 for s in ss:
@@ -77,12 +60,41 @@ def sweep_configs(datasets, ratios, seeds, optimizers, quick: bool, data_dir: Pa
     return out
 
 
-def study_runs(quick: bool, data_dir: Path | None) -> list[tuple[str, dict]]:
-    """(kind, config) of every real-data run whose data is present; none without a data directory."""
+def check_data_dir(data_dir: Path | None) -> list[str]:
+    """The datasets present under a given data directory; a :class:`DataError` (one line, the CLI exits 2)
+    when a directory is given (``--data-dir`` or ``$QKOV_DATA_DIR``) but holds none of them
+    (``docs/data.md``: a data directory that lacks the files stops the command). ``None`` -> ``[]``."""
     if data_dir is None:
         return []
-    present = [ds for ds in DATASETS if missing_data(ds, data_dir) is None]
-    return [(KIND, c.to_json_dict()) for c in sweep_configs(present, None, None, None, quick, data_dir)]
+    d = Path(data_dir)
+    if not d.is_dir():
+        raise DataError(f"data-dir: {d}: is not a directory (see docs/data.md for the layout)")
+    present = [ds for ds in DATASETS if missing_data(ds, d) is None]
+    if not present:
+        first = missing_data(DATASETS[0], d)
+        raise DataError(f"data-dir: {d}: holds none of {', '.join(DATASETS)} (e.g. {first}); "
+                        "fetch them with `qkov data fetch --data-dir DIR`, or give no data directory to skip real data")
+    return present
+
+
+def prevalidate(datasets_present: list[str], data_dir: Path) -> None:
+    """Load and validate every record of each dataset (:func:`validation.real.run.load_dataset`), so a
+    corrupted file is one :class:`DataError` line before any run starts, not one failure per run."""
+    for ds in datasets_present:
+        load_dataset(ds, str(Path(data_dir).resolve()))
+
+
+def study_runs(quick: bool, data_dir: Path | None) -> list[tuple[str, dict]]:
+    """(kind, config) of every real-data run whose data is present; none without a data directory.
+
+    Called while the study is planned (before any work): a given data directory holding no dataset
+    (:func:`check_data_dir`) or a present dataset with a bad record (:func:`prevalidate`) raises a
+    :class:`DataError` here, which ``qkov reproduce`` prints as one line with exit status 2."""
+    present = check_data_dir(data_dir)
+    if not present:
+        return []
+    prevalidate(present, Path(data_dir))
+    return [(KIND, c.to_json_dict()) for c in sweep_configs(present, None, None, None, quick, Path(data_dir))]
 
 
 def skipped_runs(quick: bool, data_dir: Path | None) -> list[str]:
@@ -92,20 +104,73 @@ def skipped_runs(quick: bool, data_dir: Path | None) -> list[str]:
     return [f"real data {ds}: {why}" for ds in DATASETS if (why := missing_data(ds, data_dir)) is not None]
 
 
+DEVICE_ENV, BF16_ENV = "QKOV_DEVICE", "QKOV_BF16"
+"""The study engine calls :func:`execute` with ``(kind, config, run_dir)`` only; the device of the real
+stage comes from ``$QKOV_DEVICE`` (``auto | cpu | cuda[:N] | mps``, default ``auto``) and bf16 autocast
+from ``$QKOV_BF16=1``, read in each worker (a worker process inherits the environment of ``qkov
+reproduce``). :func:`stage_device` checks them before any work."""
+
+
+def stage_device() -> tuple[str, bool]:
+    """``(device request, bf16)`` of the real stage from the environment, checked present (a
+    ``DeviceError``, one line, otherwise)."""
+    from validation.device import check_autocast, parse_device, resolve_device
+
+    text = parse_device(os.environ.get(DEVICE_ENV, "auto") or "auto")
+    bf16 = os.environ.get(BF16_ENV, "") not in ("", "0")
+    check_autocast(resolve_device(text), bf16)
+    return text, bf16
+
+
 def execute(kind: str, config: dict, run_dir: Path) -> None:
-    """Perform one run (``kind`` must be :data:`KIND`)."""
+    """Perform one run (``kind`` must be :data:`KIND`) on the device of :func:`stage_device`."""
     if kind != KIND:
         raise ValueError(f"kind {kind!r}: qkov.study.real_stage runs only {KIND!r}")
     torch.set_num_threads(1)
-    execute_run(parse_config(RealRunConfig, **config), Path(run_dir), kind=kind, progress=False)
+    device, bf16 = stage_device()
+    execute_run(parse_config(RealRunConfig, **config), Path(run_dir), kind=kind, progress=False, device=device,
+                bf16=bf16)
 
 
-def execute_run(cfg: RealRunConfig, run_dir: Path, *, kind: str = KIND, progress: bool = True) -> dict:
+def execute_run(cfg: RealRunConfig, run_dir: Path, *, kind: str = KIND, progress: bool = True,
+                device: str = "cpu", bf16: bool = False) -> dict:
     """Perform one run and write it with :class:`RunWriter` (``metrics.json``, ``instances.npz``,
     ``eraser_results.jsonl``, ``eraser_annotations.jsonl``, ``eraser_docs.jsonl`` for classification,
-    ``predictions.json`` for SQuAD)."""
-    out = train_and_evaluate(cfg, progress=progress)
-    with RunWriter(run_dir, kind=kind, config=cfg.to_json_dict(), seed=cfg.seed) as run:
+    ``predictions.json`` for SQuAD). ``device`` and ``bf16`` (see :func:`validation.real.run.train_and_evaluate`)
+    are recorded in ``manifest.json`` under ``"device"`` (and in ``metrics.json``), not in the config, so
+    the run's directory is the same on every device."""
+    out = train_and_evaluate(cfg, progress=progress, device=device, bf16=bf16)
+    write_run(cfg, out, Path(run_dir), kind=kind)
+    return out["metrics"]
+
+
+def execute_runs_stacked(cfgs: list[RealRunConfig], run_dirs: list[Path], *, kind: str = KIND,
+                         device: str = "cpu") -> list[dict]:
+    """Train the runs ``cfgs`` together in this process (:func:`validation.real.run.train_and_evaluate_many`;
+    they must share everything but ratio, seed and recipe) and write each to its own directory."""
+    outs = train_and_evaluate_many(list(cfgs), device=device)
+    for cfg, out, d in zip(cfgs, outs, run_dirs):
+        write_run(cfg, out, Path(d), kind=kind)
+    return [o["metrics"] for o in outs]
+
+
+def stack_groups(cfgs: list[RealRunConfig]) -> list[list[int]]:
+    """Indices of ``cfgs`` grouped by everything but ``ratio``, ``seed`` and ``recipe`` (the runs that
+    :func:`execute_runs_stacked` can train together), in first-seen order."""
+    groups: dict[str, list[int]] = {}
+    for i, c in enumerate(cfgs):
+        d = c.to_json_dict()
+        for k in ("ratio", "seed", "recipe"):
+            d.pop(k, None)
+        groups.setdefault(json.dumps(d, sort_keys=True), []).append(i)
+    return list(groups.values())
+
+
+def write_run(cfg: RealRunConfig, out: dict, run_dir: Path, *, kind: str = KIND) -> None:
+    """Write one run's results (``out`` from ``train_and_evaluate``) into ``run_dir``, ``COMPLETE`` last."""
+    with RunWriter(run_dir, kind=kind, config=cfg.to_json_dict(), seed=cfg.seed,
+                   manifest_extra={"device": out["metrics"]["device"], "recipe": cfg.recipe,
+                                   "stacked_runs": out["metrics"].get("stacked_runs", 1)}) as run:
         run.write_json("metrics.json", out["metrics"])
         run.write_arrays("instances.npz", **out["arrays"])
         for name, obj in out["extras"].items():
@@ -114,4 +179,3 @@ def execute_run(cfg: RealRunConfig, run_dir: Path, *, kind: str = KIND, progress
             run.write_text("eraser_results.jsonl", "".join(json.dumps(r) + "\n" for r in out["eraser"]))
         for name, text in out.get("extras_text", {}).items():  # ERASER data side: see export_eraser_data_dir
             run.write_text(name, text)
-    return out["metrics"]

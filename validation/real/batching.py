@@ -2,15 +2,14 @@
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
+from typing import TypeVar
 
 import torch
 
-from .examples import ClassExample, SquadExample
+from .examples import ClassExample
 from .vocab import Vocab
-
-QUESTION_MAX = 40
-
 
 @dataclass
 class ClassTensors:
@@ -59,64 +58,19 @@ def encode_classification(examples: list[ClassExample], vocab: Vocab, max_len: i
                         labels=torch.tensor([ex.label for ex in examples], dtype=torch.long))
 
 
-@dataclass
-class SpanTensors:
-    """SQuAD inputs. ``ctx, ctx_valid, answer, sentence: (N, n)``; ``question, q_valid: (N, m)``;
-    ``start, end (N,)`` the first gold span inside the window (-1 if none fits)."""
-
-    ctx: torch.Tensor
-    ctx_valid: torch.Tensor
-    question: torch.Tensor
-    q_valid: torch.Tensor
-    start: torch.Tensor
-    end: torch.Tensor
-    answer: torch.Tensor
-    sentence: torch.Tensor
-
-    def __len__(self) -> int:
-        return self.ctx.shape[0]
-
-    def take(self, idx: torch.Tensor) -> "SpanTensors":
-        """Rows ``idx``, trimmed to their longest context and question."""
-        n = int(self.ctx_valid[idx].sum(1).max())
-        m = int(self.q_valid[idx].sum(1).max())
-        return SpanTensors(self.ctx[idx, :n], self.ctx_valid[idx, :n], self.question[idx, :m], self.q_valid[idx, :m],
-                           self.start[idx], self.end[idx], self.answer[idx, :n], self.sentence[idx, :n])
+B = TypeVar("B")
 
 
-def encode_squad(examples: list[SquadExample], vocab: Vocab, max_len: int) -> SpanTensors:
-    """Encode the first ``max_len`` context words and the first 40 question words.
+def to_device(batch: B, device: torch.device | str | None) -> B:
+    """A copy of a tensor dataclass (``ClassTensors``, ``DecoderTensors``, ...) with every tensor field on
+    ``device`` (non-tensor fields kept); ``batch`` itself when ``device`` is ``None`` or already there."""
+    if device is None:
+        return batch
+    changes = {f.name: v.to(device) for f in dataclasses.fields(batch)  # type: ignore[arg-type]
+               if isinstance(v := getattr(batch, f.name), torch.Tensor) and v.device != torch.device(device)}
+    return dataclasses.replace(batch, **changes) if changes else batch  # type: ignore[type-var]
 
-    ``answer`` marks the union of the gold answer spans inside the window (the relevant
-    tokens), ``sentence`` the sentence of the first answer (the variant).
-    """
-    N = len(examples)
-    n = min(max_len, max(len(ex.context) for ex in examples))
-    m = min(QUESTION_MAX, max(len(ex.question) for ex in examples))
-    ctx = torch.zeros(N, n, dtype=torch.long)
-    qs = torch.zeros(N, m, dtype=torch.long)
-    ans = torch.zeros(N, n, dtype=torch.bool)
-    sent = torch.zeros(N, n, dtype=torch.bool)
-    start = torch.full((N,), -1, dtype=torch.long)
-    end = torch.full((N,), -1, dtype=torch.long)
-    for i, ex in enumerate(examples):
-        c = ex.context[:n]
-        ctx[i, :len(c)] = torch.tensor(vocab.encode(c), dtype=torch.long)
-        q = ex.question[:m]
-        if q:
-            qs[i, :len(q)] = torch.tensor(vocab.encode(q), dtype=torch.long)
-        for a, b in ex.spans:
-            if b < n:
-                ans[i, a:b + 1] = True
-                if start[i] < 0:
-                    start[i], end[i] = a, b
-        a, b = ex.sentence
-        sent[i, a:min(b, n - 1) + 1] = True
-    ctx_valid = ctx != 0
-    # a word mapped to [PAD] cannot happen (id 0 is reserved); mark the true lengths
-    for i, ex in enumerate(examples):
-        ctx_valid[i, :min(len(ex.context), n)] = True
-    q_valid = torch.zeros(N, m, dtype=torch.bool)
-    for i, ex in enumerate(examples):
-        q_valid[i, :min(len(ex.question), m)] = True
-    return SpanTensors(ctx, ctx_valid, qs, q_valid, start, end, ans, sent)
+
+def model_device(model: torch.nn.Module) -> torch.device:
+    """The device of ``model``'s first parameter (CPU for a model without parameters)."""
+    return next((p.device for p in model.parameters()), torch.device("cpu"))

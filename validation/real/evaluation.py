@@ -22,13 +22,10 @@ from validation.metrics.dtap import DEFAULT_KAPPA, DEFAULT_TAU, SQUAD_MASS_EDGES
     attention_confidence, dtap_histogram
 from validation.metrics.eraser import eraser_scores
 from validation.metrics.plausibility import auprc, hard_rationale, iou_f1, mean_rationale_length, token_f1
-from validation.metrics.squad_eval import exact_match, f1 as squad_f1
 
-from .batching import ClassTensors, SpanTensors
-from .examples import SquadExample
+from .batching import ClassTensors, model_device
 
 EVAL_BATCH = 256
-MAX_ANSWER_WORDS = 30
 
 
 def dtap_edges(dataset: str) -> tuple[float, ...]:
@@ -52,12 +49,13 @@ def _concentration(mass: np.ndarray, p_true: np.ndarray, dataset: str) -> dict[s
 @torch.no_grad()
 def _classify(model, data: ClassTensors, keep: torch.Tensor | None = None) -> tuple[np.ndarray, np.ndarray]:
     probs, attn = [], []
+    dev = model_device(model)
     for i in range(0, len(data), EVAL_BATCH):
         idx = torch.arange(i, min(i + EVAL_BATCH, len(data)))
         valid = data.valid[idx] if keep is None else (data.valid[idx] & keep[idx])
-        logits, a = model(data.ids[idx], valid, data.query_index[idx])
-        probs.append(torch.softmax(logits, -1))
-        attn.append(torch.nn.functional.pad(a, (0, data.ids.shape[1] - a.shape[1])))
+        logits, a = model(data.ids[idx].to(dev), valid.to(dev), data.query_index[idx].to(dev))
+        probs.append(torch.softmax(logits.float(), -1).cpu())
+        attn.append(torch.nn.functional.pad(a.float(), (0, data.ids.shape[1] - a.shape[1])).cpu())
     return torch.cat(probs).numpy().astype(np.float64), torch.cat(attn).numpy().astype(np.float64)
 
 
@@ -129,56 +127,3 @@ def evaluate_classifier(model, data: ClassTensors, dataset: str, *, faithfulness
         sufficiency_hard=float(np.mean(p_j - probs_only[rows_, faith.predicted])))
     arrays = {"mass": mass, "p_true": p_true[ann], "annotated": ann, "pred": pred, "labels": labels}
     return metrics, arrays, (faith, hard, attn[ann], words[ann], np.flatnonzero(ann), (probs_without, probs_only))
-
-
-def best_spans(start: torch.Tensor, end: torch.Tensor, max_words: int = MAX_ANSWER_WORDS) -> tuple[np.ndarray, np.ndarray]:
-    r"""Per row the span :math:`s\le e < s+\text{max\_words}` maximising :math:`\ell^s_s + \ell^e_e`."""
-    ls, le = torch.log_softmax(start, -1), torch.log_softmax(end, -1)
-    score = ls[:, :, None] + le[:, None, :]
-    n = start.shape[1]
-    i = torch.arange(n)
-    band = (i[None, :] >= i[:, None]) & (i[None, :] < i[:, None] + max_words)
-    score = score.masked_fill(~band[None], float("-inf"))
-    flat = score.flatten(1).argmax(1)
-    return (flat // n).numpy(), (flat % n).numpy()
-
-
-@torch.no_grad()
-def evaluate_span(model, data: SpanTensors, examples: list[SquadExample]) -> tuple[dict[str, Any], dict[str, np.ndarray], dict[str, str]]:
-    """EM/F1 (official normalisation, max over gold answers), attention on the answer and its sentence."""
-    model.eval()
-    preds: dict[str, str] = {}
-    attn, p_true = [], []
-    for i in range(0, len(data), EVAL_BATCH):
-        idx = torch.arange(i, min(i + EVAL_BATCH, len(data)))
-        b = data.take(idx)
-        st, en, a = model(b.ctx, b.ctx_valid, b.question, b.q_valid)
-        s, e = best_spans(st, en)
-        for j, (si, ei) in enumerate(zip(s, e)):
-            ex = examples[i + j]
-            preds[ex.uid] = ex.context_text[ex.offsets[si][0]:ex.offsets[ei][1]]
-        ps, pe = torch.softmax(st, -1), torch.softmax(en, -1)
-        gs, ge = b.start.clamp(min=0), b.end.clamp(min=0)
-        p_true.append(torch.sqrt(ps[torch.arange(len(idx)), gs] * pe[torch.arange(len(idx)), ge]))
-        attn.append(torch.nn.functional.pad(a, (0, data.ctx.shape[1] - a.shape[1])))
-    a = torch.cat(attn).numpy().astype(np.float64)
-    p = torch.cat(p_true).numpy().astype(np.float64)
-    has = (data.start >= 0).numpy()
-    valid = data.ctx_valid.numpy()
-    mass = relevant_mass(a[has], data.answer.numpy()[has], valid[has])
-    mass_sent = relevant_mass(a[has], data.sentence.numpy()[has], valid[has])
-    em = np.array([exact_match(preds[ex.uid], list(ex.answers)) for ex in examples])
-    f1v = np.array([squad_f1(preds[ex.uid], list(ex.answers)) for ex in examples])
-    metrics: dict[str, Any] = {
-        "n_test": len(examples), "exact_match": float(100 * em.mean()), "f1": float(100 * f1v.mean()),
-        **_concentration(mass, p[has], "squad"),
-        "sentence_variant": _concentration(mass_sent, p[has], "squad"),
-        "n_answer_outside_window": int((~has).sum()),
-    }
-    gold = data.answer.numpy()[has]
-    k = mean_rationale_length(gold)
-    hard = hard_rationale(a[has], valid[has], k)
-    metrics.update(token_f1=token_f1(hard, gold), iou_f1=iou_f1(hard, gold), auprc=auprc(a[has], gold, valid[has]),
-                   hard_rationale_tokens=k)
-    arrays = {"mass": mass, "mass_sentence": mass_sent, "p_true": p[has], "em": em, "f1": f1v}
-    return metrics, arrays, preds

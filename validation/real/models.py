@@ -11,11 +11,7 @@ self-attention layers, the QKOV layer read at ``[CLS]``, and a linear head:
 ``a`` (shape ``(B, L)``) is the attention of the query over the words and is what the
 interpretability metrics measure.
 
-Span model (SQuAD): context word features :math:`h_j = E[w_j] + \mathrm{Conv}_3(E)_j`, a query
-:math:`x_q = \texttt{[CLS]} + \mathrm{mean}_i E[q_i]` built from the question words, the QKOV
-layer read at :math:`x_q` over :math:`(h_1..h_n, x_q)`, and start/end logits that compare each
-position with the attended summary: :math:`\ell^{s}_j = h_j^\top W_s z + u_s^\top h_j`
-(same with :math:`W_e, u_e` for the end). The attention over context words is the measured one.
+The SQuAD model is the decoder of :mod:`validation.real.squad_decoder`.
 """
 
 from __future__ import annotations
@@ -103,48 +99,6 @@ class AttentionClassifier(_Circuits):
             x = blk(x, valid)
         z, a = self.attn(x, valid, query_index)
         return self.head(z), a
-
-
-class SpanModel(_Circuits):
-    """Extractive span model for SQuAD (see the module docstring).
-
-    ``forward(ctx (B, n), ctx_valid (B, n), question (B, m), q_valid (B, m))`` returns
-    ``(start_logits (B, n), end_logits (B, n), attention (B, n))`` with invalid positions at
-    ``-inf`` and the attention restricted to the context words (the query's own weight is
-    dropped, so rows sum to at most 1).
-    """
-
-    def __init__(self, vocab_size: int, *, d: int = 64, param: str = "CACO", layers: int = 1,
-                 init_std: float = 0.02, cls_id: int = 2):
-        super().__init__()
-        self.cls_id = cls_id
-        self.emb = nn.Embedding(vocab_size, d, padding_idx=0)
-        nn.init.normal_(self.emb.weight, 0.0, 1.0 / math.sqrt(d))
-        self.conv = nn.Conv1d(d, d, kernel_size=3, padding=1)
-        self.lower = nn.ModuleList(SelfAttentionBlock(d, init_std) for _ in range(layers - 1))
-        self.attn = QKOVAttention(d, d, param, scale=1.0 / math.sqrt(d), init_std=init_std)
-        self.W_start = nn.Linear(d, d)
-        self.W_end = nn.Linear(d, d)
-        self.u_start = nn.Linear(d, 1, bias=False)
-        self.u_end = nn.Linear(d, 1, bias=False)
-
-    def forward(self, ctx: torch.Tensor, ctx_valid: torch.Tensor, question: torch.Tensor,
-                q_valid: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-        e = self.emb(ctx) * ctx_valid[..., None]
-        h = e + self.conv(e.transpose(1, 2)).transpose(1, 2)
-        qe = self.emb(question) * q_valid[..., None]
-        xq = qe.sum(1) / q_valid.sum(1, keepdim=True).clamp(min=1) + self.emb.weight[self.cls_id]
-        x = torch.cat([h, xq[:, None, :]], dim=1)
-        n = ctx.shape[1]
-        valid = torch.cat([ctx_valid, torch.ones_like(ctx_valid[:, :1])], dim=1)
-        for blk in self.lower:
-            x = blk(x, valid)
-        h = x[:, :n]
-        z, a = self.attn(x, valid, torch.full((ctx.shape[0],), n, dtype=torch.long, device=ctx.device))
-        start = torch.einsum("bnd,bd->bn", h, self.W_start(z)) + self.u_start(h)[..., 0]
-        end = torch.einsum("bnd,bd->bn", h, self.W_end(z)) + self.u_end(h)[..., 0]
-        neg = torch.finfo(start.dtype).min
-        return start.masked_fill(~ctx_valid, neg), end.masked_fill(~ctx_valid, neg), a[:, :n]
 
 
 class MultiHeadClassifier(nn.Module):

@@ -39,15 +39,13 @@ from __future__ import annotations
 import hashlib
 import math
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 import torch
-import torch.nn.functional as F
 from scipy import stats
 from torch import nn
 
-from validation.metrics.attention_mass import attention_rollout, relevant_mass
+from validation.metrics.attention_mass import attention_rollout
 from validation.metrics.plausibility import auprc, hard_rationale, iou_f1, mean_rationale_length, token_f1
 from validation.metrics.squad_eval import exact_match, f1 as squad_f1
 

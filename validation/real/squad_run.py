@@ -20,7 +20,7 @@ from .examples import SquadExample
 from .glove import GloveUnavailable, glove_vectors
 from .squad_decoder import (DecoderLM, DecoderTensors, answer_attention, decoder_loss, em_f1, encode_decoder,
                             grad_input_agreement, mean_loss, plausibility)
-from .tracking import Tracker, uniform_attention
+from .tracking import Tracker, on_cpu, uniform_attention
 from .training import train
 from .vocab import Vocab
 
@@ -76,8 +76,13 @@ def evaluate_decoder(model: DecoderLM, te: DecoderTensors, test_ex: list[SquadEx
 
 
 def train_and_evaluate_squad(cfg: RealRunConfig, train_ex: list[SquadExample], val_ex: list[SquadExample],
-                             test_ex: list[SquadExample], *, progress: bool = True) -> dict[str, Any]:
-    """Train the decoder for ``cfg`` with checkpoints, then the final, best-validation and baseline metrics."""
+                             test_ex: list[SquadExample], *, progress: bool = True, device: torch.device | None = None,
+                             bf16: bool = False) -> dict[str, Any]:
+    """Train the decoder for ``cfg`` with checkpoints, then the final, best-validation and baseline metrics.
+
+    Training runs on ``device`` (optionally under bf16 autocast); every evaluation (checkpoints,
+    decoding, baselines) runs on the CPU (:func:`~validation.real.tracking.on_cpu`), where its code
+    and its float64 read-outs live."""
     vocab = Vocab.train([ex.context for ex in train_ex + val_ex + test_ex]
                         + [ex.question for ex in train_ex + val_ex + test_ex], max_size=MAX_VOCAB, min_frequency=1)
     W, Q, A = cfg.window, cfg.question_len, cfg.answer_len
@@ -85,14 +90,26 @@ def train_and_evaluate_squad(cfg: RealRunConfig, train_ex: list[SquadExample], v
     vectors, init_note = init_vectors(vocab, cfg.glove)
     model = DecoderLM(len(vocab), d=cfg.d, layers=cfg.layers, heads=cfg.heads, d_head=cfg.d_head,
                       max_T=tr.ids.shape[1] + A + 2, eos_id=vocab.cls, init_std=cfg.init_std, pretrained=vectors)
-    tracker = Tracker(model, probe=tr.take(torch.arange(min(PROBE, len(tr)))), val=va, loss_of=mean_loss,
-                      light_eval=lambda m: evaluate_decoder(m, te, test_ex, vocab, cfg, full=False,
-                                                            decode=False)[0])
+
+    def loss_of(m, data):
+        with on_cpu(m):
+            return mean_loss(m, data)
+
+    def light_eval(m):
+        with on_cpu(m):
+            return evaluate_decoder(m, te, test_ex, vocab, cfg, full=False, decode=False)[0]
+
+    def best_eval(m):
+        with on_cpu(m):
+            return evaluate_decoder(m, te, test_ex, vocab, cfg, full=False)[:2]
+
+    tracker = Tracker(model, probe=tr.take(torch.arange(min(PROBE, len(tr)))), val=va, loss_of=loss_of,
+                      light_eval=light_eval)
     hist = train(model, tr, cfg, decoder_loss, progress=progress, desc=f"squad r={cfg.ratio:g} s={cfg.seed}",
-                 on_checkpoint=tracker)
+                 on_checkpoint=tracker, device=device, bf16=bf16)
+    model.to("cpu")
     metrics, arrays, preds = evaluate_decoder(model, te, test_ex, vocab, cfg, full=True)
-    baseline, best, best_arrays = tracker.finish(     # best-val: decoded, without the two controls
-        lambda m: evaluate_decoder(m, te, test_ex, vocab, cfg, full=False)[:2], hist.checkpoints)
+    baseline, best, best_arrays = tracker.finish(best_eval, hist.checkpoints)  # best-val: decoded, no controls
     arrays.update({f"best_val_{k}": best_arrays[k] for k in ("f1", "em", "mass", "p_true")})
     with uniform_attention(model):     # the uniform baseline decodes too (checkpoints do not)
         baseline["uniform"] = evaluate_decoder(model, te, test_ex, vocab, cfg, full=False)[0]

@@ -22,6 +22,8 @@ from typing import Any, Callable, Iterator
 import torch
 from torch import nn
 
+from .batching import model_device, to_device
+
 KEEP_LISTS = ("dtap",)
 
 
@@ -38,6 +40,22 @@ def scalars(metrics: dict[str, Any]) -> dict[str, Any]:
         elif isinstance(v, dict):
             out.update({f"{k}.{kk}": vv for kk, vv in scalars(v).items() if not isinstance(vv, list)})
     return out
+
+
+@contextmanager
+def on_cpu(model: nn.Module) -> Iterator[nn.Module]:
+    """Within the block ``model`` is on the CPU (for evaluation code written for CPU tensors); it is moved
+    back to its device afterwards. Parameters keep their identity (``Module.to`` moves ``.data``), so an
+    optimizer built over them stays valid."""
+    dev = model_device(model)
+    if dev.type == "cpu":
+        yield model
+        return
+    model.to("cpu")
+    try:
+        yield model
+    finally:
+        model.to(dev)
 
 
 @contextmanager
@@ -111,7 +129,7 @@ def mean_batch_loss(loss_fn: Callable[[nn.Module, Any], torch.Tensor], batch: in
         tot, n = 0.0, len(data)
         for i in range(0, n, batch):
             idx = torch.arange(i, min(i + batch, n))
-            tot += float(loss_fn(model, data.take(idx))) * len(idx)
+            tot += float(loss_fn(model, to_device(data.take(idx), model_device(model)))) * len(idx)
         return tot / max(n, 1)
 
     return loss_of

@@ -8,9 +8,8 @@ from hypothesis import given, strategies as st
 
 from validation.real.batching import encode_classification
 from validation.real.config import default_config
-from validation.real.evaluation import best_spans
 from validation.real.examples import ClassExample
-from validation.real.models import AttentionClassifier, SpanModel
+from validation.real.models import AttentionClassifier
 from validation.real.training import build_optimizer
 from validation.real.vocab import Vocab
 
@@ -44,22 +43,6 @@ def test_classifier_attention_is_a_distribution_over_valid_positions(param, laye
     assert t.ids[0, 2] == v.cls and t.query_index.tolist() == [2, 4]
 
 
-def test_span_model_shapes_and_masking():
-    m = SpanModel(20, d=8, init_std=0.3)
-    ctx = torch.tensor([[4, 5, 6, 0], [7, 8, 9, 10]])
-    q = torch.tensor([[4, 0], [11, 12]])
-    s, e, a = m(ctx, ctx != 0, q, q != 0)
-    assert s.shape == e.shape == a.shape == (2, 4)
-    assert s[0, 3] < -1e30 and a[0, 3] == 0 and torch.all(a.sum(1) <= 1 + 1e-6)
-
-
-@given(st.integers(1, 12), st.integers(0, 10_000))
-def test_best_spans_are_ordered_and_short(n, seed):
-    g = torch.Generator().manual_seed(seed)
-    s, e = best_spans(torch.randn(3, n, generator=g), torch.randn(3, n, generator=g), max_words=4)
-    assert all(0 <= a <= b < min(n, a + 4) for a, b in zip(s, e))
-
-
 @pytest.mark.parametrize("optimizer", ["adamw", "sgd"])
 def test_only_qk_rate_changes_with_ratio(optimizer):
     rates = {}
@@ -76,7 +59,6 @@ def test_only_qk_rate_changes_with_ratio(optimizer):
 @pytest.mark.slow
 def test_benchmark_qkov_at_least_as_fast_as_mha():
     import importlib.util
-    from pathlib import Path
     from tests.paths import ROOT
 
     path = ROOT / "benchmarks" / "bench_real_throughput.py"
