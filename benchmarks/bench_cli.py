@@ -61,7 +61,7 @@ def main() -> None:
                 cmd = [c.replace("{tmp}", os.path.join(tmp, "out")) for c in cmd]
                 wall, cpu = run(cmd, env)
                 rows.append((name, wall, cpu, target))
-    base_wall, base_cpu = rows[0][1], rows[0][2]
+    base_wall = rows[0][1]
     load = os.getloadavg()[0]
     print(f"machine: {os.cpu_count()} CPUs, load average {load:.1f} during the run; best of {ns.repeat}\n")
     print("| command | wall s | CPU s | wall / baseline | target (wall, idle machine) |")

@@ -37,7 +37,6 @@ PATHS = [str(FAULTS), str(ROOT)]
 sys.path[:0] = PATHS
 os.environ["PYTHONPATH"] = os.pathsep.join(PATHS + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p])
 
-import faultstudy  # noqa: E402
 from faultstudy import executions, set_behaviour  # noqa: E402
 
 DRIVER = """

@@ -182,7 +182,7 @@ def iterate_orbit_map(param: str, spec: OptimizerSpec, *, K: int, M: int, eta_qk
     grad = gen.ORBIT_GRAD[param]
     yield 0, w, st
     for n in range(1, steps + 1):
-        g = np.asarray(grad(*w, K, M), dtype=np.float64)
+        g = np.asarray(grad(*w, K, M), dtype=np.float64)  # type: ignore[operator]  # generated table of callables
         w, st = opt.step(w, g, st, lr, spec, n)
         yield n, w, st
 
@@ -199,7 +199,7 @@ def run_orbit_map(param: str, spec: OptimizerSpec, *, K: int, M: int, eta_qk: fl
         if n in want:
             ws.append(w); idx.append(n)
     W = np.array(ws).reshape(len(ws), -1)
-    obs = np.array([gen.ORBIT_OBS[param](*x, K, M) for x in W]).reshape(len(ws), 5)
+    obs = np.array([gen.ORBIT_OBS[param](*x, K, M) for x in W]).reshape(len(ws), 5)  # type: ignore[operator]
     steps_arr = np.asarray(idx)
     return OrbitRun(param, spec.as_json(), tuple(gen.ORBIT_NAMES[param]), steps_arr * dt, steps_arr, W,
                     *(obs[:, i] for i in range(5)))

@@ -126,7 +126,7 @@ def transverse_growth(param: str, spec: OptimizerSpec, *, K: int, M: int, eta_qk
     tb = {b: {k: v / nrm for k, v in d.items()} for b, d in tb.items()}
     logs = []
     for n, w, st in traj:
-        _, (tp, tb) = jvp(step_fn(n), (p0, b0), (tp, tb))
+        _, (tp, tb) = jvp(step_fn(n), (p0, b0), (tp, tb))  # type: ignore[misc]  # torch's stub: 2 outputs without has_aux
         tp = _off_set(param, tp, K, M)
         tb = {b: _off_set(param, d, K, M) for b, d in tb.items()}
         nrm = _norm(tp, *tb.values())

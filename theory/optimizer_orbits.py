@@ -174,7 +174,6 @@ def log_residual_on_line() -> sp.Expr:
 @cache
 def line_checks() -> tuple[Check, ...]:
     """``exp(log_residual_on_line) = 1 - p(v)`` (:func:`theory.symmetric_line.p_of_v`)."""
-    from theory.symbols import v
     from theory.symmetric_line import p_of_v
     lr = log_residual_on_line()
     explicit = lr.replace(lambda e: e.func.__name__ == "logaddexp",

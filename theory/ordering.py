@@ -19,7 +19,7 @@ import sympy as sp
 
 from theory.asymptotics import asymptotic_laws
 from theory.checks import SYMBOLIC, Check, is_zero, tag
-from theory.parametrization import PARAMETRIZATIONS, Parametrization
+from theory.parametrization import Parametrization
 from theory.rescaling import qk_rescaling
 from theory.symbols import A_qk, eta_ov, eta_qk, kappa, r, u, v
 

@@ -13,7 +13,7 @@ from theory.parametrization import PARAMETRIZATIONS
 import torch
 from tqdm.auto import tqdm
 
-from qkov.core.config import field_error, parse_config, resolve_data_dir
+from qkov.core.config import ConfigError, field_error, parse_config, resolve_data_dir
 from qkov.core.runstore import is_complete, run_dir_for, to_json_text
 from qkov.core.lock import results_lock
 

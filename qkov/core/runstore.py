@@ -28,7 +28,6 @@ import shutil
 import stat
 import subprocess
 import sys
-import tempfile
 from pathlib import Path
 from typing import Any, Iterator, Mapping
 

@@ -14,7 +14,7 @@ leave their start: ``insufficient``).
 from __future__ import annotations
 
 import pathlib
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from qkov.core.config import parse_config
 from qkov.core.runstore import RunWriter
@@ -24,6 +24,9 @@ from qkov.study.claims import (THRESHOLDS, Evidence, judge_fraction, judge_order
 from theory.parametrization import PARAMETRIZATIONS
 from validation.synthetic.experiment import SyntheticConfig, run_grid
 from validation.synthetic.report import LOSS_LEVELS, write_run
+
+if TYPE_CHECKING:
+    import numpy as np
 
 STAGE = "synthetic"
 ATTENTION_RESOLUTION = THRESHOLDS["attention-resolution"].bound

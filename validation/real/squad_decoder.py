@@ -326,7 +326,7 @@ def answer_attention(model: DecoderLM, data: DecoderTensors) -> dict[str, np.nda
         rows = b.measured.double()
         nrows = rows.sum(1).clamp(min=1)
 
-        def mass(M):                                                  # M (B, T, T) -> (B,)
+        def mass(M, rel=rel, rows=rows, nrows=nrows):                 # M (B, T, T) -> (B,)
             return ((M @ rel[..., None])[..., 0] * rows).sum(1) / nrows
 
         per_layer = torch.stack([mass(a) for a in A])                 # (layers, B)

@@ -67,7 +67,8 @@ def _pad_stack(batches: list[ClassTensors]) -> tuple[torch.Tensor, ...]:
             torch.stack([b.query_index for b in batches]), torch.stack([b.labels for b in batches]))
 
 
-def train_stacked(models: Sequence[nn.Module], datas: Sequence[ClassTensors], cfgs: Sequence[RealRunConfig],
+def train_stacked(  # noqa: C901 - known complexity debt (docs/architecture.md)
+        models: Sequence[nn.Module], datas: Sequence[ClassTensors], cfgs: Sequence[RealRunConfig],
                   loss_fn: Callable[[Callable, ClassTensors], torch.Tensor], *,
                   on_checkpoint: Sequence[Callable[[int, float], dict] | None] | None = None,
                   device: torch.device | None = None) -> list[TrainHistory]:
