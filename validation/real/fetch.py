@@ -186,7 +186,8 @@ def _discard(part: Path) -> None:
         pass
 
 
-def download(url: str, dest: Path, *,  # noqa: C901 - known complexity debt (docs/architecture.md) sha256: str | None = None, timeout: float = 30.0,
+def download(url: str, dest: Path, *,  # noqa: C901 - known complexity debt (docs/architecture.md)
+             sha256: str | None = None, timeout: float = 30.0,
              progress: Callable[[int, int | None], None] | None = None, max_bytes: int | None = None,
              deadline: float | None = None, validate: Callable[[Path], str | None] | None = None) -> Path:
     """Download ``url`` to ``dest`` atomically, resuming ``dest.part`` and checking ``sha256``.
