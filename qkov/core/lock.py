@@ -224,11 +224,13 @@ class _Lock:
             if age >= GRACE_S:
                 return f"its lock file has been empty or unreadable for {age:.0f} s (a failed start)"
             return None
+        if both_flock and previous.get("mode", "flock") == "flock":
+            # a flock-mode holder holds the flock while it lives; a free flock means it released or died
+            # (e.g. its record could not be deleted from a directory that went read-only)
+            return "its lock was free (flock mode)"
         alive = holder_alive(previous)
         if alive is False:
             return "its process is gone" + (" (its lock was free)" if flocked else "")
-        if alive is None and both_flock and previous.get("mode", "flock") == "flock":
-            return "its lock was free (flock mode)"
         return None
 
     def acquire(self) -> None:

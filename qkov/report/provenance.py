@@ -20,11 +20,11 @@ from qkov.report.collect import RunRecord, StudyResults
 def _plans() -> dict[str, dict[str, str]]:
     """``{"quick"|"full": {run name: stage}}`` from each stage's ``study_runs`` (no data directory)."""
     from qkov.core.runstore import config_key
-    from qkov.study.stages import STAGES
+    from qkov.study.stages import default_stages
 
     out: dict[str, dict[str, str]] = {"quick": {}, "full": {}}
     for preset, quick in (("quick", True), ("full", False)):
-        for st in STAGES:
+        for st in default_stages():
             try:
                 items = st.study_runs(quick, None)
             except Exception:  # noqa: BLE001 - a stage that cannot plan without data plans nothing here

@@ -9,6 +9,7 @@ import time
 
 import pytest
 
+from faultkit import run_cli
 from qkov.cli.main import cli
 
 
