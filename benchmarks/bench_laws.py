@@ -8,6 +8,7 @@ import sys
 import numpy as np
 
 from simulation.next_order import law_table, table_errors
+from theory.parametrization import PARAMETRIZATIONS
 
 TIMES = np.array([1e4, 1e6, 1e8, 1e12])
 
@@ -15,7 +16,7 @@ TIMES = np.array([1e4, 1e6, 1e8, 1e12])
 def main(argv: list[str]) -> None:
     K, M = (int(x) for x in argv[:2]) if len(argv) >= 2 else (10, 19)
     eq, eo, u0, v0 = (float(x) for x in argv[2:6]) if len(argv) >= 6 else (1.0, 1.0, 0.1, 0.1)
-    for p in ("CACO", "FACO", "CAFO", "FAFO"):
+    for p in PARAMETRIZATIONS:
         tab = law_table(p, K, M, eq, eo, u0, v0, TIMES)
         e = table_errors(tab)
         print(f"\n**{p}**\n")
