@@ -53,12 +53,22 @@ def test_report_has_a_section_with_figures_per_claim_and_no_handlers(chromium, t
     chromium.get(html_path.resolve().as_uri())
     sections = chromium.execute_script(SECTIONS_JS)
     assert [s["id"] for s in sections] == [f"claim-{c}" for c in CLAIMS]
+    from qkov.report.collect import collect_runs
+    from qkov.report.ledger import build_ledger
+
+    untested = {f"claim-{r.id}" for r in build_ledger(collect_runs(plan.out))
+                if not any(st.verdict for st in r.stages.values())}   # no evidence, so no figure to show
     for s in sections:   # each section shows its figures, or links to one shown above (each image embedded once)
+        if s["id"] in untested:
+            continue
         assert (s["images"] or s["refs"]) and all(i["ok"] and i["w"] > 0 and i["h"] > 0 for i in s["images"]), s
     srcs = chromium.execute_script(IMAGES_JS)
     assert len(srcs) == len(set(srcs)), "an image is embedded twice"
     grid = {s["id"]: s["grid"] for s in sections}
-    assert grid["claim-sharpness-ratio"] > 300 and not any(v for k, v in grid.items() if k != "claim-sharpness-ratio")
+    # the grid sits under sharpness-ratio only; poisoned figure2 configs (parametrization names with markup) give
+    # no panels, so no grid is drawn from them
+    assert not any(v for k, v in grid.items() if k != "claim-sharpness-ratio")
+    assert grid["claim-sharpness-ratio"] > 300 if not poisoned else grid["claim-sharpness-ratio"] == 0
     found = chromium.execute_script(HANDLERS_JS)
     assert found == {"bad": [], "scripts": 0, "svgs": 0, "iframes": 0}, found
     table = chromium.execute_script("""
