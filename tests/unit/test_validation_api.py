@@ -29,7 +29,7 @@ def test_train_real_with_a_spec_honours_fields_and_rejects_unknown_ones(monkeypa
 
     seen = []
     monkeypatch.setattr(run, "train_and_evaluate",
-                        lambda spec, progress=False: seen.append(spec) or {"metrics": {}, "arrays": {}})
+                        lambda spec, progress=False, **_: seen.append(spec) or {"metrics": {}, "arrays": {}})
     spec = default_config("sva", ratio=1.0, seed=0, quick=True, data_dir=str(tmp_path))
     res = validation.train_real(spec=spec, ratio=10.0, seed=3)
     assert (seen[-1].ratio, seen[-1].seed) == (10.0, 3) and res.config.ratio == 10.0
