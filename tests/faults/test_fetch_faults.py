@@ -11,15 +11,14 @@ import hashlib
 import json
 import os
 import time
-from pathlib import Path
 
 import pytest
 
-from httpkit import Served, serve
+from tests.httpkit import Served, serve
 from qkov.cli.main import cli
 from qkov.cli.main import run_cli as _run_cli
 from validation.real import fetch as F
-from validation.real.fetch import FetchError, RemoteFile, download, fetch
+from validation.real.fetch import FetchError, download
 
 
 def run_cli(group, args: list[str]) -> int:
@@ -164,7 +163,7 @@ def test_symlinked_part_file_is_refused_and_its_target_untouched(tmp_path):
     with serve(served) as base:
         with pytest.raises(FetchError, match="a symbolic link") as exc:
             download(base + "/f", d / "f")
-    assert f"remove" in str(exc.value) and victim.read_text() == "precious" and not (d / "f").exists()
+    assert "remove" in str(exc.value) and victim.read_text() == "precious" and not (d / "f").exists()
     (d / "f.part").unlink()
     (d / "f").symlink_to(victim)                      # the destination itself, too
     with serve(served) as base:

@@ -2,13 +2,12 @@
 atomic writes, resumed truncated downloads, checksum mismatches, 404, unreachable hosts, check()."""
 
 import hashlib
-import http.server
 import json
 import socket
-import threading
 
 import pytest
 
+from tests.httpkit import Served, serve
 from validation.real.fetch import (COUNTS, SOURCES, FetchError, RemoteFile, check, download, fetch,
                                    sha256_of)
 
@@ -16,60 +15,17 @@ BODY = bytes(range(256)) * 40  # 10,240 bytes
 SHA = hashlib.sha256(BODY).hexdigest()
 
 
-class _Handler(http.server.BaseHTTPRequestHandler):
-    files: dict = {}
-    truncate_once: set = set()
-    ignore_range: set = set()
-    log: list = []
-
-    def log_message(self, *args):  # keep pytest output clean
-        pass
-
-    def do_GET(self):
-        self.log.append((self.path, self.headers.get("Range")))
-        body = self.files.get(self.path)
-        if body is None:
-            self.send_error(404, "Not Found")
-            return
-        start = 0
-        rng = self.headers.get("Range")
-        if rng and self.path not in self.ignore_range:
-            start = int(rng.split("=")[1].split("-")[0])
-            if start >= len(body):
-                self.send_response(416)
-                self.send_header("Content-Length", "0")
-                self.end_headers()
-                return
-            self.send_response(206)
-            self.send_header("Content-Range", f"bytes {start}-{len(body) - 1}/{len(body)}")
-        else:
-            self.send_response(200)
-        chunk = body[start:]
-        self.send_header("Content-Length", str(len(chunk)))
-        self.end_headers()
-        if self.path in self.truncate_once:
-            self.truncate_once.discard(self.path)
-            self.wfile.write(chunk[: len(chunk) // 3])  # then drop the connection
-            self.wfile.flush()
-            self.connection.shutdown(socket.SHUT_RDWR)
-            return
-        self.wfile.write(chunk)
-
-
 @pytest.fixture
 def server():
-    _Handler.files, _Handler.truncate_once, _Handler.ignore_range, _Handler.log = {}, set(), set(), []
-    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
-    t = threading.Thread(target=httpd.serve_forever, daemon=True)
-    t.start()
-    yield httpd, f"http://127.0.0.1:{httpd.server_address[1]}"
-    httpd.shutdown()
-    httpd.server_close()
+    """``(served, base URL)`` of a fresh local server (:mod:`tests.httpkit`)."""
+    served = Served()
+    with serve(served) as url:
+        yield served, url
 
 
 def test_download_is_verified_and_atomic(server, tmp_path):
-    _, url = server
-    _Handler.files["/a.bin"] = BODY
+    served, url = server
+    served.files["/a.bin"] = BODY
     dest = tmp_path / "sub" / "a.bin"
     seen = []
     assert download(url + "/a.bin", dest, sha256=SHA, progress=lambda d, t: seen.append((d, t))) == dest
@@ -79,11 +35,11 @@ def test_download_is_verified_and_atomic(server, tmp_path):
 
 @pytest.mark.parametrize("server_honours_range", [True, False])
 def test_truncated_download_keeps_part_and_resumes(server, tmp_path, server_honours_range):
-    _, url = server
-    _Handler.files["/t.bin"] = BODY
-    _Handler.truncate_once.add("/t.bin")
+    served, url = server
+    served.files["/t.bin"] = BODY
+    served.truncate_once.add("/t.bin")
     if not server_honours_range:
-        _Handler.ignore_range.add("/t.bin")
+        served.behaviour["/t.bin"] = "norange"
     dest = tmp_path / "t.bin"
     with pytest.raises(FetchError, match=r"truncated, got 3413 of 10240 bytes; run again to resume"):
         download(url + "/t.bin", dest, sha256=SHA)
@@ -91,12 +47,12 @@ def test_truncated_download_keeps_part_and_resumes(server, tmp_path, server_hono
     assert not dest.exists() and part.stat().st_size == len(BODY) // 3
     download(url + "/t.bin", dest, sha256=SHA)
     assert dest.read_bytes() == BODY and not part.exists()
-    assert _Handler.log[-1] == ("/t.bin", f"bytes={len(BODY) // 3}-")  # the second request resumed
+    assert served.log[-1] == ("/t.bin", f"bytes={len(BODY) // 3}-")  # the second request resumed
 
 
 def test_checksum_mismatch_discards_the_file(server, tmp_path):
-    _, url = server
-    _Handler.files["/bad.bin"] = BODY[:-1] + b"\x00"
+    served, url = server
+    served.files["/bad.bin"] = BODY[:-1] + b"\x00"
     dest = tmp_path / "bad.bin"
     with pytest.raises(FetchError, match="does not match the pinned"):
         download(url + "/bad.bin", dest, sha256=SHA)
@@ -104,7 +60,7 @@ def test_checksum_mismatch_discards_the_file(server, tmp_path):
 
 
 def test_404_and_unreachable_are_one_line_errors(server, tmp_path):
-    _, url = server
+    served, url = server
     with pytest.raises(FetchError, match=r"/nope\.bin: HTTP 404") as e404:
         download(url + "/nope.bin", tmp_path / "x")
     s = socket.socket()
@@ -123,9 +79,9 @@ def _squad(n_questions):
 
 
 def test_fetch_then_check_a_small_data_set(server, tmp_path):
-    _, url = server
+    served, url = server
     dev = _squad(3)
-    _Handler.files["/dev.json"] = dev
+    served.files["/dev.json"] = dev
     sources = {"squad": (RemoteFile(url + "/dev.json", "squad/dev-v1.1.json", hashlib.sha256(dev).hexdigest()),
                          RemoteFile(url + "/train.json", "squad/train-v1.1.json", None, required=False))}
     counts = {"squad/dev-v1.1.json": ("questions", 3)}

@@ -1,13 +1,16 @@
-"""A local HTTP server on 127.0.0.1 for the downloader's fault tests (never the internet).
+"""A local HTTP server on 127.0.0.1 for the downloader's tests (never the internet).
 
-``Served`` maps a URL path to a body and a behaviour: ``ok`` (honours ``Range``), ``drip`` (one byte every
-``drip_s`` seconds), ``nolength`` (no ``Content-Length``: the body ends when the connection closes).
+``Served`` maps a URL path to a body and a behaviour: ``ok`` (honours ``Range``), ``norange`` (ignores
+``Range``: always the whole body with 200), ``drip`` (one byte every ``drip_s`` seconds), ``nolength`` (no
+``Content-Length``: the body ends when the connection closes). A path in ``truncate_once`` sends a third of
+its body once and drops the connection (later requests are served normally).
 """
 
 from __future__ import annotations
 
 import contextlib
 import http.server
+import socket
 import threading
 import time
 from dataclasses import dataclass, field
@@ -18,6 +21,7 @@ class Served:
     files: dict[str, bytes] = field(default_factory=dict)
     behaviour: dict[str, str] = field(default_factory=dict)
     drip_s: float = 0.3
+    truncate_once: set[str] = field(default_factory=set)
     log: list[tuple[str, str | None]] = field(default_factory=list)
 
 
@@ -52,6 +56,12 @@ def _handler(served: Served):
             if how != "nolength":
                 self.send_header("Content-Length", str(len(chunk)))
             self.end_headers()
+            if self.path in served.truncate_once:
+                served.truncate_once.discard(self.path)
+                self.wfile.write(chunk[: len(chunk) // 3])  # then drop the connection
+                self.wfile.flush()
+                self.connection.shutdown(socket.SHUT_RDWR)
+                return
             with contextlib.suppress(OSError):
                 if how == "drip":
                     for i in range(len(chunk)):
