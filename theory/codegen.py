@@ -38,7 +38,7 @@ import argparse
 import sys
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Sequence
+from typing import Callable, Sequence
 
 import sympy as sp
 from sympy.printing.numpy import SciPyPrinter
@@ -309,22 +309,30 @@ def render_module(params: Sequence[str] | None = None) -> str:
     return "\n\n\n".join(blocks) + "\n"
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    """``python -m theory.codegen [--check] [--out PATH]``."""
-    ap = argparse.ArgumentParser(prog="python -m theory.codegen", description=__doc__.splitlines()[0])
+def run_codegen(module: str, doc: str, render: Callable[[], str], target: Path,
+                argv: Sequence[str] | None = None) -> int:
+    """``python -m <module> [--check] [--out PATH]``: write ``render()`` to ``target`` atomically, or with
+    ``--check`` exit 1 when the file there differs from a fresh generation (the command line of every
+    generator in :mod:`theory`)."""
+    ap = argparse.ArgumentParser(prog=f"python -m {module}", description=doc.splitlines()[0])
     ap.add_argument("--check", action="store_true", help="exit 1 if the file differs from a fresh generation")
-    ap.add_argument("--out", type=Path, default=TARGET)
+    ap.add_argument("--out", type=Path, default=target)
     ns = ap.parse_args(argv)
-    text = render_module()
+    text = render()
     if ns.check:
         same = ns.out.is_file() and ns.out.read_text() == text
-        print(f"{ns.out}: {'up to date' if same else 'STALE: run python -m theory.codegen'}")
+        print(f"{ns.out}: {'up to date' if same else f'STALE: run python -m {module}'}")
         return 0 if same else 1
     from theory.files import atomic_write_bytes
 
     atomic_write_bytes(ns.out, text.encode())
     print(f"wrote {ns.out}")
     return 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """``python -m theory.codegen [--check] [--out PATH]``."""
+    return run_codegen("theory.codegen", __doc__ or "", render_module, TARGET, argv)
 
 
 if __name__ == "__main__":  # pragma: no cover

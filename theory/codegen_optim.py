@@ -19,12 +19,11 @@ and the tables ``ORBIT_NAMES`` (orbit names), ``ORBIT_PARAMS`` (the parameter of
 
 from __future__ import annotations
 
-import argparse
 import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from theory.codegen import Function, _render
+from theory.codegen import Function, _render, run_codegen
 from theory.parametrization import PARAMETRIZATIONS
 
 TARGET = Path(__file__).resolve().parent.parent / "simulation" / "generated_optim.py"
@@ -93,20 +92,7 @@ def render_module(params: Sequence[str] = PARAMETRIZATIONS) -> str:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """``python -m theory.codegen_optim [--check] [--out PATH]``."""
-    ap = argparse.ArgumentParser(prog="python -m theory.codegen_optim", description=__doc__.splitlines()[0])
-    ap.add_argument("--check", action="store_true")
-    ap.add_argument("--out", type=Path, default=TARGET)
-    ns = ap.parse_args(argv)
-    text = render_module()
-    if ns.check:
-        same = ns.out.is_file() and ns.out.read_text() == text
-        print(f"{ns.out}: {'up to date' if same else 'STALE: run python -m theory.codegen_optim'}")
-        return 0 if same else 1
-    from theory.files import atomic_write_bytes
-
-    atomic_write_bytes(ns.out, text.encode())
-    print(f"wrote {ns.out}")
-    return 0
+    return run_codegen("theory.codegen_optim", __doc__ or "", render_module, TARGET, argv)
 
 
 if __name__ == "__main__":  # pragma: no cover
