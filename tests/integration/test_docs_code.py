@@ -3,20 +3,15 @@
 from __future__ import annotations
 
 import os
-import re
-from pathlib import Path
 
 import pytest
 
+from tests.docs_pages import OWN_TESTS, python_blocks, run_page
 from tests.paths import ROOT
-PAGES = [ROOT / "docs" / "api.md", *sorted((ROOT / "docs" / "tutorials").glob("*.md"))]
 
-
-def python_blocks(text: str) -> list[str]:
-    """The fenced ```python blocks of a Markdown page, dedented (tutorial lists indent them)."""
-    import textwrap
-
-    return [textwrap.dedent(m.group(2)) for m in re.finditer(r"(?m)^([ \t]*)```python\n(.*?)^\1```", text, re.S)]
+PAGES = [p for p in (ROOT / "docs" / "api.md", *sorted((ROOT / "docs" / "tutorials").glob("*.md")))
+         if p.name not in OWN_TESTS]
+"""Pages run here; those in OWN_TESTS are run once, by their own tests."""
 
 
 def test_block_extraction_sees_indented_and_plain_blocks():
@@ -32,6 +27,9 @@ def test_page_code_runs(page, tmp_path, monkeypatch):
     if "QKOV_DATA_DIR" in "".join(blocks) and not os.environ.get("QKOV_DATA_DIR"):
         pytest.skip("needs $QKOV_DATA_DIR (the real data, see docs/data.md)")
     monkeypatch.chdir(tmp_path)
-    namespace: dict = {"__name__": f"docs_{page.stem}"}
-    for i, code in enumerate(blocks):
-        exec(compile(code, f"{page.name}[block {i}]", "exec"), namespace)
+    run_page(page)
+
+
+def test_pages_left_to_their_own_tests_have_them():
+    """A page taken out of PAGES is run by the test OWN_TESTS names (a renamed test cannot drop it)."""
+    assert [name for name, test in OWN_TESTS.items() if not (test.is_file() and name in test.read_text())] == []

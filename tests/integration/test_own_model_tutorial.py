@@ -1,24 +1,22 @@
 """The tutorial's code blocks run as written, in order, and print what the page says."""
 
 import re
-from pathlib import Path
 
 import pytest
 import torch
 
+from tests.docs_pages import python_blocks, run_page
 from tests.paths import DOCS
 
 TUTORIAL = DOCS / "tutorials" / "own-model.md"
 
 
-def test_tutorial_code_runs(capsys):
+def test_tutorial_code_runs(capsys, tmp_path, monkeypatch):
     pytest.importorskip("transformers", reason="transformers not installed (pip install qkov[hf])")
     torch.set_num_threads(1)
-    blocks = re.findall(r"```python\n(.*?)```", TUTORIAL.read_text(), flags=re.S)
-    assert len(blocks) == 7
-    namespace: dict = {}
-    for block in blocks:
-        exec(compile(block, str(TUTORIAL), "exec"), namespace)
+    assert len(python_blocks(TUTORIAL.read_text())) == 7
+    monkeypatch.chdir(tmp_path)  # whatever the page writes stays out of the checkout
+    namespace = run_page(TUTORIAL)
     out = capsys.readouterr().out
     # GPT-2: 2 layers x (q, k parts of c_attn weight and bias) at 30 x 5e-5; OV = v parts + c_proj
     assert "('qk', 8, 0.0015" in out and "('ov', 8, 5e-05)" in out

@@ -5,20 +5,19 @@ import re
 import pytest
 import torch
 
+from tests.docs_pages import python_blocks, run_page
 from tests.paths import DOCS
 
 TUTORIAL = DOCS / "tutorials" / "trainer.md"
 
 
-def test_trainer_tutorial_runs(capsys):
+def test_trainer_tutorial_runs(capsys, tmp_path, monkeypatch):
     pytest.importorskip("transformers", reason="transformers not installed (pip install qkov[hf])")
     pytest.importorskip("accelerate", reason="accelerate not installed (pip install qkov[hf])")
     torch.set_num_threads(1)
-    blocks = re.findall(r"```python\n(.*?)```", TUTORIAL.read_text(), flags=re.S)
-    assert len(blocks) == 5
-    namespace: dict = {}
-    for block in blocks:
-        exec(compile(block, str(TUTORIAL), "exec"), namespace)
+    assert len(python_blocks(TUTORIAL.read_text())) == 5
+    monkeypatch.chdir(tmp_path)  # whatever the page writes stays out of the checkout
+    namespace = run_page(TUTORIAL)
     out = capsys.readouterr().out
     assert "qk 0.03, ov 0.003, other 0.003" in out
     assert "[0, 5, 10, 15, 20]" in out and "(5, 2, 4)" in out
