@@ -5,6 +5,7 @@ import pytest
 import torch
 from torch import nn
 
+from tests.unit.metrics.toy_attention import attend
 from validation.attention_layouts import UnknownAttentionLayout, neox_labels
 from validation.user_models import describe_param_groups, merge_all, plan_qk_ov, qk_ov_param_groups
 
@@ -35,11 +36,7 @@ def _lin(i, o):
 
 
 def _attend(q, k, v):
-    """Multi-head softmax attention, q/k/v ``(B, L, E)`` -> ``(B, L, E)``."""
-    b, n, _ = q.shape
-    q, k, v = (t.view(b, n, H, D).transpose(1, 2) for t in (q, k, v))
-    a = torch.softmax(q @ k.transpose(-1, -2) / D ** 0.5, dim=-1)
-    return (a @ v).transpose(1, 2).reshape(b, n, E)
+    return attend(q, k, v, H)
 
 
 class Separate(nn.Module):

@@ -6,6 +6,7 @@ import pytest
 import torch
 from torch import nn
 
+from tests.unit.metrics.toy_attention import attend
 from validation.attention_layouts import (
     AttentionLayout,
     UnknownAttentionLayout,
@@ -15,15 +16,11 @@ from validation.user_models import qk_ov_param_groups
 
 torch.set_num_threads(1)
 E, H = 8, 2
-D = E // H
 LR, RATIO = 1e-3, 10.0
 
 
 def _attend(q, k, v):
-    b, n, _ = q.shape
-    q, k, v = (t.view(b, n, H, D).transpose(1, 2) for t in (q, k, v))
-    a = torch.softmax(q @ k.transpose(-1, -2) / D ** 0.5, dim=-1)
-    return (a @ v).transpose(1, 2).reshape(b, n, E)
+    return attend(q, k, v, H)
 
 
 class VQKAttention(nn.Module):
