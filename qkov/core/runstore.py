@@ -29,7 +29,7 @@ import stat
 import subprocess
 import sys
 from pathlib import Path
-from typing import Any, Iterator, Mapping
+from typing import Any, BinaryIO, Iterator, Mapping
 
 import numpy as np
 
@@ -60,12 +60,16 @@ def atomic_write_json(path: str | os.PathLike[str], obj: Any) -> Path:
     return atomic_write_bytes(path, to_json_text(obj).encode())
 
 
-def _sha256(path: Path) -> str:
+def _sha256_of(fh: BinaryIO) -> str:
     h = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for chunk in iter(lambda: fh.read(1 << 20), b""):
-            h.update(chunk)
+    for chunk in iter(lambda: fh.read(1 << 20), b""):
+        h.update(chunk)
     return h.hexdigest()
+
+
+def _sha256(path: Path) -> str:
+    with open(path, "rb") as fh:
+        return _sha256_of(fh)
 
 
 def config_key(kind: str, config: Mapping[str, Any]) -> str:
@@ -214,30 +218,29 @@ def _plain_name(name: Any) -> bool:
             and not name.startswith(".") and name != COMPLETE_MARKER)
 
 
-def _read_nofollow(path: Path, limit: int | None = None) -> bytes:
-    """Bytes of the regular file ``path``, never through a symbolic link (``OSError`` otherwise)."""
+@contextlib.contextmanager
+def _open_regular_nofollow(path: Path) -> Iterator[io.BufferedReader]:
+    """``path`` opened for reading if it is a regular file reached without a symbolic link (``OSError``
+    otherwise: ``ELOOP`` for a link, ``IsADirectoryError`` for anything that is not a regular file)."""
     fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0))
     try:
         if not stat.S_ISREG(os.fstat(fd).st_mode):
             raise IsADirectoryError(f"{path}: not a regular file")
         with os.fdopen(fd, "rb", closefd=False) as fh:
-            return fh.read() if limit is None else fh.read(limit)
+            yield fh
     finally:
         os.close(fd)
+
+
+def read_nofollow(path: Path, limit: int | None = None) -> bytes:
+    """Bytes of the regular file ``path`` (at most ``limit``), never through a symbolic link (``OSError`` otherwise)."""
+    with _open_regular_nofollow(path) as fh:
+        return fh.read() if limit is None else fh.read(limit)
 
 
 def _sha256_nofollow(path: Path) -> str:
-    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0))
-    try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            raise IsADirectoryError(f"{path}: not a regular file")
-        h = hashlib.sha256()
-        with os.fdopen(fd, "rb", closefd=False) as fh:
-            for chunk in iter(lambda: fh.read(1 << 20), b""):
-                h.update(chunk)
-        return h.hexdigest()
-    finally:
-        os.close(fd)
+    with _open_regular_nofollow(path) as fh:
+        return _sha256_of(fh)
 
 
 def completeness(path: str | os.PathLike[str]) -> tuple[dict[str, str] | None, str]:
@@ -260,7 +263,7 @@ def completeness(path: str | os.PathLike[str]) -> tuple[dict[str, str] | None, s
     if not stat.S_ISDIR(st.st_mode):
         return None, "not a directory"
     try:
-        raw = _read_nofollow(path / COMPLETE_MARKER, 1 << 24)
+        raw = read_nofollow(path / COMPLETE_MARKER, 1 << 24)
     except FileNotFoundError:
         return None, "no COMPLETE marker (interrupted or still running)"
     except OSError:

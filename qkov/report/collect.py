@@ -99,11 +99,11 @@ def read_summary(out: Path) -> tuple[dict[str, Any] | None, str]:
     type (``stages``/``runs``/``skipped`` lists, ``runs`` entries objects with string ``name``/``stage``)
     is dropped whole and ``problem`` says why in one line; ``(None, "")`` when there is no summary.
     """
-    from qkov.core.runstore import _read_nofollow
+    from qkov.core.runstore import read_nofollow
 
     path = out / "reproduce.json"
     try:
-        raw = _read_nofollow(path, 1 << 26)
+        raw = read_nofollow(path, 1 << 26)
     except FileNotFoundError:
         return None, ""
     except OSError:
