@@ -15,6 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from simulation import generated_optim as gen
+from simulation.full_matrix import effective
 from simulation.model_matrices import observables as measure_observables
 from simulation.optimizer_maps import (
     OptimizerSpec,
@@ -22,6 +23,7 @@ from simulation.optimizer_maps import (
     symmetric_distance,
     symmetric_projection,
 )
+from theory.parametrization import Parametrization
 
 
 @dataclass(frozen=True)
@@ -38,18 +40,11 @@ class TorchRun:
     v_spread: np.ndarray
 
 
-def effective(param: str, mats: dict) -> tuple:
-    """``(W_KQ, W_OV)`` of a dict of (torch or numpy) parameters."""
-    wkq = mats["W_K"].T @ mats["W_Q"] if "W_K" in mats else mats["W_KQ"]
-    wov = mats["W_O"] @ mats["W_V"] if "W_O" in mats else mats["W_OV"]
-    return wkq, wov
-
-
 def population_loss(param: str, mats: dict, K: int, M: int):
     """MODEL.md's population loss of torch parameters (differentiable)."""
     import torch
 
-    wkq, wov = effective(param, mats)
+    wkq, wov = effective(mats, Parametrization(param))  # the registry's effective matrices (numpy or torch)
     q = K + M
     seq = torch.as_tensor(np.concatenate([np.arange(K)[:, None], np.tile(np.arange(K, K + M), (K, 1)),
                                           np.full((K, 1), q)], 1))
@@ -84,7 +79,7 @@ def train_full(param: str, spec: OptimizerSpec, *, K: int, M: int, eta_qk: float
     def snap(n):
         mats = {k: p.detach().numpy().copy() for k, p in params.items()}
         w, _ = symmetric_projection(param, mats, K, M)
-        wkq, wov = effective(param, mats)
+        wkq, wov = effective(mats, Parametrization(param))  # the registry's effective matrices (numpy or torch)
         o = measure_observables(wkq, wov, K, M)
         rows.append((n, w, symmetric_distance(param, mats, K, M), o.u, o.v, o.p, o.loss, o.v_spread))
 
@@ -99,4 +94,4 @@ def train_full(param: str, spec: OptimizerSpec, *, K: int, M: int, eta_qk: float
     return TorchRun(np.array(cols[0]), np.array(cols[1]), *(np.array(c) for c in cols[2:]))
 
 
-__all__ = ["TorchRun", "effective", "population_loss", "torch_optimizer", "train_full"]
+__all__ = ["TorchRun", "population_loss", "torch_optimizer", "train_full"]
