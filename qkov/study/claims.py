@@ -43,6 +43,7 @@ UNTESTED = ""
 
 CLAIMS_FILE = "claims.json"
 
+
 @dataclasses.dataclass(frozen=True)
 class Evidence:
     """What one run says about one claim.

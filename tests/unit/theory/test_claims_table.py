@@ -116,3 +116,11 @@ def test_the_derived_ledger_agrees_with_the_table_and_states_no_more_than_its_ch
     assert payload["summary"]["at_one_point_or_size"] >= len(scoped) > 0
     for cid, e in led.items():   # every listed check supports the claim by its tag
         assert all(cid in c["claims"] for c in checks if c["name"] in e["evidence"]), cid
+
+
+def test_the_claims_table_names_the_stages_the_study_runs():
+    """theory cannot import the app, so the stage names stand in both layers: they must be the same, in order."""
+    from qkov.study.stages import STAGE_NAMES
+    from theory.claims import STAGES
+
+    assert STAGES == STAGE_NAMES
