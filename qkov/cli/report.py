@@ -28,7 +28,7 @@ def report(out: str) -> None:
     except FileNotFoundError as exc:
         raise field_error("out", out, f"must hold a study's runs ({exc})") from None
     except OSError as exc:  # disk full, read-only --out: one line, the runs are untouched
-        from qkov.study.reproduce import report_failure
+        from qkov.study.reproduce_study import report_failure
 
         raise click.ClickException(f"report: not written: {report_failure(exc)}") from None
     click.echo(f"markdown: {md_path.resolve()}")

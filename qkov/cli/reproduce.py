@@ -37,7 +37,7 @@ from qkov.study.stages import STAGE_NAMES
 def reproduce(quick: bool, out: Path, data_dir: str | None, scheduler: str | None, workers: str | None,
               retries: str, stages: str, progress: bool) -> None:
     """Run every stage of the study that exists, resumably, and build the report."""
-    from qkov.study.reproduce import reproduce as run_study
+    from qkov.study.reproduce_study import reproduce as run_study
 
     study = injected("stages")  # the registry's stages unless the caller passed others (tests: fake stages)
     names = STAGE_NAMES if study is None else tuple(s.name for s in study)
