@@ -18,6 +18,7 @@ from qkov.core.runstore import is_complete, run_dir_for, to_json_text
 from qkov.core.lock import results_lock
 
 from validation.real.config import DATASETS, MODELS, OPTIMIZERS, RECIPES, RealRunConfig
+from validation.real import datasets as dataset_registry
 from validation.real.run import load_dataset
 from qkov.study.real_stage import execute_run, execute_runs_stacked, stack_groups
 from qkov.study.real_stage import KIND, sweep_configs
@@ -95,7 +96,7 @@ def real(datasets, ratios, seeds, optimizers, model: str | None, param: str, lay
     configs = [parse_config(RealRunConfig, **c.to_json_dict()) for c in sweep]
     for ds in datasets:  # validate every file before training anything
         load_dataset(ds, str(data))
-    if stacked and (bf16 or any(c.model == "minilm" or c.dataset == "squad" for c in configs)):
+    if stacked and (bf16 or any(c.model == "minilm" or dataset_registry.get(c.dataset).task == "generation" for c in configs)):
         raise field_error("stacked", "true", "only for the paper and small classifiers (HateXplain, SVA), without --bf16")
     run_dirs = [run_dir_for(out, KIND, cfg.to_json_dict()) for cfg in configs]
     with results_lock(out, "qkov validate real"):  # one writer per results directory

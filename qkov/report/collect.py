@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import re
 from pathlib import Path
 from typing import Any
 
@@ -84,7 +83,7 @@ def stage_of_kind(kind: str) -> str:
         return "simulate"
     if "synthetic" in k or k.startswith(("synth", "figure2", "adam")):
         return "synthetic"
-    if re.search(r"real|hatexplain|sva|squad", k):
+    if "real" in k:  # validate-real, real-sweep-summary
         return "real"
     return "other"
 

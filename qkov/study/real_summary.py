@@ -39,6 +39,7 @@ from qkov.study.claims import Evidence, write_evidence
 from validation.metrics.dtap import plot_dtap
 from validation.metrics.stats import BOOT_SEED, N_BOOT, bootstrap_diff, holm, paired  # noqa: F401 (re-exported)
 from validation.real.config import PAPER_RATIO
+from validation.real.datasets import DATASETS as DATASET_REGISTRY
 
 MIN_EFFECT = 0.01
 """Smallest change of the mean relevant mass (1 percentage point) that counts as a change."""
@@ -46,11 +47,8 @@ MARGIN = {"accuracy": 0.01, "f1": 1.0}
 """'No worse' margin of the task metric: 1 point (accuracy as a fraction, SQuAD F1 in percent)."""
 ALPHA = 0.05
 N_LEVELS = 3
-PAPER = {
-    "squad": "AC about 12% -> 43% at QK multiplier 20 (6-layer GPT-2-tokenizer decoder, GloVe-300, SQuAD v2.0)",
-    "hatexplain": "numbers not in PAPER.md (QK multiplier 30, 1 layer, 4 heads)",
-    "sva": "numbers not in PAPER.md (QK multiplier 100, SGD momentum 0.99)",
-}
+PAPER = {k: d.paper_result for k, d in DATASET_REGISTRY.items()}
+"""What the paper reports per dataset (declared in :mod:`validation.real.datasets`)."""
 CLASS_METRICS = ("accuracy", "macro_f1", "relevant_mass_mean", "attention_confidence", "acmc", "token_f1",
                  "auprc", "comprehensiveness_aopc", "sufficiency_aopc")
 SQUAD_METRICS = ("f1", "exact_match", "relevant_mass_mean", "attention_confidence", "acmc",
@@ -60,13 +58,20 @@ PAIRED = ("relevant_mass_mean", "attention_confidence", "acmc")
 VIEWS = ("fixed_epoch", "best_val")
 
 
+def _generates(dataset: str) -> bool:
+    """Whether ``dataset``'s task is generation (SQuAD's decoder), from the registry; unknown names classify."""
+    entry = DATASET_REGISTRY.get(dataset)
+    return entry is not None and entry.task == "generation"
+
+
 def task_metric(dataset: str) -> str:
-    """The accuracy-like metric of ``dataset`` (SQuAD: F1 in percent)."""
-    return "f1" if dataset == "squad" else "accuracy"
+    """The accuracy-like metric of ``dataset`` (its registry entry's ``summary_metric``; SQuAD: F1 in percent)."""
+    entry = DATASET_REGISTRY.get(dataset)
+    return entry.summary_metric if entry is not None else "accuracy"
 
 
 def metric_names(dataset: str) -> tuple[str, ...]:
-    return SQUAD_METRICS if dataset == "squad" else CLASS_METRICS
+    return SQUAD_METRICS if _generates(dataset) else CLASS_METRICS
 
 
 def flat(m: dict[str, Any], prefix: str = "") -> dict[str, float]:
@@ -230,7 +235,7 @@ def summarise_groups(runs: list[dict[str, Any]]) -> dict[str, Any]:  # noqa: C90
                         uni = flat(run["metrics"].get("baseline", {}).get("uniform") or {})
                         byr[ratio][s] = _with_gains({k: v for k, v in hit.items() if not isinstance(v, list)}, uni)
             matched.append({"level": lev, "rows": _rows(byr, gain_names + ("step", "epoch", "train_loss")),
-                            "paired": _paired_view(byr, PAIRED + (tm if dataset != "squad" else "answer_prob_geomean",)),
+                            "paired": _paired_view(byr, PAIRED + ("answer_prob_geomean" if _generates(dataset) else tm,)),
                             "_by_ratio": byr})
         # bootstrap of the task metric difference from per-item scores
         boot: dict[str, Any] = {}
@@ -411,7 +416,7 @@ def _fmt(cell: Any, scale: float = 1.0) -> str:
 TABLE_COLS = {"class": ("accuracy", "relevant_mass_mean", "attention_confidence",
                         "attention_confidence_gain_over_uniform", "acmc", "acmc_gain_over_uniform", "token_f1",
                         "auprc", "comprehensiveness_aopc", "sufficiency_aopc"),
-              "squad": ("f1", "exact_match", "relevant_mass_mean", "layer_average.relevant_mass_mean",
+              "generation": ("f1", "exact_match", "relevant_mass_mean", "layer_average.relevant_mass_mean",
                         "max_over_layers.relevant_mass_mean", "attention_confidence",
                         "attention_confidence_gain_over_uniform", "acmc", "acmc_gain_over_uniform", "token_f1",
                         "auprc", "answer_prob_geomean", "f1_shuffled_contexts",
@@ -423,7 +428,7 @@ def markdown_tables(groups: dict[str, Any], tests: list[dict[str, Any]] | None =
     """Per group one table (every view x ratio, baselines included), the Holm table and the verdicts."""
     lines = []
     for name, g in groups.items():
-        cols = TABLE_COLS["squad" if g["dataset"] == "squad" else "class"]
+        cols = TABLE_COLS["generation" if _generates(g["dataset"]) else "class"]
         lines += [f"### {name} (claim ratio {g['claim_ratio']:g}; paper: {g['paper']})", "",
                   "| view | ratio | seeds | " + " | ".join(cols) + " |",
                   "| --- | --- | --- | " + " | ".join("---" for _ in cols) + " |"]

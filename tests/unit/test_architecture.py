@@ -118,3 +118,27 @@ def test_training_loads_no_symbolic_theory():
     loaded = _modules_after("from validation.synthetic.experiment import SyntheticConfig, run_grid\n"
                             "run_grid(SyntheticConfig(params=('FAFO',), ratios=(3.0,), steps=20, log_every=10))")
     assert loaded & (SYMBOLIC - {"sympy"}) == set()
+
+
+DATASET_HOMES = ("validation/real/datasets.py", "validation/real/fetch.py", "validation/real/squad_run.py")
+"""The registry, the downloader's source table and SQuAD's own decoder run; loaders (``*_data.py``) too."""
+
+
+def test_no_module_outside_the_dataset_registry_names_a_dataset():
+    """A dataset is declared once (docs/architecture.md "Adding things"): a string constant equal to a registered
+    dataset's name in any other module of validation/ or qkov/ (docstrings aside) is a branch on its name."""
+    from validation.real.datasets import NAMES
+
+    hits = []
+    for pkg in ("validation", "qkov"):
+        for path in sorted((ROOT / pkg).rglob("*.py")):
+            rel = path.relative_to(ROOT).as_posix()
+            if rel in DATASET_HOMES or rel.endswith("_data.py"):
+                continue
+            tree = ast.parse(path.read_text(), filename=rel)
+            docs = {id(n.body[0].value) for n in ast.walk(tree)
+                    if isinstance(n, (ast.Module, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
+                    and n.body and isinstance(n.body[0], ast.Expr) and isinstance(n.body[0].value, ast.Constant)}
+            hits += [f"{rel}:{n.lineno}: {n.value!r}" for n in ast.walk(tree)
+                     if isinstance(n, ast.Constant) and n.value in NAMES and id(n) not in docs]
+    assert not hits, "dataset names outside the registry:\n" + "\n".join(hits)

@@ -27,6 +27,7 @@ from theory.spec import Ge, Gt, Le, Lt, PositiveFinite, Spec
 from . import datasets as _registry
 
 DATASETS = _registry.NAMES
+DatasetName = Literal[_registry.NAMES]  # type: ignore[valid-type]  # the registry's names, read once here
 OPTIMIZERS = ("adamw", "sgd")
 MODELS = ("paper", "small", "minilm")
 RECIPES = ("ratio-only", "paper")
@@ -46,7 +47,7 @@ PAPER_OPTIMIZER = {k: d.paper_optimizer for k, d in _registry.DATASETS.items()}
 class RealRunConfig(Spec):
     """One real-data training run (see ``docs/real-data.md`` for every choice)."""
 
-    dataset: Literal["squad", "hatexplain", "sva"]
+    dataset: DatasetName
     ratio: PositiveFinite = 1.0
     seed: Annotated[int, Ge(0)] = 0
     optimizer: Literal["adamw", "sgd"] = "adamw"

@@ -29,8 +29,11 @@ EVAL_BATCH = 256
 
 
 def dtap_edges(dataset: str) -> tuple[float, ...]:
-    """DTAP bin edges: the official SQuAD edges for SQuAD, the synthetic ones otherwise."""
-    return SQUAD_MASS_EDGES if dataset == "squad" else SYNTH_EDGES
+    """DTAP bin edges: the official SQuAD edges for a generation task (SQuAD), the synthetic ones otherwise."""
+    from .datasets import DATASETS  # the registry imports the loaders, which import this module
+
+    entry = DATASETS.get(dataset)
+    return SQUAD_MASS_EDGES if entry is not None and entry.task == "generation" else SYNTH_EDGES
 
 
 def _concentration(mass: np.ndarray, p_true: np.ndarray, dataset: str) -> dict[str, Any]:
