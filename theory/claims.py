@@ -184,15 +184,15 @@ CLAIMS: dict[str, Claim] = {c.id: c for c in (
     Claim("adam-ratio-default", "Under Adam with default betas (and momentum), the measured 1-p at matched loss follows "
           "the exact reduced optimizer map while training stays near the symmetric set, and raising eta_QK/eta_OV "
           "sharpens it more than under gradient flow.", "issue 23 / simulation.optimizer_maps", ("synthetic",),
-          "gd_vs_adam", (),
+          "optimizer_map", (),
           (("synthetic", "measured 1-p at matched loss against the reduced map (where the set distance says it "
-                         "applies) and against gradient flow at the same ratios (qkov.study.adam_run)"),),
+                         "applies) and against gradient flow at the same ratios (qkov.study.optimizer_run)"),),
           (), ""),
     Claim("optimizer-stability", "The symmetric solution's transverse stability, computed before training along the "
           "reduced trajectory, says whether a symmetric-start run of each optimizer leaves the set.",
-          "issue 23 / simulation.transverse", ("synthetic",), "", (),
+          "issue 23 / simulation.transverse", ("synthetic",), "optimizer_map", (),
           (("synthetic", "per run: predicted leave/stay (finite-time Lyapunov exponent) against the measured set "
-                         "distance (qkov.study.adam_run)"),),
+                         "distance (qkov.study.optimizer_run)"),),
           (), ""),
     Claim("real-data", "On SQuAD, HateXplain and SVA, raising eta_QK/eta_OV raises interpretability metrics without "
           "hurting accuracy.", "paper, claim 4 (experiments)", ("real",), "dtap",

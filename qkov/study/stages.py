@@ -40,7 +40,7 @@ def _real() -> ModuleType:
 REGISTRY: dict[str, tuple[Callable[[], ModuleType], tuple[str, ...]]] = {
     "derive": (_derive, ("derive",)),
     "simulate": (_simulate, ("simulate-reduction", "simulate-asymptotics", "simulate-sharpness", "simulate-paper")),
-    "synthetic": (_synthetic, ("synthetic", "figure2", "adam")),
+    "synthetic": (_synthetic, ("synthetic", "figure2", "adam", "synthetic-optimizer")),
     "real": (_real, ("validate-real",)),
 }
 """stage name -> (loader of the module with its functions, the run kinds it plans)."""

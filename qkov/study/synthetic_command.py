@@ -78,18 +78,19 @@ def validate_optimizer_map(params, ratios, data: str, optimizer: str, steps: int
         raise field_error("data", data, f"--optimizer {optimizer} trains MODEL.md's population: use population")
     if init not in (None, "symmetric"):
         raise field_error("init", init, f"--optimizer {optimizer} starts on the symmetric set: use symmetric")
-    from validation.synthetic.adam_compare import optimizer_matched_loss
+    from qkov.study import optimizer_run
+    from validation.synthetic.optimizer_map_run import OptimizerMapConfig, without_curves
 
-    steps = 1000 if steps is None else steps
-    dt = 0.01 if dt is None else dt
-    config = {"params": list(params), "ratios": list(ratios), "optimizer": optimizer, "betas": list(betas),
-              "eps": eps, "weight_decay": weight_decay, "steps": steps, "dt": dt, "K": K, "M": M, "seed": seed}
-    run_dir = run_dir_for(out, "synthetic-optimizer", config)
+    cfg = parse_config(OptimizerMapConfig, optimizer=optimizer, betas=tuple(betas), eps=eps,
+                       weight_decay=weight_decay, params=tuple(params), ratios=tuple(ratios),
+                       steps=1000 if steps is None else steps, dt=0.01 if dt is None else dt, K=K, M=M, seed=seed)
+    config = cfg.to_json_dict()
+    run_dir = run_dir_for(out, optimizer_run.KIND, config)
     with results_lock(out, "qkov validate synthetic"):
-        res = [optimizer_matched_loss(p, tuple(ratios), optimizer=optimizer, betas=betas, eps=eps,
-                                      weight_decay=weight_decay, K=K, M=M, dt=dt, steps=steps) for p in params]
-        with RunWriter(run_dir, kind="synthetic-optimizer", config=config, seed=seed) as run:
-            run.write_json("metrics.json", {"config": config, "runs": res})
+        runs = cfg.data(curves=True)
+        with RunWriter(run_dir, kind=optimizer_run.KIND, config=config, seed=seed) as run:
+            optimizer_run.write_run(cfg, runs, run)
+    res = without_curves(runs)
     return run_dir, res
 
 

@@ -4,7 +4,9 @@ Runs (kind ``synthetic``): full-batch GD on the exact population from the symmet
 the ODE and closed forms), the same from a small random start, AdamW on the population, SGD on
 sampled data and SGD on the paper's Figure-2 preset. Runs of kind ``figure2`` (:mod:`qkov.study.figure2_run`):
 the paper's Figure 2, one run per parametrization (full: 5 seeds, 10^5 steps). Kind ``adam``
-(:mod:`qkov.study.adam_run`): GD against Adam at matched loss, evidence for ``adam-ratio``. Quick mode shortens each run so the stage takes
+(:mod:`qkov.study.adam_run`): GD against Adam at matched loss, evidence for ``adam-ratio``. Kind
+``synthetic-optimizer`` (:mod:`qkov.study.optimizer_run`): Adam at default betas and momentum against their
+exact reduced maps, evidence for ``adam-ratio-default`` and ``optimizer-stability``. Quick mode shortens each run so the stage takes
 about a minute on 2 cores; each run writes ``claims.json`` (:mod:`qkov.study.claims` evidence) for the
 claims it tests: :func:`evidence` turns the run's summaries into verdicts that refuse vacuous evidence
 (0 comparisons, ties within :data:`ATTENTION_RESOLUTION`, loss levels not reached, runs that did not
@@ -18,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 from qkov.core.config import parse_config
 from qkov.core.runstore import RunWriter
-from qkov.study import adam_run, figure2_run
+from qkov.study import adam_run, figure2_run, optimizer_run
 from qkov.study.claims import (THRESHOLDS, Evidence, judge_fraction, judge_order, judge_threshold, left_start,
                                order_pairs_text, write_evidence)
 from theory.parametrization import PARAMETRIZATIONS
@@ -29,6 +31,9 @@ if TYPE_CHECKING:
     import numpy as np
 
 STAGE = "synthetic"
+RUN_KINDS = {m.KIND: m for m in (figure2_run, adam_run, optimizer_run)}
+"""The stage's other run kinds, each a module with ``KIND``, ``study_configs(quick)`` and ``execute(config,
+run_dir)``: the paper's Figure 2, GD against Adam(0, 0), Adam at default betas and momentum (issue 23)."""
 ATTENTION_RESOLUTION = THRESHOLDS["attention-resolution"].bound
 """Two attention values closer than this are a tie (theory.claims.THRESHOLDS, with its reason)."""
 
@@ -47,8 +52,7 @@ def study_runs(quick: bool, data_dir: pathlib.Path | None) -> list[tuple[str, di
                         steps=100 * s * s, log_every=10 * s, test_size=500),
     ]
     return ([("synthetic", c.to_json_dict()) for c in cfgs]
-            + [(figure2_run.KIND, c.to_json_dict()) for c in figure2_run.study_configs(quick)]
-            + [(adam_run.KIND, c.to_json_dict()) for c in adam_run.study_configs(quick)])
+            + [(kind, c.to_json_dict()) for kind, module in RUN_KINDS.items() for c in module.study_configs(quick)])
 
 
 def _where(cfg: SyntheticConfig) -> str:
@@ -225,14 +229,12 @@ def write_synthetic_run(cfg: SyntheticConfig, runs: list, run: RunWriter) -> dic
 
 def execute(kind: str, config: dict, run_dir: pathlib.Path) -> None:
     """Perform one run of :func:`study_runs` into ``run_dir``."""
-    if kind == figure2_run.KIND:
-        figure2_run.execute(config, run_dir)
-        return
-    if kind == adam_run.KIND:
-        adam_run.execute(config, run_dir)
+    if kind in RUN_KINDS:
+        RUN_KINDS[kind].execute(config, run_dir)
         return
     if kind != "synthetic":
-        raise ValueError(f"kind {kind!r}: qkov.study.synthetic_stage runs 'synthetic', 'figure2' and 'adam' only")
+        raise ValueError(f"kind {kind!r}: qkov.study.synthetic_stage runs 'synthetic', {', '.join(map(repr, RUN_KINDS))} "
+                         "only")
     cfg = parse_config(SyntheticConfig, **config)
     runs = run_grid(cfg, progress=False)
     with RunWriter(run_dir, kind=kind, config=config, seed=cfg.seed) as run:

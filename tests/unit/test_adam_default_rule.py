@@ -1,6 +1,6 @@
 """The adam-ratio-default and optimizer-stability rules can come out either way (constructed inputs)."""
 
-from qkov.study.adam_run import default_betas_verdict, stability_verdict
+from qkov.study.optimizer_run import default_betas_verdict, stability_verdict
 
 
 def _pair(ratio, measured, reduced=None, flow=None, distance=1e-4, pred=None, meas=None):

@@ -348,7 +348,8 @@ def crossing(loss: np.ndarray, y: np.ndarray, level: float) -> float | None:
 def optimizer_matched_loss(param: str, ratios: tuple[float, ...], *, optimizer: str = "adam",
                            betas: tuple[float, float] = (0.9, 0.999), eps: float = 1e-8, weight_decay: float = 0.0,
                            K: int = 4, M: int = 8, dt: float = 0.01, steps: int = 1000, n_levels: int = 5,
-                           u0: float = 0.5, v0: float = 0.5, stability_steps: int = 40) -> dict:
+                           u0: float = 0.5, v0: float = 0.5, stability_steps: int = 40,
+                           curves: bool = False) -> dict:
     r"""Train the full matrices from the symmetric start under ``optimizer`` at each ratio and compare, at matched
     losses, the **measured** residual :math:`1-p` with the exact reduced map of the same optimizer
     (:func:`simulation.optimizer_maps.run_orbit_map`) and with gradient flow (:func:`simulation.reduced.integrate`),
@@ -357,7 +358,9 @@ def optimizer_matched_loss(param: str, ratios: tuple[float, ...], *, optimizer: 
 
     Levels: ``n_levels`` log-spaced losses inside every run's range. Returns ``{"levels", "pairs": [{param, ratio,
     measured, distance, reduced, flow (lists over levels, None where not reached), predicted_departure_step, ftle,
-    measured_departure_step}]}``.
+    measured_departure_step}]}``. With ``curves``, each pair also carries ``"curves"``: the logged training
+    columns ``loss, residual, set_distance`` and the reduced map's and the flow's ``loss, residual`` (float64
+    arrays, for :func:`validation.synthetic.optimizer_figure.optimizer_map_figure`).
     """
     from simulation.optimizer_maps import OptimizerSpec, run_orbit_map
     from simulation.reduced import integrate
@@ -393,4 +396,9 @@ def optimizer_matched_loss(param: str, ratios: tuple[float, ...], *, optimizer: 
                       "final_distance": float(c["set_distance"][-1]),
                       "ftle_per_step": st.ftle, "predicted_departure_step": predicted_departure_step(st),
                       "measured_departure_step": int(c["t"][off[0]] / dt + 0.5) if off.size else None})
+        if curves:
+            pairs[-1]["curves"] = {"train_loss": c["loss"], "train_residual": c["residual"],
+                                   "train_set_distance": c["set_distance"], "reduced_loss": np.asarray(red.loss),
+                                   "reduced_residual": np.asarray(red.residual), "flow_loss": np.asarray(flow.loss),
+                                   "flow_residual": np.asarray(flow.residual)}
     return {"optimizer": spec.as_json(), "K": K, "M": M, "dt": dt, "steps": steps, "levels": levels, "pairs": pairs}

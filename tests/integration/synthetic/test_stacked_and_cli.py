@@ -47,7 +47,7 @@ def test_cli_bad_values_exit_2(tmp_path, capsys, args, field):
 
 def test_study_runs_parse_and_one_executes(tmp_path):
     runs = study.study_runs(True, None)
-    assert {k for k, _ in runs} == {"synthetic", "figure2", "adam"}      # figure2, adam: test_figure2_adam_runs.py
+    assert {k for k, _ in runs} == {"synthetic", "figure2", "adam", "synthetic-optimizer"}  # the others: their own tests
     runs = [(k, c) for k, c in runs if k == "synthetic"]
     cfgs = [parse_config(SyntheticConfig, **c) for _, c in runs]
     assert {c.data for c in cfgs} == {"population", "sampled", "paper"}

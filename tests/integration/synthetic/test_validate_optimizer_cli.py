@@ -24,7 +24,10 @@ def test_adam_default_betas_reports_measured_residual_and_distance_at_matched_lo
             if d < 1e-2:
                 assert abs(m / r - 1) < 1e-3
         assert pair["predicted_departure_step"] is not None      # Adam eps=1e-8: predicted to leave the set
-    assert (tmp_path / "runs").is_dir()
+    (run_dir,) = (tmp_path / "runs").iterdir()            # the study's run kind: figure and evidence too
+    assert run_dir.name.startswith("synthetic-optimizer-") and (run_dir / "optimizer_map.png").is_file()
+    claims = {e["claim"] for e in json.loads((run_dir / "claims.json").read_text())["evidence"]}
+    assert claims == {"adam-ratio-default", "optimizer-stability"}
 
 
 def test_bad_betas_is_a_one_line_field_error(tmp_path):
