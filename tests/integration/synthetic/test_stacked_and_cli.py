@@ -9,7 +9,6 @@ import torch
 
 from qkov.core.runstore import is_complete
 from qkov.cli.main import cli, run_cli
-from qkov.core.config import parse_config
 from qkov.study import synthetic_stage as study
 from validation.synthetic.experiment import SyntheticConfig
 from validation.synthetic.stacked import train_loop, train_stacked

@@ -4,7 +4,6 @@ import math
 
 import numpy as np
 import pytest
-import torch
 
 from validation.synthetic.data import population_batch
 from validation.synthetic.experiment import SyntheticConfig, run_pair
