@@ -17,7 +17,7 @@ from pathlib import Path
 
 import click
 
-from qkov.cli.options import out_option
+from qkov.cli.options import device_option, out_option
 from qkov.cli.support import CONTEXT_SETTINGS, injected
 from qkov.core.config import ConfigError, as_choice_list
 from qkov.study.stages import STAGE_NAMES
@@ -34,8 +34,9 @@ from qkov.study.stages import STAGE_NAMES
 @click.option("--stages", type=str, default="all", show_default=True,
               help="Comma-separated stages to run: derive, simulate, synthetic, real (or all).")
 @click.option("--progress/--no-progress", default=True, help="Show a progress bar over runs.")
+@device_option(default=None)
 def reproduce(quick: bool, out: Path, data_dir: str | None, scheduler: str | None, workers: str | None,
-              retries: str, stages: str, progress: bool) -> None:
+              retries: str, stages: str, progress: bool, device: str | None, bf16: bool) -> None:
     """Run every stage of the study that exists, resumably, and build the report."""
     from qkov.study.reproduce_study import reproduce as run_study
 
@@ -43,7 +44,7 @@ def reproduce(quick: bool, out: Path, data_dir: str | None, scheduler: str | Non
     names = STAGE_NAMES if study is None else tuple(s.name for s in study)
     result = run_study("quick" if quick else "full", out, data_dir=data_dir, scheduler=scheduler, workers=workers,
                        retries=retries, only=as_choice_list("stages", stages, names), stages=study,
-                       progress=progress, echo=click.echo)
+                       progress=progress, echo=click.echo, device=device, bf16=bf16)
     if result.report is None:
         failed = f"{len(result.failed)} runs failed and " if result.failed else ""
         raise click.ClickException(f"{failed}the report could not be written; fix the cause and rerun the same "

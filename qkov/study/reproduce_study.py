@@ -16,6 +16,8 @@ the report is built from the complete runs. Progress lines go to ``echo``.
 
 from __future__ import annotations
 
+import contextlib
+
 import dataclasses
 import os
 import re
@@ -119,7 +121,7 @@ def reproduce(preset: str = "quick", out: str | os.PathLike[str] = "qkov-results
               data_dir: str | os.PathLike[str] | None = None, scheduler: str | None = None,
               workers: int | None = None, retries: int = 2, only: Sequence[str] | None = None,
               stages: Sequence[engine.Stage] | None = None, progress: bool = False,
-              echo: Echo = _print) -> ReproduceResult:
+              echo: Echo = _print, device: str | None = None, bf16: bool = False) -> ReproduceResult:
     """Run every stage of the study into ``out``, resumably, and build ``out/report.html``.
 
     ``preset``: ``quick`` or ``full`` (:data:`PRESETS`); ``data_dir``: the real-data directory (else
@@ -131,7 +133,15 @@ def reproduce(preset: str = "quick", out: str | os.PathLike[str] = "qkov-results
     symbolic-link run directory or an unreachable scheduler. ``KeyboardInterrupt`` propagates after one line
     saying how many runs are complete and kept. Failed runs and an unwritable report are *returned*
     (``result.failed``, ``result.report_error``), not raised.
+
+    ``device`` (``auto | cpu | cuda[:N] | mps``; default ``$QKOV_DEVICE``, else ``auto``) and ``bf16`` are where
+    the real stage trains (each run's manifest records them); an absent device, or bf16 off CUDA, is a
+    :class:`ConfigError` before anything is written. They reach the local cluster's workers through
+    ``$QKOV_DEVICE``/``$QKOV_BF16`` (restored afterwards); workers of an external ``scheduler`` read their own
+    environment. The synthetic, Figure 2 and optimizer runs train on the CPU in float64 by design (models of
+    a few hundred parameters, where a GPU only adds launch overhead) and ignore it.
     """
+    env = _device_env(device, bf16)
     names = STAGE_NAMES if stages is None else tuple(s.name for s in stages)
     selected = tuple(only) if only is not None else names
     bad = [s for s in selected if s not in names]
@@ -147,7 +157,40 @@ def reproduce(preset: str = "quick", out: str | os.PathLike[str] = "qkov-results
             from qkov.study.connect import check_scheduler
 
             check_scheduler(cfg.scheduler)  # unreachable / not Dask / unresolvable: one line within seconds
-        return _run(cfg, plan, data, progress, echo)
+        with _environment(env):
+            return _run(cfg, plan, data, progress, echo)
+
+
+def _device_env(device: str | None, bf16: bool) -> dict[str, str]:
+    """The real stage's ``$QKOV_DEVICE``/``$QKOV_BF16`` for ``device``/``bf16``, checked present first
+    (:class:`ConfigError`, one line); ``{}`` when neither is asked for (the caller's environment stands)."""
+    if device is None and not bf16:
+        return {}
+    from qkov.study.real_stage import BF16_ENV, DEVICE_ENV
+    from validation.device import DeviceError, check_autocast, parse_device, resolve_device
+
+    text = device if device is not None else os.environ.get(DEVICE_ENV, "auto") or "auto"
+    try:
+        text = parse_device(text)
+        check_autocast(resolve_device(text), bf16)
+    except DeviceError as exc:
+        raise field_error("bf16" if bf16 and "bf16" in exc.why else "device", text, exc.why) from None
+    return {DEVICE_ENV: text, BF16_ENV: "1" if bf16 else "0"}
+
+
+@contextlib.contextmanager
+def _environment(values: dict[str, str]):
+    """``os.environ`` updated with ``values`` for the body, restored afterwards."""
+    old = {k: os.environ.get(k) for k in values}
+    os.environ.update(values)
+    try:
+        yield
+    finally:
+        for k, v in old.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
 
 
 def _announce(cfg: ReproduceConfig, plan: engine.StudyPlan, data: Path | None, echo: Echo) -> None:

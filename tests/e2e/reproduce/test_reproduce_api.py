@@ -44,7 +44,10 @@ def test_reproduce_runs_a_study_from_python_and_returns_what_it_did(tmp_path, fa
 
 
 @pytest.mark.parametrize("kwargs, field", [({"preset": "medium"}, "preset"), ({"only": ["nope"]}, "stages"),
-                                           ({"workers": 0}, "workers")])
+                                           ({"workers": 0}, "workers"), ({"device": "tpu"}, "device"),
+                                           ({"device": "cuda:99"}, "device"),
+                                           ({"device": "cpu", "bf16": True}, "bf16")],
+                         ids=["preset", "stages", "workers", "device-unknown", "device-absent", "bf16-on-cpu"])
 def test_reproduce_rejects_bad_options_before_any_work(tmp_path, fake_stages, kwargs, field):
     from qkov.core.config import ConfigError
     from qkov.study import reproduce
@@ -52,6 +55,39 @@ def test_reproduce_rejects_bad_options_before_any_work(tmp_path, fake_stages, kw
     kwargs = {"preset": "quick", **kwargs}
     with pytest.raises(ConfigError, match=f"^{field}: "):
         reproduce(kwargs.pop("preset"), tmp_path / "out", stages=FAKE_STAGES, **kwargs)
+    assert not (tmp_path / "out").exists()
+
+
+def test_device_reaches_the_workers_environment_for_the_run_and_is_restored(tmp_path, fake_stages, monkeypatch):
+    """The real stage's workers read $QKOV_DEVICE/$QKOV_BF16 (qkov.study.real_stage.stage_device): reproduce sets
+    them while the study runs (the local cluster starts inside) and puts the caller's values back."""
+    from qkov.study import reproduce, reproduce_study
+
+    seen = {}
+
+    def fake_run(cfg, plan, data, progress, echo):
+        import os
+
+        seen.update(device=os.environ.get("QKOV_DEVICE"), bf16=os.environ.get("QKOV_BF16"))
+        return "ran"
+
+    monkeypatch.setattr(reproduce_study, "_run", fake_run)
+    monkeypatch.setenv("QKOV_DEVICE", "auto")
+    monkeypatch.delenv("QKOV_BF16", raising=False)
+    assert reproduce("quick", tmp_path / "out", stages=FAKE_STAGES, device="CPU") == "ran"
+    assert seen == {"device": "cpu", "bf16": "0"}
+    import os
+
+    assert os.environ["QKOV_DEVICE"] == "auto" and "QKOV_BF16" not in os.environ
+    seen.clear()
+    reproduce("quick", tmp_path / "out", stages=FAKE_STAGES)       # not asked: the caller's environment stands
+    assert seen == {"device": "auto", "bf16": None}
+
+
+def test_cli_device_absent_is_one_line_exit_2_with_nothing_written(tmp_path, fake_stages, capsys):
+    rc = run_cli(cli, ["reproduce", "--device", "cuda:99", "--out", str(tmp_path / "out")])
+    err = capsys.readouterr().err
+    assert rc == 2 and err.startswith("qkov: error: device: cuda:99: ") and len(err.strip().splitlines()) == 1
     assert not (tmp_path / "out").exists()
 
 
