@@ -130,13 +130,15 @@ def global_results(full_matrix: bool = True) -> GlobalResults:
     from theory.full_matrix_check import full_matrix_checks
     from theory.ordering import sharpness_ordering
     from theory.paper import paper_mapping_checks
+    from theory.optimizer_rescaling import sign_rescaling_checks
     from theory.rescaling import matrix_identity_checks, rescaling_checks
     from theory.symmetric_line import line_checks
 
     return GlobalResults(
         symmetric_subspace=tuple(tag("symmetric-line", line_checks())),
         full_matrix=tuple(tag("full-matrix", full_matrix_checks(quick=not full_matrix))),
-        rescaling_general=tuple(tag("rescaling", matrix_identity_checks() + rescaling_checks())),
+        rescaling_general=tuple(tag("rescaling", matrix_identity_checks() + rescaling_checks()
+                                    + sign_rescaling_checks())),
         paper_mapping=tuple(tag("paper-mapping", paper_mapping_checks())),
         ordering=sharpness_ordering(),
     )

@@ -14,6 +14,8 @@ from typing import Any
 
 import sympy as sp
 
+from theory.optimizer_rescaling import sign_rescaling
+
 
 def _all_pass(checks) -> bool:
     return all(c.passed for c in checks)
@@ -128,7 +130,12 @@ def claims_ledger(derivations: dict, glob) -> list[dict[str, Any]]:
         _entry("rescaling", status("rescaling", "derived"),
                (f"General: dW/dt = -eta (W1 W1^T G + G W2^T W2) with W1^T W1 - W2 W2^T conserved. On the "
                 f"symmetric set: rho_OV = {sp.sstr(derivations.get('CAFO', first).rho_ov)}, "
-                f"rho_QK = {sp.sstr(derivations.get('FACO', first).rho_qk)}; balanced start: rho_OV = 2u."),
+                f"rho_QK = {sp.sstr(derivations.get('FACO', first).rho_qk)}; balanced start: rho_OV = 2u. "
+                f"Under sign descent (Adam's beta -> 0, eps -> 0 limit) a factorized scalar w = xy is rescaled by "
+                f"{sp.sstr(sign_rescaling().in_state)} = {sp.sstr(sign_rescaling().in_effective)} (x - y conserved; "
+                f"balanced: {sp.sstr(sign_rescaling().balanced)}, not 2w); on the symmetric set its orbits separate, "
+                "so no single factor exists there (the exact reduced maps are the statement). Heavy-ball momentum: "
+                "gradient flow's factor, time scaled by 1/(1 - beta) as dt -> 0."),
                ev("rescaling")),
         _entry("fixed-lines", status("fixed-lines", "refined"),
                ("Collapsed circuits move exactly on fixed lines (W_OV along P E_d^T; the query column of W_KQ "
