@@ -76,17 +76,30 @@ def register_integrator(*names: str) -> Callable[[Integrator], Integrator]:
     return deco
 
 
+class StepTimeError(ValueError):
+    """A time the stepped solvers cannot stop at: ``time`` (the first bad one) and ``why`` (what is allowed)."""
+
+    def __init__(self, time: float, why: str):
+        super().__init__(f"time {time:g} {why}")
+        self.time, self.why = time, why
+
+
 def steps_for_times(t_eval, dt: float) -> np.ndarray:
-    """Step counts ``round(t / dt)`` ``(T,)``; a time that is not a multiple of ``dt`` (:data:`DT_TOLERANCE`) is an error."""
+    """Step counts ``round(t / dt)`` ``(T,)``; a time that is not a multiple of ``dt`` (:data:`DT_TOLERANCE`), or
+    that falls on the step of the time before it, is a :class:`StepTimeError` naming it."""
     t_eval = np.atleast_1d(np.asarray(t_eval, dtype=float))
     if not dt > 0:
         raise ValueError(f"dt = {dt:g}: must be > 0")
     n = np.rint(t_eval / dt).astype(np.int64)
     bad = np.abs(n * dt - t_eval) > DT_TOLERANCE * np.maximum(1.0, t_eval)
     if np.any(bad):
-        raise ValueError(f"time {t_eval[bad][0]:g} is not a multiple of dt = {dt:g}")
-    if np.any(n < 0) or np.any(np.diff(n) <= 0):
-        raise ValueError("times must be strictly increasing non-negative multiples of dt")
+        raise StepTimeError(float(t_eval[bad][0]), f"is not a multiple of dt = {dt:g}")
+    if np.any(n < 0):
+        raise StepTimeError(float(t_eval[n < 0][0]), "is negative: times must be non-negative multiples of dt")
+    same = np.flatnonzero(np.diff(n) <= 0)
+    if same.size:
+        raise StepTimeError(float(t_eval[same[0] + 1]), f"falls on the same step of dt = {dt:g} as the time "
+                            "before it: times must be strictly increasing multiples of dt")
     return n
 
 

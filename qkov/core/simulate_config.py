@@ -81,20 +81,15 @@ def _check_start(cfg: SimulateConfig) -> None:
 def _check_steps(cfg: SimulateConfig) -> None:
     """The stepped methods: times on distinct multiples of dt, a bounded number of steps, bounded matrices."""
     fail = _fail
-    # The solvers' one rule (simulation.integrators.steps_for_times), checked here so that a time they would
+    # The solvers' one rule (simulation.integrators.steps_for_times), asked here so that a time they would
     # reject is one line before any work.
-    from simulation.integrators import DT_TOLERANCE as tol
+    from simulation.integrators import StepTimeError, steps_for_times
 
     how = f"--method {cfg.method}" + ("" if cfg.optimizer == "flow" else f" --optimizer {cfg.optimizer}")
-    steps: list[int] = []
-    for x in cfg.t:
-        n = round(x / cfg.dt)
-        if abs(n * cfg.dt - x) > tol * max(1.0, x):
-            fail("t", x, f"must be a multiple of dt = {cfg.dt:g} for {how}")
-        if steps and n <= steps[-1]:
-            fail("t", x, f"falls on the same step of dt = {cfg.dt:g} as the time before it: times must be "
-                 "distinct multiples of dt")
-        steps.append(n)
+    try:
+        steps_for_times(cfg.t, cfg.dt)
+    except StepTimeError as exc:
+        fail("t", exc.time, f"{exc.why} (for {how})")
     if cfg.t[-1] / cfg.dt > MAX_FULL_STEPS:
         fail("t", cfg.t[-1], f"needs more than {MAX_FULL_STEPS:.0e} steps of dt = {cfg.dt:g}; use a larger dt "
              "or a shorter time")

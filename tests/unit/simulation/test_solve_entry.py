@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from simulation import solve
-from simulation.integrators import DT_TOLERANCE, steps_for_times
+from simulation.integrators import DT_TOLERANCE, StepTimeError, steps_for_times
 from simulation.paper_sim import paper_rk4
 from simulation.solve import IntegrationError
 
@@ -62,6 +62,16 @@ def test_dt_rule():
         steps_for_times([0.125], 0.05)
     with pytest.raises(ValueError, match="not a multiple"):
         steps_for_times([1.0 + 1e3 * DT_TOLERANCE], 0.05)
+
+
+def test_dt_rule_names_the_first_time_it_rejects():
+    """The CLI's one-line errors take the value from the solvers' own rule (qkov.core.simulate_config)."""
+    with pytest.raises(StepTimeError) as err:
+        steps_for_times([0.1, 0.3, 0.3 + 0.1 * DT_TOLERANCE, 0.5], 0.05)
+    assert err.value.time == pytest.approx(0.3) and "same step" in err.value.why
+    with pytest.raises(StepTimeError) as err:
+        steps_for_times([0.1, 0.125, 0.175], 0.05)
+    assert err.value.time == 0.125 and "not a multiple of dt = 0.05" in err.value.why
 
 
 def test_method_and_system_are_exclusive():
