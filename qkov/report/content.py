@@ -81,6 +81,11 @@ CAPTIONS: dict[str, str] = {
     "gd_vs_adam": "1-p against the loss (falling to the right), GD left, Adam right, one colour per ratio; dotted: "
                   "the derived sign-descent law. Under GD the ratio shifts the curve by a factor; under Adam it "
                   "changes its slope, until the eps floor flattens it.",
+    "optimizer_map": "One optimizer (Adam at default betas, or momentum) from the symmetric start: measured 1-p "
+                     "against the loss (solid, falling to the right), the optimizer's exact reduced map (dashed) and "
+                     "gradient flow (dotted), one colour per ratio; beneath, the measured distance from the symmetric "
+                     "set. The reduced map should lie on the training curve while the distance is small; a larger gap "
+                     "between ratios than gradient flow's is the extra sharpening.",
     "dtap": "DTAP heatmap of a real-data group: percentage of test instances by probability of the true token (x) "
             "and attention on the relevant tokens (y) (validation.metrics.dtap.plot_dtap).",
 }
