@@ -18,6 +18,7 @@ interrupted run never reads as complete: :func:`is_complete` checks the marker
 from __future__ import annotations
 
 import contextlib
+import contextvars
 import datetime as _dt
 import hashlib
 import io
@@ -131,6 +132,22 @@ def _now() -> str:
     return _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
 
 
+_RUN_STARTED: contextvars.ContextVar[str | None] = contextvars.ContextVar("qkov_run_started", default=None)
+
+
+@contextlib.contextmanager
+def run_clock() -> Iterator[str]:
+    """Marks the start of one run's whole computation: a :class:`RunWriter` opened inside records this time as
+    its manifest's ``started`` (else the moment the writer is made, which for most runs is after the work), so
+    ``ended - started`` is the run's compute and writing time. The study engine wraps each run in it."""
+    started = _now()
+    token = _RUN_STARTED.set(started)
+    try:
+        yield started
+    finally:
+        _RUN_STARTED.reset(token)
+
+
 class RunWriter:
     """Writes one run directory in the results convention.
 
@@ -152,7 +169,7 @@ class RunWriter:
         self.kind = kind
         self.config = dict(config)
         self.seed = seed
-        self.started = _now()
+        self.started = _RUN_STARTED.get() or _now()  # the run's start under run_clock(), else now
         self._files: list[str] = []
 
     def __enter__(self) -> "RunWriter":

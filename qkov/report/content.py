@@ -22,8 +22,23 @@ OUTCOMES = ("holds", "holds in part", "contradicted", "inconclusive", "insuffici
 """What the headline counts, in its order."""
 
 
-def _short(text: str, n: int = 160) -> str:
-    return text if len(text) <= n else text[: n - 3] + "..."
+HEADLINE_NUMBERS_CHARS = 280
+"""How much of a contradicting line of numbers the headline shows (the quick study's longest, Figure 2's, is
+260 characters; a longer one is cut at a clause boundary, never inside a number)."""
+
+
+def _short(text: str, n: int = HEADLINE_NUMBERS_CHARS) -> str:
+    """``text`` when it has at most ``n`` characters, else its longest prefix that ends before a clause
+    boundary (``"; "`` or ``", "``, else a space) within ``n - 4`` characters, followed by ``" ..."``: a cut
+    never splits a number (``"max gap 0.44"`` is never shown as ``"max gap 0...."``)."""
+    if len(text) <= n:
+        return text
+    head = text[: n - 4]
+    for sep in ("; ", ", ", " "):
+        cut = head.rfind(sep)
+        if cut > 0:
+            return head[:cut].rstrip(" ;,(") + " ..."
+    return head + " ..."
 
 
 def headline(rows: list[LedgerRow]) -> str:

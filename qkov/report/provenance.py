@@ -57,17 +57,22 @@ def full_adds() -> str:
 
 
 def run_seconds(run: RunRecord) -> tuple[float | None, str]:
-    """``(seconds, source)``: the training wall time recorded by the run, else the manifest's span."""
+    """``(seconds, source)``: the longer of the manifest's span (``started`` to ``ended``: the whole run when the
+    study engine ran it under :func:`qkov.core.runstore.run_clock`, only its writing when a command wrote it
+    after computing) and the training wall time the run records (``metrics.wall_s``, a lower bound of the run's
+    time). ``source`` is ``"run"`` or ``"training"``, whichever was longer; ``(None, "")`` with neither."""
     m = run.metrics.get("metrics") if isinstance(run.metrics.get("metrics"), dict) else {}
     wall = m.get("wall_s") if isinstance(m, dict) else None
-    if isinstance(wall, (int, float)) and not isinstance(wall, bool) and wall >= 0:
-        return float(wall), "training"
+    training = float(wall) if isinstance(wall, (int, float)) and not isinstance(wall, bool) and wall >= 0 else None
     try:
         s = _dt.datetime.fromisoformat(run.manifest["started"])
         e = _dt.datetime.fromisoformat(run.manifest["ended"])
-        return (e - s).total_seconds(), "manifest"
+        span: float | None = (e - s).total_seconds()
     except (KeyError, TypeError, ValueError):
-        return None, ""
+        span = None
+    if training is not None and (span is None or training > span):
+        return training, "training"
+    return (span, "run") if span is not None else (None, "")
 
 
 def _sizes(cfg: dict[str, Any]) -> str:
@@ -90,9 +95,13 @@ def study_lines(results: StudyResults) -> list[str]:
         lines.append(f"Total wall time of this reproduce call: {total:.0f} s (started {summ['started']}).")
     except (KeyError, TypeError, ValueError):
         pass
-    secs = [run_seconds(r)[0] for r in results.runs]
-    if any(s is not None for s in secs):
-        lines.append(f"Sum of per-run times: {sum(s for s in secs if s is not None):.0f} s over {len(results.runs)} runs.")
+    timed = [run_seconds(r) for r in results.runs]
+    if any(s is not None for s, _ in timed):
+        n_train = sum(1 for s, src in timed if s is not None and src == "training")
+        lines.append(f"Sum of per-run times: {sum(s for s, _ in timed if s is not None):.0f} s over "
+                     f"{len(results.runs)} runs (each run's start to end on its worker"
+                     + (f"; {n_train} runs written after the fact count their recorded training time" if n_train
+                        else "") + ").")
     machines = sorted({str(r.manifest.get("platform", "")) for r in results.runs if r.manifest.get("platform")})
     if machines:
         lines.append("Machine: " + "; ".join(machines) + ".")

@@ -34,7 +34,7 @@ from pathlib import Path
 from typing import Any, Callable, Sequence
 
 from qkov.core.config import ConfigError
-from qkov.core.runstore import atomic_write_json, config_key, is_complete
+from qkov.core.runstore import atomic_write_json, config_key, is_complete, run_clock
 from theory.errors import InputError
 
 @dataclasses.dataclass(frozen=True)
@@ -202,7 +202,8 @@ def execute_run(execute: Callable[[str, dict, Path], None], kind: str, config: d
     if path.exists():
         shutil.rmtree(path)
     try:
-        execute(kind, config, path)
+        with run_clock():  # the manifest's 'started' is the run's start, not its writer's
+            execute(kind, config, path)
     except Exception as exc:
         # A run that failed (disk full, read-only, out of memory, a bug) leaves no partial files behind:
         # they would hold disk space the report needs, and it is redone from scratch anyway.

@@ -48,3 +48,13 @@ def test_support_for_a_claim_that_holds_in_part_is_not_counted_as_holding():
     runs = [run("d", "derive", [Evidence("sharpness-order", "derive", "supports", "4/4 pairs, asymptotically")])]
     rows = {r.id: r for r in build_ledger(results(runs, [{"id": "sharpness-order", "holds": "in part"}]))}
     assert rows["sharpness-order"].outcome == "holds in part"
+
+
+def test_headline_cuts_a_long_line_of_numbers_between_clauses_not_inside_a_number():
+    from qkov.report.content import _short
+
+    numbers = "attention at loss 1e-2, paper's equations: 0.12, 0.22; derived flow: 0.09, 0.11; max gap 0.44"
+    assert _short(numbers, len(numbers)) == numbers
+    cut = _short(numbers, 90)   # the limit falls inside '0.44'
+    assert cut == "attention at loss 1e-2, paper's equations: 0.12, 0.22; derived flow: 0.09, 0.11 ..."
+    assert not any(_short(numbers, n).endswith(("0 ...", "0. ...", "0....")) for n in range(20, len(numbers)))
