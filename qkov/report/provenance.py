@@ -56,6 +56,16 @@ def full_adds() -> str:
     return ", ".join(f"{s} {q.get(s, 0)} -> {f.get(s, 0)} runs" for s in sorted(set(q) | set(f)))
 
 
+def _span_seconds(record: dict[str, Any]) -> float | None:
+    """Seconds from ``record["started"]`` to ``record["ended"]`` (ISO times), ``None`` when either is missing or
+    not a time: a run's manifest or the study's summary."""
+    try:
+        return (_dt.datetime.fromisoformat(record["ended"])
+                - _dt.datetime.fromisoformat(record["started"])).total_seconds()
+    except (KeyError, TypeError, ValueError):
+        return None
+
+
 def run_seconds(run: RunRecord) -> tuple[float | None, str]:
     """``(seconds, source)``: the longer of the manifest's span (``started`` to ``ended``: the whole run when the
     study engine ran it under :func:`qkov.core.runstore.run_clock`, only its writing when a command wrote it
@@ -64,12 +74,7 @@ def run_seconds(run: RunRecord) -> tuple[float | None, str]:
     m = run.metrics.get("metrics") if isinstance(run.metrics.get("metrics"), dict) else {}
     wall = m.get("wall_s") if isinstance(m, dict) else None
     training = float(wall) if isinstance(wall, (int, float)) and not isinstance(wall, bool) and wall >= 0 else None
-    try:
-        s = _dt.datetime.fromisoformat(run.manifest["started"])
-        e = _dt.datetime.fromisoformat(run.manifest["ended"])
-        span: float | None = (e - s).total_seconds()
-    except (KeyError, TypeError, ValueError):
-        span = None
+    span = _span_seconds(run.manifest)
     if training is not None and (span is None or training > span):
         return training, "training"
     return (span, "run") if span is not None else (None, "")
@@ -90,11 +95,9 @@ def study_lines(results: StudyResults) -> list[str]:
                                        " (runs of more than one preset, or of neither)")
                      + f"; --quick vs --full: {full_adds()}.")
     summ = results.summary or {}
-    try:
-        total = (_dt.datetime.fromisoformat(summ["ended"]) - _dt.datetime.fromisoformat(summ["started"])).total_seconds()
+    total = _span_seconds(summ)
+    if total is not None:
         lines.append(f"Total wall time of this reproduce call: {total:.0f} s (started {summ['started']}).")
-    except (KeyError, TypeError, ValueError):
-        pass
     timed = [run_seconds(r) for r in results.runs]
     if any(s is not None for s, _ in timed):
         n_train = sum(1 for s, src in timed if s is not None and src == "training")
