@@ -37,11 +37,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Iterable, Literal, Sequence
 
-PARAMETRIZATIONS: tuple[str, ...] = ("CACO", "FACO", "CAFO", "FAFO")
-"""MODEL.md's four names, in the order every table and figure uses."""
-
 ParamName = Literal["CACO", "FACO", "CAFO", "FAFO"]
 """Type of one of the four names (for typed specs and configs)."""
+
+PARAMETRIZATIONS: tuple[ParamName, ...] = ("CACO", "FACO", "CAFO", "FAFO")
+"""MODEL.md's four names, in the order every table and figure uses."""
 
 CIRCUITS = ("QK", "OV")
 
@@ -285,7 +285,7 @@ class Circuit:
 
 def registered() -> tuple[str, ...]:
     """Every parametrization the registered kinds form: :data:`PARAMETRIZATIONS` first, then the others."""
-    out = list(PARAMETRIZATIONS)
+    out: list[str] = list(PARAMETRIZATIONS)
     for ov in KINDS.values():
         for qk in KINDS.values():
             name = f"{qk.letter}A{ov.letter}O"

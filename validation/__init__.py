@@ -13,6 +13,8 @@
 
 from __future__ import annotations
 
+import types
+
 __all__ = ["train_synthetic", "train_real", "SyntheticResult", "RealResult"]
 
 
@@ -21,32 +23,42 @@ SUBMODULES = ("api", "attention", "attention_layouts", "hf_trainer", "layout_pro
 """Submodules reachable as attributes after a plain ``import validation`` (imported on first use)."""
 
 
-def _submodule(name: str):  # explicit imports, so the layering check sees every one
+def _submodule(name: str) -> types.ModuleType:  # explicit imports, so the layering check sees every one
     if name == "api":
-        import validation.api as m
-    elif name == "attention":
-        import validation.attention as m
-    elif name == "attention_layouts":
-        import validation.attention_layouts as m
-    elif name == "hf_trainer":
-        import validation.hf_trainer as m
-    elif name == "layout_probe":
-        import validation.layout_probe as m
-    elif name == "metrics":
-        import validation.metrics as m
-    elif name == "param_groups":
-        import validation.param_groups as m
-    elif name == "real":
-        import validation.real as m
-    elif name == "sharpness_log":
-        import validation.sharpness_log as m
-    elif name == "synthetic":
-        import validation.synthetic as m
-    elif name == "user_attention":
-        import validation.user_attention as m
-    else:
-        import validation.user_models as m
-    return m
+        import validation.api
+        return validation.api
+    if name == "attention":
+        import validation.attention
+        return validation.attention
+    if name == "attention_layouts":
+        import validation.attention_layouts
+        return validation.attention_layouts
+    if name == "hf_trainer":
+        import validation.hf_trainer
+        return validation.hf_trainer
+    if name == "layout_probe":
+        import validation.layout_probe
+        return validation.layout_probe
+    if name == "metrics":
+        import validation.metrics
+        return validation.metrics
+    if name == "param_groups":
+        import validation.param_groups
+        return validation.param_groups
+    if name == "real":
+        import validation.real
+        return validation.real
+    if name == "sharpness_log":
+        import validation.sharpness_log
+        return validation.sharpness_log
+    if name == "synthetic":
+        import validation.synthetic
+        return validation.synthetic
+    if name == "user_attention":
+        import validation.user_attention
+        return validation.user_attention
+    import validation.user_models
+    return validation.user_models
 
 
 def __getattr__(name: str):

@@ -89,7 +89,7 @@ def train_real(dataset: str | None = None, /, *, spec=None, progress: bool = Fal
     if spec is None:
         if dataset is None:
             raise ValueError("train_real: give a dataset (squad, hatexplain, sva) or a spec")
-        base = {"ratio": 1.0, "seed": 0, "optimizer": "adamw", "quick": False}
+        base: dict[str, Any] = {"ratio": 1.0, "seed": 0, "optimizer": "adamw", "quick": False}
         base.update(fields)
         data_dir = base.pop("data_dir", None)
         if data_dir is None:

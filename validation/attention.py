@@ -47,7 +47,7 @@ class QKOVAttention(nn.Module):
     ``forward`` returns ``(logits (B, d_out), attention (B, L))``.
     """
 
-    def __init__(self, d_in: int, d_out: int, param: Parametrization = "CACO", *, rank_qk: int | None = None,
+    def __init__(self, d_in: int, d_out: int, param: Parametrization | str = "CACO", *, rank_qk: int | None = None,
                  rank_ov: int | None = None, scale: float = 1.0, init_std: float = 0.0,
                  generator: torch.Generator | None = None, dtype: torch.dtype = torch.float32):
         super().__init__()
@@ -74,6 +74,13 @@ class QKOVAttention(nn.Module):
         r""":math:`W_{OV}` (``d_out x d_in``), :math:`W_O W_V` when factorized."""
         return self.parametrization.ov.effective(list(self.ov_parameters()))
 
+    def factor(self, name: str) -> torch.Tensor:
+        """The factor parameter ``name`` (e.g. ``"W_K"``, shape per its kind's ``factor_shapes``)."""
+        w = getattr(self, name)
+        if not isinstance(w, torch.Tensor):
+            raise AttributeError(f"{type(self).__name__} has no factor {name!r} (parametrization {self.param})")
+        return w
+
     def qk_parameters(self) -> Iterator[nn.Parameter]:
         """The parameters of the QK circuit."""
         return iter([getattr(self, k) for k in self.parametrization.qk.factors])
@@ -87,8 +94,8 @@ class QKOVAttention(nn.Module):
         r"""Attention logits :math:`s_j = x_j^\top W_{KQ} x_q \cdot \text{scale}`, shape ``(B, L)``."""
         xq = x[:, -1] if query_index is None else x[torch.arange(x.shape[0]), query_index]
         if self.qk_factorized:                         # low rank: never form the D x D product
-            keys = x @ self.W_K.T                      # (B, L, r)
-            query = xq @ self.W_Q.T                    # (B, r)
+            keys = x @ self.factor("W_K").T            # (B, L, r)
+            query = xq @ self.factor("W_Q").T          # (B, r)
             s = torch.einsum("blr,br->bl", keys, query)
         else:
             s = torch.einsum("bld,de,be->bl", x, self.effective_qk(), xq)
@@ -102,7 +109,7 @@ class QKOVAttention(nn.Module):
         a = torch.softmax(s, dim=-1)
         pooled = torch.einsum("bl,bld->bd", a, x)      # (B, d_in)
         if self.ov_factorized:
-            z = (pooled @ self.W_V.T) @ self.W_O.T
+            z = (pooled @ self.factor("W_V").T) @ self.factor("W_O").T
         else:
             z = pooled @ self.effective_ov().T
         return z, a

@@ -17,7 +17,9 @@ def _walk(cmd: click.Command, path: list[str], ctx: click.Context | None):
     yield path, cmd, sub_ctx
     if isinstance(cmd, click.Group):
         for name in cmd.list_commands(sub_ctx):
-            yield from _walk(cmd.get_command(sub_ctx, name), path + [name], sub_ctx)
+            sub = cmd.get_command(sub_ctx, name)
+            if sub is not None:
+                yield from _walk(sub, path + [name], sub_ctx)
 
 
 def render_cli_reference() -> str:

@@ -257,4 +257,4 @@ def sufficiency_aopc(predict_proba: PredictProba, token_ids: torch.Tensor, score
 
 for _f, _name in ((comprehensiveness, "comprehensiveness"), (sufficiency, "sufficiency"),
                   (comprehensiveness_aopc, "comprehensiveness_aopc"), (sufficiency_aopc, "sufficiency_aopc")):
-    _f.lower_is_better = LOWER_IS_BETTER[_name]  # type: ignore[attr-defined]
+    setattr(_f, "lower_is_better", LOWER_IS_BETTER[_name])  # noqa: B010 - an attribute of a function object

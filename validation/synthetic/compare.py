@@ -119,7 +119,7 @@ def measured_rescaling(param: Parametrization, K: int, M: int, u: float, v: floa
     forward difference with step ``h`` (error :math:`O(h)`). Needs ``u, v > 0``.
     """
     vq, uo = _one_step_rates(param, K, M, u, v, h)
-    vq0, uo0 = _one_step_rates("CACO", K, M, u, v, h)
+    vq0, uo0 = _one_step_rates(Parametrization("CACO"), K, M, u, v, h)
     return float(vq / vq0), float(uo / uo0)
 
 

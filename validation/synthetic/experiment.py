@@ -113,15 +113,15 @@ def _setup(cfg: SyntheticConfig, param: Parametrization, ratio: float
         return model, lambda step: data.batch(), test, observe
     if cfg.data == "sampled":
         sc = cfg.sampled.replace(K=K, M=M)
-        data = SampledData(sc, pair_seed, dtype=dtype)
+        sampled = SampledData(sc, pair_seed, dtype=dtype)
         test_data = SampledData(sc, pair_seed, dtype=dtype)       # same embeddings, fresh stream
         test_data.gen.manual_seed(pair_seed + 10_000)
         test = test_data.batch(cfg.test_size)
-        model = random_model(param, data.d_in, K, cfg.init_std, pair_seed + 1, dtype=dtype)
-        ids = data.canonical_ids()
-        emb = data.embeddings
+        model = random_model(param, sampled.d_in, K, cfg.init_std, pair_seed + 1, dtype=dtype)
+        ids = sampled.canonical_ids()
+        emb = sampled.embeddings
         observe = lambda m: {**measure(m, K, M, emb, ids), **_test_observe(m, test)}  # noqa: E731
-        return model, lambda step: data.batch(), test, observe
+        return model, lambda step: sampled.batch(), test, observe
     pop = population_batch(K, M, dtype)
     if cfg.init == "symmetric":
         model = symmetric_model(param, K, M, cfg.u0, cfg.v0, dtype=dtype)
@@ -175,4 +175,4 @@ def _run_pair(cfg: SyntheticConfig, param: Parametrization, ratio: float, progre
 
 def run_grid(cfg: SyntheticConfig, progress: bool | None = None) -> list[PairRun]:
     """Every (param, ratio) of ``cfg``, params outer, ratios inner."""
-    return [run_pair(cfg, p, r, progress) for p in cfg.params for r in cfg.ratios]
+    return [run_pair(cfg, Parametrization(p), r, progress) for p in cfg.params for r in cfg.ratios]

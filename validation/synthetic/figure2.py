@@ -19,7 +19,7 @@ from typing import Annotated, Any
 
 import numpy as np
 
-from theory.parametrization import ParamName
+from theory.parametrization import ParamName, Parametrization
 from annotated_types import MinLen
 
 from theory.files import atomic_write_bytes
@@ -55,7 +55,8 @@ class Figure2Config(Spec):
 
     @property
     def settings(self) -> list[tuple[float, float]]:
-        return [tuple(self.equal_rates), tuple(self.faster_qk_rates)]
+        (a, b), (c, d) = self.equal_rates, self.faster_qk_rates
+        return [(a, b), (c, d)]
 
 
 def _merge(a: PaperRunResult, b: PaperRunResult) -> PaperRunResult:
@@ -81,7 +82,7 @@ def train_figure2(cfg: Figure2Config, checkpoint: Path | None = None, threads: i
     while done is None or done.state["step"] < cfg.steps:
         first = 0 if done is None else done.state["step"]
         n = min(cfg.segment, cfg.steps - first)
-        res = train_paper(cfg.param, cfg.settings, list(cfg.seeds), n, batch_size=cfg.batch_size,
+        res = train_paper(Parametrization(cfg.param), cfg.settings, list(cfg.seeds), n, batch_size=cfg.batch_size,
                           log_every=cfg.log_every, test_size=cfg.test_size, chunk=cfg.chunk, threads=threads,
                           resume=None if done is None else done.state)
         done = res if done is None else _merge(done, res)
@@ -103,7 +104,7 @@ def figure2_summary(cfg: Figure2Config, res: PaperRunResult) -> dict[str, Any]:
     """Per setting: rates, seed mean / min / max of each attention part, ``p_true`` and test loss at the end and
     at the start (step 0: ``1e-6 I`` gives uniform attention), and the seed-mean curves over the logged steps."""
     n_seeds = len(res.seeds)
-    out = {"param": res.param, "seeds": list(res.seeds), "steps": list(res.steps), "wall_s": res.wall_s, "settings": []}
+    out: dict[str, Any] = {"param": res.param, "seeds": list(res.seeds), "steps": list(res.steps), "wall_s": res.wall_s, "settings": []}
     names = ("equal rates", "faster QK")
     for i, (lq, lo) in enumerate(res.settings):
         rows = slice(i * n_seeds, (i + 1) * n_seeds)

@@ -49,10 +49,10 @@ def balance_norms(model: QKOVAttention) -> dict[str, float]:
     out: dict[str, float] = {}
     with torch.no_grad():
         if model.qk_factorized:
-            WK, WQ = model.W_K.double(), model.W_Q.double()
+            WK, WQ = model.factor("W_K").double(), model.factor("W_Q").double()
             out["balance_qk"] = float(torch.linalg.norm(WK @ WK.T - WQ @ WQ.T))
         if model.ov_factorized:
-            WO, WV = model.W_O.double(), model.W_V.double()
+            WO, WV = model.factor("W_O").double(), model.factor("W_V").double()
             out["balance_ov"] = float(torch.linalg.norm(WO.T @ WO - WV @ WV.T))
     return out
 
@@ -61,8 +61,8 @@ def circuit_norms(model: QKOVAttention) -> dict[str, float]:
     """``norm_qk``/``norm_ov``: parameters' Frobenius norm; ``eff_norm_qk``/``eff_norm_ov``: effective matrices'."""
     with torch.no_grad():
         return {
-            "norm_qk": float(torch.sqrt(sum((p.double() ** 2).sum() for p in model.qk_parameters()))),
-            "norm_ov": float(torch.sqrt(sum((p.double() ** 2).sum() for p in model.ov_parameters()))),
+            "norm_qk": float(torch.stack([(p.double() ** 2).sum() for p in model.qk_parameters()]).sum().sqrt()),
+            "norm_ov": float(torch.stack([(p.double() ** 2).sum() for p in model.ov_parameters()]).sum().sqrt()),
             "eff_norm_qk": float(torch.linalg.norm(model.effective_qk().double())),
             "eff_norm_ov": float(torch.linalg.norm(model.effective_ov().double())),
         }

@@ -175,6 +175,8 @@ def dtap_panels_figure(results: list[PaperRunResult], setting_names: tuple[str, 
     axes = fig.subplots(n_set, len(results), squeeze=False)
     for j, res in enumerate(results):
         n_seeds = len(res.seeds)
+        if res.dtap is None:
+            raise ValueError(f"dtap figure: {res.param}: the run recorded no DTAP heatmaps")
         for i in range(n_set):
             panel = res.dtap[i * n_seeds:(i + 1) * n_seeds].mean(0)        # [mass bin, p_true bin]
             ax = axes[i, j]
