@@ -260,7 +260,7 @@ def figure2_rule(ev: et.Figure2) -> Outcome:
     eq, fq = ev.equal, ev.faster
     diff = fq.distinct - eq.distinct
     spread = max(eq.distinct_max - eq.distinct_min, fq.distinct_max - fq.distinct_min)
-    num = f"distinct {eq.distinct:.3f} -> {fq.distinct:.3f}"
+    num = f"{ev.param} distinct attention {eq.distinct:.3f} -> {fq.distinct:.3f}"
     stuck = [s.name for s in (eq, fq) if not beyond_chance(s.p_true, ev.chance)]
     if stuck:
         return Outcome(INSUFFICIENT, num, ev.scope, "", f"p_true at chance in {', '.join(stuck)}")
@@ -511,11 +511,13 @@ def judge(claim: str, stage: str, evidence: Any) -> Outcome:
 
 def evidence(claim: str, stage: str, typed: Any, numbers: str, figure: str = "", text: str = ""):
     """The :class:`qkov.study.claims.Evidence` record of ``typed`` evidence: :func:`judge` sets the verdict, the
-    one number, the scope and the caveat; what failed (the rule's ``detail``) is appended to ``numbers``."""
+    one number, the scope and the caveat; the number and what failed (the rule's ``detail``) are appended to
+    ``numbers`` (when not already in it)."""
     from qkov.study.claims import Evidence
 
     out = judge(claim, stage, typed)
-    line = numbers + (f" [{out.detail}]" if out.detail and out.detail not in numbers else "")
+    line = numbers + (f"; {out.number}" if out.number and out.number not in numbers else "")
+    line += f" [{out.detail}]" if out.detail and out.detail not in numbers else ""
     return Evidence(claim, stage, out.verdict, line, figure, text, out.number, out.scope, out.caveat)
 
 
