@@ -7,6 +7,8 @@ import dataclasses
 
 from qkov.report.collect import STAGE_ORDER, STAGE_TITLES, Figure, RunRecord, StudyResults
 from qkov.report.ledger import LedgerRow
+from qkov.study.claims import Evidence
+from qkov.study.rules import OUTCOMES
 
 INTRO = (
     "qkov checks the claims of Vashisht & Ramaswamy, *Faster Query-Key Learning Sharpens Attention in "
@@ -17,10 +19,8 @@ INTRO = (
 )
 PAPER_TITLE = "Faster Query-Key Learning Sharpens Attention in Self-Attention Models"
 
-
-OUTCOMES = ("holds", "holds in part", "contradicted", "inconclusive", "insufficient", "untested")
-"""What the headline counts, in its order."""
-
+OUTCOMES = OUTCOMES
+"""What the headline counts, in its order (:data:`qkov.study.rules.OUTCOMES`)."""
 
 HEADLINE_NUMBERS_CHARS = 280
 """How much of a contradicting line of numbers the headline shows (the quick study's longest, Figure 2's, is
@@ -41,31 +41,78 @@ def _short(text: str, n: int = HEADLINE_NUMBERS_CHARS) -> str:
     return head + " ..."
 
 
+def _against_line(cid: str, stage: str, e: Evidence) -> str:
+    """One contradicting line of the headline: claim, stage, the one number (else the line of numbers, cut at a
+    clause boundary), its scope's first clause and its caveat."""
+    num = e.number or _short(e.numbers)
+    where = STAGE_TITLES.get(stage, stage)
+    if e.scope and e.scope not in num:
+        where += ", " + _short(e.scope, 80)
+    return f"{cid} ({where}: {num}" + (f"; caveat: {e.caveat}" if e.caveat else "") + ")"
+
+
 def headline(rows: list[LedgerRow]) -> str:
-    """Counts of the claims' outcomes (:attr:`LedgerRow.outcome`), then every claim with contradicting evidence
-    and the line of numbers that shows it, e.g. ``Of 11 claims: 3 hold, 4 hold in part, 1 contradicted, ...
-    Contradicted: sharpness-ratio (synthetic: ...)``."""
+    """Counts of the claims' outcomes (:attr:`LedgerRow.outcome`), then EVERY contradicting line (one per run
+    and setting, none merged) with its number and caveat, e.g. ``Of 13 claims: 3 hold, 4 hold in part,
+    3 contradicted, ... Evidence against: paper-equations (simulation: max gap 0.44 (bound 0.02); caveat: rests
+    on one reading of the paper's b); ...``."""
     if not rows:
         return "No claims were evaluated."
     counts = collections.Counter(r.outcome for r in rows)
     parts = [f"{counts[v]} {'hold' if v == 'holds' else 'hold in part' if v == 'holds in part' else v}"
              for v in OUTCOMES if counts.get(v)]
     text = f"Of {len(rows)} claims: " + ", ".join(parts) + "."
-    against = [(r, s, e) for r in rows for s, e in r.contradictions]
-    if against:
-        seen: dict[str, list[str]] = {}
-        for r, s, e in against:
-            seen.setdefault(r.id, []).append(f"{STAGE_TITLES.get(s, s)}: {_short(e.numbers)}")
-        text += " Evidence against: " + "; ".join(f"{cid} ({' / '.join(v)})" for cid, v in seen.items()) + "."
+    lines = [_against_line(r.id, s, e) for r in rows for s, e in r.contradictions]
+    if lines:
+        text += f" Evidence against ({len(lines)} lines): " + "; ".join(lines) + "."
     return text
 
 
+@dataclasses.dataclass(frozen=True)
+class ClaimLine:
+    """One row of the first screen: the claim's outcome, the one number behind it, where that number was
+    measured (stage and scope), its caveat, the paper's number and whether the full preset is expected to change
+    the outcome."""
+
+    id: str
+    outcome: str
+    number: str
+    stage: str
+    scope: str
+    caveat: str
+    paper: str
+    full_preset: str
+    n_against: int
+
+
+def claim_lines(rows: list[LedgerRow]) -> list[ClaimLine]:
+    """The first screen's rows, one per claim (:attr:`LedgerRow.deciding` gives the number)."""
+    from theory.claims import CLAIMS
+
+    out = []
+    for r in rows:
+        d = r.deciding
+        stage, e = (d[0], d[2]) if d else ("", None)
+        c = CLAIMS.get(r.id)
+        out.append(ClaimLine(r.id, r.outcome, (e.number or _short(e.numbers, 160)) if e else "",
+                             STAGE_TITLES.get(stage, stage), e.scope if e else "", e.caveat if e else "",
+                             c.paper_number if c else "", c.full_preset if c else "", len(r.against)))
+    return out
+
+
+CLAIM_LINE_COLUMNS = ("claim", "outcome", "the number behind it", "scope", "paper", "--full expected to change it")
+"""The first screen's columns."""
+
+
 CAPTIONS: dict[str, str] = {
-    "theory_vs_training": "Solid: training; dashed, same colour: theory's reduced flow from the same start. Look at "
-                          "the panels beneath: the relative deviation |train/theory - 1| (log axis) shows how far "
-                          "training departs from theory, and whether it grows.",
+    "theory_vs_training": "Solid: training. Full-batch GD on the population from the symmetric start: dashed, same "
+                          "colour, theory's reduced flow from the same start, and beneath the relative deviation "
+                          "|train/theory - 1| (log axis). Other optimizers and starts have no theory: the dotted "
+                          "curve there is gradient flow from the run's first state, a reference only (not a "
+                          "prediction; see the figure's title).",
     "attention_vs_loss": "Attention on the distinct tokens against loss (falling to the right): at the same loss, "
-                         "a higher curve is a sharper model. Look at the order of the ratios' curves.",
+                         "a higher curve is a sharper model. Look at the order of the ratios' curves; a panel marked "
+                         "'did not train' holds a run whose loss barely fell (not evidence).",
     "dtap_heatmaps": "DTAP heatmaps: percentage of test instances by probability of the true token (x) and "
                      "attention on the relevant tokens (y). Sharp, confident models fill the top-right cell.",
     "reduction": "Left: full-matrix GD from random starts, distance from the symmetric set (log axis): it should "

@@ -3,9 +3,9 @@ derivation's statements and every run's evidence.
 
 Per claim: the paper's wording and where it is made, the derivation's status and statements, the
 evidence of each stage (each :class:`~qkov.study.claims.Evidence` with the run it came from), each
-stage's verdict and the claim's verdict, both by the registry's one rule
-(:func:`qkov.study.claims.combine`: ``insufficient`` never counts; agreement is kept; else ``mixed``),
-and the headline figure.
+stage's verdict and the claim's verdict, both by the rules module's one combination
+(:func:`qkov.study.rules.combine`: ``insufficient`` never counts; any contradiction makes it ``contradicts``),
+the claim's outcome (:func:`qkov.study.rules.outcome_of`), every contradicting line, and the headline figure.
 """
 
 from __future__ import annotations
@@ -13,7 +13,8 @@ from __future__ import annotations
 import dataclasses
 
 from qkov.report.collect import Figure, RunRecord, StudyResults
-from qkov.study.claims import CLAIMS, STAGES, UNTESTED, Evidence, combine
+from qkov.study.claims import CLAIMS, STAGES, Evidence
+from qkov.study.rules import combine, outcome_of
 
 STAGE_TITLES = {"derive": "derivation", "simulate": "simulation", "synthetic": "synthetic training",
                 "real": "real data"}
@@ -28,24 +29,24 @@ class StageVerdict:
 
     @property
     def line(self) -> str:
-        """One line of numbers: a contradiction first if there is one, else the first discriminating evidence
-        (else the first); for ``mixed``, what points which way (first contradicting and first supporting line, with
-        counts); and how many more runs."""
+        """One line of numbers: a contradiction first if there is one (with how many runs contradict), else the
+        first supporting, then inconclusive evidence (else the first); and how many more runs."""
         if not self.evidence:
             return ""
-        by = {v: [e for _, e in self.evidence if e.verdict == v] for v in ("contradicts", "supports", "mixed",
+        against = [e for _, e in self.evidence if e.verdict in ("contradicts", "mixed")]
+        if against:
+            more = f" (+{len(self.evidence) - 1} more runs, {len(against)} against)" if len(self.evidence) > 1 else ""
+            return "against: " + against[0].numbers + more
+        by = {v: [e for _, e in self.evidence if e.verdict == v] for v in ("supports", "supports in part",
                                                                             "inconclusive")}
-        if self.verdict == "mixed" and by["contradicts"] and by["supports"]:
-            return (f"against ({len(by['contradicts'])} runs): {by['contradicts'][0].numbers} | for "
-                    f"({len(by['supports'])} runs): {by['supports'][0].numbers}")
-        main = next(iter(by["contradicts"] or by["mixed"] or by["supports"] or by["inconclusive"]), self.evidence[0][1])
+        main = next(iter(by["supports"] or by["supports in part"] or by["inconclusive"]), self.evidence[0][1])
         more = f" (+{len(self.evidence) - 1} more runs)" if len(self.evidence) > 1 else ""
         return main.numbers + more
 
     @property
     def contradiction(self) -> Evidence | None:
         """The first contradicting evidence of the stage, if any."""
-        return next((e for _, e in self.evidence if e.verdict == "contradicts"), None)
+        return next((e for _, e in self.evidence if e.verdict in ("contradicts", "mixed")), None)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -66,25 +67,46 @@ class LedgerRow:
 
     @property
     def outcome(self) -> str:
-        """What a reader is told: ``holds``, ``holds in part``, ``contradicted``, ``inconclusive``, ``insufficient``
-        or ``untested``. ``mixed`` evidence, or support for a claim the derivation says holds in part, is
-        ``holds in part``; any claim whose only decided evidence contradicts it is ``contradicted``."""
-        if self.verdict == "supports":
-            return "holds in part" if self.holds == "in part" else "holds"
-        return {"mixed": "holds in part", "contradicts": "contradicted"}.get(self.verdict, self.verdict)
+        """What a reader is told (:func:`qkov.study.rules.outcome_of`): ``holds``, ``holds in part``,
+        ``contradicted`` (any contradicting evidence), ``inconclusive``, ``insufficient`` or ``untested``; support
+        for a claim the derivation says holds only in part is ``holds in part``."""
+        out = outcome_of("" if self.verdict == "untested" else self.verdict)
+        return "holds in part" if out == "holds" and self.holds == "in part" else out
+
+    @property
+    def against(self) -> list[tuple[str, RunRecord, Evidence]]:
+        """``(stage, run, evidence)`` of every contradicting line (one per run and setting, none merged)."""
+        return [(s, run, e) for s, v in self.stages.items() for run, e in v.evidence
+                if e.verdict in ("contradicts", "mixed")]
+
+    @property
+    def deciding(self) -> tuple[str, RunRecord, Evidence] | None:
+        """The evidence behind the outcome: the first contradiction; else the first supporting (then in part,
+        then inconclusive) evidence of the most direct stage (real data, synthetic training, simulation,
+        derivation); else the first evidence at all."""
+        if self.against:
+            return self.against[0]
+        order = ("real", "synthetic", "simulate", "derive")
+        for verdict in ("supports", "supports in part", "inconclusive", "insufficient"):
+            for stage in order:
+                for run, e in (self.stages.get(stage) or StageVerdict("")).evidence:
+                    if e.verdict == verdict:
+                        return stage, run, e
+        return None
 
     @property
     def ordered_evidence(self) -> list[tuple[str, RunRecord, Evidence]]:
         """``(stage, run, evidence)`` of every stage, contradictions first, then other decided evidence, then
         ``insufficient`` (stable within each)."""
-        rank = {"contradicts": 0, "mixed": 1, "supports": 2, "inconclusive": 3, "insufficient": 4}
+        rank = {"contradicts": 0, "mixed": 0, "supports": 1, "supports in part": 2, "inconclusive": 3,
+                "insufficient": 4}
         items = [(s, run, e) for s, v in self.stages.items() for run, e in v.evidence]
         return sorted(items, key=lambda x: rank.get(x[2].verdict, 5))
 
     @property
     def contradictions(self) -> list[tuple[str, Evidence]]:
-        """``(stage, evidence)`` of the first contradiction of each stage."""
-        return [(s, v.contradiction) for s, v in self.stages.items() if v.contradiction is not None]
+        """``(stage, evidence)`` of every contradicting line (:attr:`against`)."""
+        return [(s, e) for s, _, e in self.against]
 
     @property
     def headline(self) -> tuple[RunRecord, Figure] | None:
@@ -122,7 +144,7 @@ def build_ledger(results: StudyResults) -> list[LedgerRow]:
         for stage in STAGES:
             ev = tuple((r, e) for r, e in evidence if e.stage == stage)
             stages[stage] = StageVerdict(combine(e.verdict for _, e in ev), ev)
-        verdict = combine(s.verdict for s in stages.values() if s.verdict != UNTESTED)
+        verdict = combine(e.verdict for _, e in evidence)
         statements = tuple((str(x.get("status", "")), str(x.get("text", ""))) for x in t.get("statements", []) or []
                            if isinstance(x, dict))
         rows.append(LedgerRow(cid, claim.wording, claim.where, str(t.get("status", "")), str(t.get("derived", "")),

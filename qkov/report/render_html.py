@@ -29,8 +29,9 @@ h1{font-size:1.7em;margin-bottom:.2em}h2{margin-top:1.8em;border-bottom:1px soli
 table{border-collapse:collapse;margin:.8em 0;font-size:.88em;width:100%}
 th,td{border:1px solid #d0d0d0;padding:.35em .5em;vertical-align:top;text-align:left}
 th{background:#f3f3f5}td.num{text-align:right;font-variant-numeric:tabular-nums;white-space:nowrap}
-.v{font-weight:600;white-space:nowrap}.v-supports,.v-supported,.v-supported-as-refined{color:#0a6b2b}
-.v-contradicts,.v-contradicted,.v-refuted{color:#b00020}.v-mixed{color:#9a6200}
+.v{font-weight:600;white-space:nowrap}.v-supports,.v-holds{color:#0a6b2b}
+.v-supports-in-part,.v-holds-in-part{color:#4f7f1a}
+.v-contradicts,.v-contradicted,.v-refuted,.v-mixed{color:#b00020}
 .v-derived,.v-derived-only,.v-refined,.v-refined-only{color:#1f4e9a}.v-na,.v-untested{color:#888}
 .ev{color:#444;font-size:.92em;margin-top:.2em}
 figure{display:inline-block;vertical-align:top;width:47%;margin:.6em 1%}figure.wide{width:98%}
@@ -52,8 +53,9 @@ ul.evidence li{margin:.35em 0}details{margin:.3em 0}details summary{cursor:point
 """
 
 
-CLASS_OF: dict[str, str] = {v: f"v-{v}" for v in (
-    "supports", "contradicts", "mixed", "inconclusive", "insufficient", "untested",
+CLASS_OF: dict[str, str] = {v: "v-" + v.replace(" ", "-") for v in (
+    "supports", "supports in part", "contradicts", "mixed", "inconclusive", "insufficient", "untested",
+    "holds", "holds in part", "contradicted",
     "derived", "refined", "refuted", "empirical", "simulated", "unverified")}
 """The only values that become a CSS class (allow-list); anything else renders as ``v-unknown``."""
 
@@ -177,9 +179,35 @@ def _stage_cell(sv: StageVerdict) -> str:
     return f'<td class="stagecell">{_badge(sv.verdict)}<div class="ev">{_e(sv.line)}</div></td>'
 
 
+VERDICT_NOTE = ("Outcomes: holds / holds in part (a narrower scope, stated) / contradicted (any contradicting "
+                "evidence: each line is named in the headline) / inconclusive / insufficient (evidence that cannot "
+                "discriminate: 0 comparisons, ties, levels not reached, an untrained model) / untested. Evidence "
+                "verdicts: supports / supports in part / contradicts / inconclusive / insufficient; 'mixed' (older "
+                "runs) counts as contradicts. One rule (qkov.study.rules) judges each run's evidence; any "
+                "contradiction makes a stage and a claim contradicted.")
+
+
+def first_screen(rows: list[LedgerRow]) -> str:
+    """The first screen: one row per claim with its outcome, the one number behind it (and where it was
+    measured), its scope, the paper's number, and whether the full preset is expected to change it."""
+    head = "".join(f"<th>{_e(c)}</th>" for c in content.CLAIM_LINE_COLUMNS)
+    body = []
+    for c in content.claim_lines(rows):
+        against = f" <span class=\"meta\">({c.n_against} lines against)</span>" if c.n_against > 1 else ""
+        caveat = f'<div class="ev">caveat: {_e(c.caveat)}</div>' if c.caveat else ""
+        body.append(f'<tr id="row-{_e(c.id)}"><td><a href="#claim-{_e(c.id)}"><b>{_e(c.id)}</b></a></td>'
+                    f"<td>{_badge(c.outcome)}{against}</td>"
+                    f"<td>{_e(c.number) or '—'}" + (f' <span class="meta">({_e(c.stage)})</span>' if c.stage else "")
+                    + f"{caveat}</td><td class=\"stagecell\">{_e(c.scope) or '—'}</td>"
+                    f"<td class=\"stagecell\">{_e(c.paper) or 'no number in the paper'}</td>"
+                    f"<td class=\"stagecell\">{_e(c.full_preset) or '—'}</td></tr>")
+    return (f'<table id="claims-table"><caption>{_e(VERDICT_NOTE)}</caption><thead><tr>{head}</tr></thead>'
+            f"<tbody>{''.join(body)}</tbody></table>")
+
+
 def claims_table(rows: list[LedgerRow]) -> str:
-    """The summary: one row per claim, its verdict, each stage's verdict with one line of numbers, a figure."""
-    head = ("<tr><th>claim</th><th>verdict</th>" + "".join(f"<th>{_e(t)}</th>" for t in STAGE_TITLES.values())
+    """Per stage: one row per claim, its outcome, each stage's verdict with one line of numbers, a figure."""
+    head = ("<tr><th>claim</th><th>outcome</th>" + "".join(f"<th>{_e(t)}</th>" for t in STAGE_TITLES.values())
             + "<th>headline figure</th></tr>")
     body = []
     for r in rows:
@@ -187,20 +215,17 @@ def claims_table(rows: list[LedgerRow]) -> str:
         if r.headline is not None:   # a link, not a second copy of the image (the section embeds it)
             run, fig = r.headline
             thumb = f'<a href="#claim-{_e(r.id)}">{_e(fig.stem.replace("_", " "))}</a>'
-        body.append(f'<tr id="row-{_e(r.id)}"><td><a href="#claim-{_e(r.id)}"><b>{_e(r.id)}</b></a>'
-                    f'<div class="ev">{_e(r.claim)}</div></td><td>{_badge(r.verdict)}</td>'
+        body.append(f'<tr id="stage-row-{_e(r.id)}"><td><a href="#claim-{_e(r.id)}"><b>{_e(r.id)}</b></a>'
+                    f'<div class="ev">{_e(r.claim)}</div></td><td>{_badge(r.outcome)}</td>'
                     + "".join(_stage_cell(r.stages[s]) for s in STAGE_TITLES) + f'<td class="thumb">{thumb}</td></tr>')
-    cap = ("Verdicts: supports / contradicts / mixed / inconclusive / insufficient (evidence that cannot "
-           "discriminate: 0 comparisons, ties, levels not reached, an untrained model), — = not tested. One rule "
-           "combines runs within a stage and stages within a claim: insufficient never counts; if the rest agree, "
-           "their verdict; otherwise mixed.")
-    return (f'<table id="claims-table"><caption>{_e(cap)}</caption><thead>{head}</thead>'
+    cap = "Each stage's combined verdict with one line of numbers (a contradiction first); — = not tested."
+    return (f'<table id="stage-table"><caption>{_e(cap)}</caption><thead>{head}</thead>'
             f"<tbody>{''.join(body)}</tbody></table>")
 
 
 def claim_section(r: LedgerRow, results: StudyResults | None = None) -> str:
     """One claim: wording, the derivation's statements, figures with captions, evidence lines, long text folded."""
-    parts = [f'<section class="claim" id="claim-{_e(r.id)}"><h3>{_e(r.id)} {_badge(r.verdict)}</h3>',
+    parts = [f'<section class="claim" id="claim-{_e(r.id)}"><h3>{_e(r.id)} {_badge(r.outcome)}</h3>',
              f"<p>{_e(r.claim)} <span class=\"where\">({_e(r.where)})</span></p>"]
     if r.statements:
         parts.append("<ul class=\"statements\">" + "".join(
@@ -215,8 +240,10 @@ def claim_section(r: LedgerRow, results: StudyResults | None = None) -> str:
     lines = []
     for stage, run, e in r.ordered_evidence:
         more = f"<details><summary>details</summary><p>{_e(e.text)}</p></details>" if e.text else ""
+        extra = "".join(f'<div class="ev">{k}: {_e(v)}</div>' for k, v in (("number", e.number), ("scope", e.scope),
+                                                                          ("caveat", e.caveat)) if v)
         lines.append(f"<li>{_badge(e.verdict)} <b>{_e(STAGE_TITLES.get(stage, stage))}</b> "
-                     f"<span class=\"meta\">run {_e(run.name)}</span>: {_e(e.numbers)}{more}</li>")
+                     f"<span class=\"meta\">run {_e(run.name)}</span>: {_e(e.numbers)}{extra}{more}</li>")
     parts.append(f'<ul class="evidence">{"".join(lines)}</ul>' if lines else '<p class="meta">No evidence yet.</p>')
     return "".join(parts) + "</section>"
 
@@ -267,7 +294,8 @@ def render_html(results: StudyResults, rows: list[LedgerRow]) -> str:
         f"<p>{_e(content.INTRO).replace('*' + content.PAPER_TITLE + '*', '<em>' + content.PAPER_TITLE + '</em>')}"
         f"</p><p class=\"headline\">{_e(content.headline(rows))}</p>",
         f'<ul class="stages">{stages}</ul>',
-        f'<h2 id="claims">1. Claims</h2>{claims_table(rows)}',
+        f'<h2 id="claims">1. Claims</h2>{first_screen(rows)}'
+        f'<details><summary>each stage\'s verdict</summary>{claims_table(rows)}</details>',
         '<h2 id="per-claim">2. The evidence, claim by claim</h2>' + "\n".join(claim_section(r, results) for r in rows),
         '<h2 id="derivation">3. Derivation</h2>' + (f"<p>{_e(dtext)}</p>" if dtext else "") + eqs,
         '<h2 id="real-data">4. Real data</h2>' + _tables(real, "real data"),

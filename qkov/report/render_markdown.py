@@ -19,10 +19,12 @@ from qkov.report import content
 from qkov.report.collect import StudyResults
 from qkov.report.ledger import STAGE_TITLES, LedgerRow
 from qkov.report.tables import metric_tables
+from qkov.report.render_html import VERDICT_NOTE
 from qkov.study.claims import VERDICTS
 
 _MD_SPECIAL = re.compile(r"([\\`*_\[\]()!|{}#~])")
-_SHOWN = set(VERDICTS) | {"untested", "derived", "refined", "refuted", "empirical", "simulated", "unverified"}
+_SHOWN = set(VERDICTS) | {"untested", "derived", "refined", "refuted", "empirical", "simulated", "unverified", "holds",
+                          "holds in part", "contradicted"}
 
 
 def _md(text: object) -> str:
@@ -68,7 +70,7 @@ def _metric_tables(runs, what: str) -> str:
 
 
 def _claim_section(r: LedgerRow, out: Path) -> str:
-    parts = [f"### {r.id}: {_v(r.verdict)}", f"{_md(r.claim)} _({_md(r.where)})_"]
+    parts = [f"### {r.id}: {_v(r.outcome)}", f"{_md(r.claim)} _({_md(r.where)})_"]
     if r.statements:
         parts.append("\n".join(f"- **{_v(st)}**: {_md(text)}" for st, text in r.statements))
     elif r.status:
@@ -76,6 +78,7 @@ def _claim_section(r: LedgerRow, out: Path) -> str:
     if r.figures:
         parts.append(_figures(list(r.figures), out))
     lines = [f"- **{_v(e.verdict)}** ({STAGE_TITLES.get(stage, stage)}, run {_md(run.name)}): {_md(e.numbers)}"
+             + "".join(f" _{k}: {_md(v)}_" for k, v in (("scope", e.scope), ("caveat", e.caveat)) if v)
              + (f"\n  <details><summary>details</summary>{_md(e.text)}</details>" if e.text else "")
              for stage, run, e in r.ordered_evidence]
     parts.append("\n".join(lines) if lines else "_No evidence yet._")
@@ -86,8 +89,15 @@ def render_markdown(results: StudyResults, rows: list[LedgerRow]) -> str:
     """The whole report as Markdown (equations as ``$$ LaTeX $$``)."""
     out = results.out
     now = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
-    table = _table(["claim", "verdict"] + list(STAGE_TITLES.values()),
-                   [[f"[{r.id}](#{r.id})", f"**{_v(r.verdict)}**"]
+    first = _table(list(content.CLAIM_LINE_COLUMNS),
+                   [[f"[{c.id}](#{c.id})", f"**{_v(c.outcome)}**"
+                     + (f" ({c.n_against} lines against)" if c.n_against > 1 else ""),
+                     (_md(c.number) or "—") + (f" ({_md(c.stage)})" if c.stage else "")
+                     + (f"; caveat: {_md(c.caveat)}" if c.caveat else ""),
+                     _md(c.scope) or "—", _md(c.paper) or "no number in the paper", _md(c.full_preset) or "—"]
+                    for c in content.claim_lines(rows)])
+    table = _table(["claim", "outcome"] + list(STAGE_TITLES.values()),
+                   [[f"[{r.id}](#{r.id})", f"**{_v(r.outcome)}**"]
                     + [(f"{_v(sv.verdict)}: {_md(sv.line)}" if sv.verdict else "—")
                        for sv in (r.stages[s] for s in STAGE_TITLES)] for r in rows])
     eqs = "\n\n".join(f"**{_md(d.title)}**\n\n```math\n{_md_math(d.latex)}\n```"
@@ -99,10 +109,7 @@ def render_markdown(results: StudyResults, rows: list[LedgerRow]) -> str:
         content.INTRO,
         f"**{_md(content.headline(rows))}**",
         "\n".join(f"- {_md(x)}" for x in content.stage_lines(results)),
-        "## 1. Claims", table,
-        "*Verdicts: supports / contradicts / mixed / inconclusive / insufficient (cannot discriminate: 0 comparisons, "
-        "ties, levels not reached, an untrained model). One rule combines runs and stages: insufficient never "
-        "counts; if the rest agree, their verdict; otherwise mixed.*",
+        "## 1. Claims", first, f"*{_md(VERDICT_NOTE)}*", "### Each stage's verdict", table,
         "## 2. The evidence, claim by claim",
         "\n\n".join(_claim_section(r, out) for r in rows),
         "## 3. Derivation", _md(content.derivation_text(results)), eqs,

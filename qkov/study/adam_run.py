@@ -11,10 +11,11 @@ from __future__ import annotations
 import pathlib
 from typing import Any
 
-import numpy as np
-
 from qkov.core.config import parse_config
-from qkov.study.claims import Evidence, judge_fraction, write_evidence
+from qkov.study import evidence_types as et
+from qkov.study.claims import Evidence, write_evidence
+from qkov.study.rules import evidence as judged
+from qkov.study.rules import slope_pair_verdict
 from qkov.core.runstore import RunWriter
 from validation.synthetic.experiment import torch_threads
 from validation.synthetic.adam_compare import AdamCompareConfig, residual_vs_loss_figure, slope_summary
@@ -22,17 +23,6 @@ from validation.synthetic.adam_compare import AdamCompareConfig, residual_vs_los
 KIND = "adam"
 STAGE = "synthetic"
 FIGURE = "gd_vs_adam"
-SLOPE_TOL = 0.05
-"""Relative tolerance of Adam's slope against the law's over the same losses. Inside the sign regime
-(|g| >= 100 eps at every usable point) Adam(0, 0) moves each entry by eta g/(|g|+eps), within 1% of sign
-descent's +-eta, and sign descent moves every entry at a constant rate, so its Euler steps are exact: the slope
-can differ from the law's by about 1%, and 5% leaves room for the estimate of |g| on factorized QK circuits,
-not for another exponent (a ratio of 3 against 1 changes the slope 4-8x)."""
-MIN_POINTS = 3
-MIN_DECADES = 0.3
-"""Fewer usable points, or a usable loss range narrower than this (in decades), cannot fix a slope."""
-
-
 def study_configs(quick: bool) -> list[AdamCompareConfig]:
     """Quick: CACO and FAFO at ratios 1 and 3, 300 Adam and 500 GD steps (seconds). Full: the docs' run."""
     if quick:
@@ -40,13 +30,17 @@ def study_configs(quick: bool) -> list[AdamCompareConfig]:
     return [AdamCompareConfig(ratios=(1.0, 3.0, 10.0), steps_adam=600, steps_gd=1500)]
 
 
+def slope_pair(s: dict[str, Any]) -> et.SlopePair:
+    """The typed evidence of one pair's slope summary (:func:`slope_summary`)."""
+    rng = s.get("loss_range")
+    return et.SlopePair(s["param"], float(s["ratio"]), s.get("slope_adam"), s.get("slope_law"),
+                        int(s.get("n_usable", 0) or 0), (float(rng[0]), float(rng[1])) if rng else None)
+
+
 def pair_verdict(s: dict[str, Any]) -> str:
-    """``supports`` / ``contradicts`` / ``insufficient`` of one pair's slope summary (:func:`slope_summary`)."""
-    a, law, rng = s.get("slope_adam"), s.get("slope_law"), s.get("loss_range")
-    if (a is None or law is None or not rng or s.get("n_usable", 0) < MIN_POINTS
-            or np.log10(rng[0] / rng[1]) < MIN_DECADES or law == 0):
-        return "insufficient"
-    return "supports" if abs(a / law - 1) <= SLOPE_TOL else "contradicts"
+    """``supports`` / ``contradicts`` / ``insufficient`` of one pair's slope summary
+    (:func:`qkov.study.rules.slope_pair_verdict`)."""
+    return slope_pair_verdict(slope_pair(s))
 
 
 def _fmt(x: float | None) -> str:
@@ -55,26 +49,24 @@ def _fmt(x: float | None) -> str:
 
 def evidence(cfg: AdamCompareConfig, slopes: list[dict[str, Any]]) -> list[Evidence]:
     """``adam-ratio`` (synthetic stage): per (param, ratio), Adam's slope d log(1-p)/d log L against the law's over
-    the losses before the eps floor; :func:`judge_fraction` over the pairs that could be judged."""
-    verdicts = [pair_verdict(s) for s in slopes]
-    judged = [v for v in verdicts if v != "insufficient"]
-    hits = sum(v == "supports" for v in judged)
+    the losses before the eps floor (:func:`qkov.study.rules.adam_slopes_rule`)."""
     parts = []
-    for s, v in zip(slopes, verdicts):
+    for s in slopes:
         asym = s.get("asymptotic_exponent")
         rng = s.get("loss_range")
         parts.append(f"{s['param']} r={s['ratio']:g}: Adam {_fmt(s.get('slope_adam'))}, law {_fmt(s.get('slope_law'))}"
                      f" (L -> 0: {'n/a' if asym is None else f'{asym:g}'}), GD {_fmt(s.get('slope_gd'))}"
                      + (f", L {rng[0]:.2g}..{rng[1]:.2g}" if rng else ", no usable loss")
-                     + ("" if v != "insufficient" else ", not judged"))
-    verdict = judge_fraction(hits, len(judged))
-    numbers = (f"slope d log(1-p)/d log L before the eps floor (eps {cfg.eps:g}): {hits}/{len(judged)} pairs within "
-               f"{SLOPE_TOL:.0%} of the derived sign-descent law; " + "; ".join(parts))
-    return [Evidence("adam-ratio", STAGE, verdict, numbers, FIGURE,
-                     "Under Adam the slope of log(1-p) against log L at matched loss should follow the derived "
-                     "sign-descent law, whose exponent grows with the ratio (r for CACO, r^2/2 for FAFO as L -> 0), "
-                     "while under GD the ratio only divides 1-p. Only logged states whose smallest QK-entry gradient "
-                     "is >= 100 eps count (before the eps floor); the law's slope is fitted at the same losses.")]
+                     + ("" if pair_verdict(s) != "insufficient" else ", not judged"))
+    scope = (f"Adam(0, 0, eps {cfg.eps:g}) vs GD, symmetric start, K={cfg.K}, M={cfg.M}, "
+             f"ratios {', '.join(f'{r:g}' for r in cfg.ratios)}, {cfg.steps_adam} Adam steps")
+    typed = et.AdamSlopes(tuple(slope_pair(s) for s in slopes), scope)
+    numbers = f"slope d log(1-p)/d log L before the eps floor (eps {cfg.eps:g}): " + "; ".join(parts)
+    return [judged("adam-ratio", STAGE, typed, numbers, FIGURE,
+                   "Under Adam the slope of log(1-p) against log L at matched loss should follow the derived "
+                   "sign-descent law, whose exponent grows with the ratio (r for CACO, r^2/2 for FAFO as L -> 0), "
+                   "while under GD the ratio only divides 1-p. Only logged states whose smallest QK-entry gradient "
+                   "is >= 100 eps count (before the eps floor); the law's slope is fitted at the same losses.")]
 
 
 def execute(config: dict, run_dir: pathlib.Path) -> dict[str, Any]:

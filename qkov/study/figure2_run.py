@@ -14,7 +14,9 @@ from typing import Any
 
 from qkov.core.config import parse_config
 from qkov.core.runstore import RunWriter, config_key
-from qkov.study.claims import THRESHOLDS, Evidence, attention_moved, beyond_chance, write_evidence
+from qkov.study import evidence_types as et
+from qkov.study.claims import Evidence, write_evidence
+from qkov.study.rules import evidence as judged
 from theory.parametrization import PARAMETRIZATIONS
 from validation.synthetic.experiment import torch_threads
 from validation.synthetic.figure2 import Figure2Config, attention_split_figure, figure2_summary, train_figure2
@@ -22,9 +24,6 @@ from validation.synthetic.paper_fast import dtap_panels_figure
 
 KIND = "figure2"
 STAGE = "synthetic"
-UNIFORM_RESOLUTION = THRESHOLDS["attention-resolution"].bound
-"""Distinct attention within this of its value at the start (1e-6 I: uniform attention) means the QK circuit
-did not leave its start; two seed means closer than this are a tie (theory.claims.THRESHOLDS)."""
 
 
 def study_configs(quick: bool) -> list[Figure2Config]:
@@ -42,54 +41,41 @@ def _num(x: float | None) -> str:
     return "n/a" if x is None else f"{x:.3f}"
 
 
-def evidence(summary: dict[str, Any]) -> list[Evidence]:
-    """``sharpness-ratio`` from one parametrization's two settings (equal rates, faster QK).
-
-    ``insufficient`` when the runs did not leave their start: a setting whose held-out p_true is not beyond chance
-    (1/VOCAB + the chance margin, :func:`qkov.study.claims.beyond_chance`), or distinct attention within
-    :data:`UNIFORM_RESOLUTION` of its start value in both settings (:func:`qkov.study.claims.attention_moved`); or when the difference of the seed means is
-    within the seed spread (the larger of the two settings' max - min over seeds, at least the resolution);
-    otherwise ``supports`` if faster QK raises distinct attention, ``contradicts`` if it lowers it. The numbers
-    also give the query's share (query position + its id's copies in context) and p_true.
-    """
-    eq, fq = summary["settings"][0], summary["settings"][1]
-    d = {k: s["final"]["distinct"] for k, s in (("eq", eq), ("fq", fq))}
-    start = eq["start"]["distinct"]
-    spread = max(d["eq"]["max"] - d["eq"]["min"], d["fq"]["max"] - d["fq"]["min"])
-    diff = d["fq"]["mean"] - d["eq"]["mean"]
+def figure2_evidence(summary: dict[str, Any]) -> et.Figure2:
+    """The typed evidence of one parametrization's two settings (equal rates, faster QK): seed means of the final
+    and starting distinct attention, its seed range, p_true and the query's share (query position + its id's
+    copies in context)."""
     from validation.synthetic.paper_preset import VOCAB
 
-    named = (("equal rates", eq), ("faster QK", fq))
-    stuck = [f"{k}: p_true {s['final']['p_true']['mean']:.3f} at chance (1/{VOCAB} + "
-             f"{THRESHOLDS['chance-margin'].bound:g})" for k, s in named
-             if not beyond_chance(s["final"]["p_true"]["mean"], 1.0 / VOCAB)]
-    if not any(attention_moved(s["final"]["distinct"]["mean"] - s["start"]["distinct"]) for _, s in named):
-        stuck.append(f"in neither setting did the distinct attention move by more than {UNIFORM_RESOLUTION:g} "
-                     "(it stays uniform)")
+    def setting(name: str, s: dict[str, Any]) -> et.Figure2Setting:
+        d = s["final"]["distinct"]
+        return et.Figure2Setting(name, d["mean"], s["start"]["distinct"], d["min"], d["max"],
+                                 s["final"]["p_true"]["mean"],
+                                 s["final"]["query"]["mean"] + s["final"]["query_copies"]["mean"])
 
-    def q(s):
-        return s["final"]["query"]["mean"] + s["final"]["query_copies"]["mean"]
+    eq, fq = summary["settings"][0], summary["settings"][1]
+    scope = (f"{summary['param']}, paper preset, SGD, {len(summary['seeds'])} seeds, {summary['steps'][-1]} steps, "
+             f"QK/OV {eq['lr_qk']:g}/{eq['lr_ov']:g} vs {fq['lr_qk']:g}/{fq['lr_ov']:g}")
+    return et.Figure2(summary["param"], setting("equal rates", eq), setting("faster QK", fq), 1.0 / VOCAB, scope)
 
-    n_seeds = len(summary["seeds"])
-    numbers = (f"{summary['param']}, paper preset, SGD, {n_seeds} seeds, {summary['steps'][-1]} steps: held-out "
-               f"distinct attention equal rates (QK {eq['lr_qk']:g}, OV {eq['lr_ov']:g}) {_num(d['eq']['mean'])} "
-               f"-> faster QK (QK {fq['lr_qk']:g}, OV {fq['lr_ov']:g}) {_num(d['fq']['mean'])} (difference "
-               f"{diff:+.3f}, seed spread {spread:.3f}; uniform {start:.3f}); query + query-id copies "
-               f"{q(eq):.3f} -> {q(fq):.3f}; p_true {_num(eq['final']['p_true']['mean'])} -> "
-               f"{_num(fq['final']['p_true']['mean'])}")
-    if stuck:
-        verdict, why = "insufficient", ("the runs did not leave their start (" + "; ".join(stuck) + "), so the "
-                                        "comparison says nothing about the claim.")
-    elif abs(diff) <= max(spread, UNIFORM_RESOLUTION):
-        verdict, why = "insufficient", "the difference is within the seed spread."
-    elif diff > 0:
-        verdict, why = "supports", "faster QK learning raises held-out attention on the distinct tokens."
-    else:
-        where = " (it goes to the query's id instead)" if q(fq) > q(eq) + spread else ""
-        verdict, why = "contradicts", f"faster QK learning lowers held-out attention on the distinct tokens{where}."
-    return [Evidence("sharpness-ratio", STAGE, verdict, numbers, "attention_split",
-                     "Figure 2 (paper preset, class-specific query token): " + why + " Distinct tokens are the "
-                     "class's tokens (ids >= 10); the query id (a common-token id) also identifies the class.")]
+
+def evidence(summary: dict[str, Any]) -> list[Evidence]:
+    """``sharpness-ratio`` from one parametrization's two settings (equal rates, faster QK), judged by
+    :func:`qkov.study.rules.figure2_rule` (insufficient when a setting predicts at chance, when the distinct
+    attention stayed uniform in both settings, or when the difference is within the seed spread; else supports
+    if faster QK raises distinct attention, contradicts if it lowers it)."""
+    ev = figure2_evidence(summary)
+    eq, fq = ev.equal, ev.faster
+    spread = max(eq.distinct_max - eq.distinct_min, fq.distinct_max - fq.distinct_min)
+    numbers = (f"{ev.scope}: held-out distinct attention equal rates {_num(eq.distinct)} -> faster QK "
+               f"{_num(fq.distinct)} (difference {fq.distinct - eq.distinct:+.3f}, seed spread {spread:.3f}; uniform "
+               f"{eq.distinct_start:.3f}); query + query-id copies {eq.query_share:.3f} -> {fq.query_share:.3f}; "
+               f"p_true {_num(eq.p_true)} -> {_num(fq.p_true)}")
+    return [judged("sharpness-ratio", STAGE, ev, numbers, "attention_split",
+                   "Figure 2 (paper preset, class-specific query token): does faster QK learning raise held-out "
+                   "attention on the distinct tokens? Distinct tokens are the class's tokens (ids >= 10); the query "
+                   "id (a common-token id) also identifies the class. Insufficient when a setting predicts at chance, "
+                   "the attention stayed uniform, or the difference is within the seed spread.")]
 
 
 def checkpoint_path(config: dict) -> pathlib.Path:

@@ -15,7 +15,9 @@ from typing import Any
 
 from qkov.core.config import parse_config
 from qkov.core.runstore import RunWriter
-from qkov.study.claims import Evidence, judge_fraction, write_evidence
+from qkov.study import evidence_types as et
+from qkov.study.claims import Evidence, write_evidence
+from qkov.study.rules import evidence as judged
 from validation.synthetic.experiment import torch_threads
 from validation.synthetic.optimizer_map_run import (OptimizerMapConfig, curve_arrays, optimizer_map_figure,
                                                     without_curves)
@@ -41,7 +43,8 @@ def write_run(cfg: OptimizerMapConfig, runs: list[dict[str, Any]], run: RunWrite
     if arrays:
         run.write_arrays("trajectories.npz", **arrays)
         run.write_figure(FIGURE, optimizer_map_figure(runs, cfg.label()))
-    return write_evidence(run, [default_betas_verdict(data), stability_verdict(data)])
+    scope = f"{cfg.label()}, symmetric start, K={cfg.K}, M={cfg.M}, lr {cfg.dt:g}, {cfg.steps} steps"
+    return write_evidence(run, [default_betas_verdict(data, scope), stability_verdict(data, scope)])
 
 
 def execute(config: dict, run_dir: pathlib.Path) -> dict[str, Any]:
@@ -55,16 +58,6 @@ def execute(config: dict, run_dir: pathlib.Path) -> dict[str, Any]:
 
 
 
-APPLY_DISTANCE = 1e-2
-"""The reduced map applies at a matched loss while the measured distance from the symmetric set is below this
-(relative Frobenius): there the off-set part is too small to move 1-p by more than ~1e-3 relative (measured)."""
-REDUCED_TOL = 0.05
-"""|measured/reduced - 1| allowed where the reduced map applies: the two agree to ~1e-6 on the set (same numbers);
-5% leaves room for the ~1e-3 off-set part, not for another optimizer (Adam vs GD differ by 2-10x in 1-p)."""
-SHARPEN_MARGIN = 2.0
-"""Adam's measured sharpening factor 1-p(r_lo)/1-p(r_hi) must exceed gradient flow's by this factor for a hit."""
-
-
 def optimizer_label(runs: list[dict]) -> str:
     """``name (beta1 0.9, beta2 0.999, eps 1e-08)`` of the runs' recorded optimizer (``?`` without runs)."""
     if not runs:
@@ -75,57 +68,68 @@ def optimizer_label(runs: list[dict]) -> str:
                                    for k, v in spec.items()) + ")"
 
 
-def default_betas_comparisons(runs: list[dict]) -> list[dict]:
-    """Per (param, matched level): the comparisons of :func:`default_betas_verdict` from
-    :func:`validation.synthetic.adam_compare.optimizer_matched_loss` results (``runs``)."""
-    out = []
-    for run in runs:
-        pairs = sorted(run["pairs"], key=lambda p: p["ratio"])
-        if len(pairs) < 2:
-            continue
-        lo, hi = pairs[0], pairs[-1]
-        for i, level in enumerate(run["levels"]):
-            vals = [lo["measured"][i], hi["measured"][i], lo["flow"][i], hi["flow"][i]]
-            row = {"param": lo["param"], "level": level, "ratios": [lo["ratio"], hi["ratio"]], "judged": False}
-            if any(v is None or not v > 0 for v in vals):
-                out.append(row)
-                continue
-            applies = [p["distance"][i] is not None and p["distance"][i] <= APPLY_DISTANCE for p in (lo, hi)]
-            reduced_ok = all(abs(p["measured"][i] / p["reduced"][i] - 1) <= REDUCED_TOL
-                             for p, a in zip((lo, hi), applies) if a and p["reduced"][i])
-            s_opt, s_flow = vals[0] / vals[1], vals[2] / vals[3]
-            row.update(judged=True, applies=applies, reduced_ok=reduced_ok, sharpening=s_opt, sharpening_flow=s_flow,
-                       hit=bool(reduced_ok and s_opt >= SHARPEN_MARGIN * s_flow))
-            out.append(row)
-    return out
+def _at(xs: list | None, i: int) -> float | None:
+    """``xs[i]`` as a float, None when missing or not a number."""
+    if not xs or i >= len(xs) or xs[i] is None:
+        return None
+    try:
+        return float(xs[i])
+    except (TypeError, ValueError):
+        return None
 
 
-def default_betas_verdict(runs: list[dict]) -> Evidence:
-    """``adam-ratio-default``: a hit where the reduced map (where it applies) matches the measured 1-p within
-    :data:`REDUCED_TOL` and the measured sharpening from the lowest to the highest ratio is >= :data:`SHARPEN_MARGIN`
-    times gradient flow's at the same loss; :func:`judge_fraction` over the judged levels (none: insufficient)."""
-    rows = default_betas_comparisons(runs)
-    judged = [r for r in rows if r["judged"]]
-    hits = sum(r["hit"] for r in judged)
-    parts = [f"{r['param']} L={r['level']:.2g}: x{r['sharpening']:.3g} vs flow x{r['sharpening_flow']:.3g}"
-             f"{'' if r['reduced_ok'] else ' (reduced map missed)'}"
-             f"{'' if all(r['applies']) else ' (off the set)'}" for r in judged]
+def pair_points(pair: dict, levels: list) -> tuple[et.OptimizerPoint, ...]:
+    """The typed points of one (param, ratio) result of
+    :func:`validation.synthetic.adam_compare.optimizer_matched_loss` at its matched ``levels``: measured, reduced,
+    flow, distance, and a broken-set prediction when the pair carries ``predicted_one_minus_p`` (a list per level)."""
+    pred = pair.get("predicted_one_minus_p")
+    return tuple(et.OptimizerPoint(float(pair["ratio"]), float(lv), _at(pair.get("measured"), i),
+                                   _at(pair.get("reduced"), i), _at(pair.get("flow"), i), _at(pair.get("distance"), i),
+                                   _at(pred, i) if isinstance(pred, list) else None)
+                 for i, lv in enumerate(levels))
+
+
+def default_betas_evidence(runs: list[dict], scope: str = "") -> et.AdamDefault:
+    """Typed ``adam-ratio-default`` evidence: every ratio at every matched loss of every parametrization."""
     opt = optimizer_label(runs)
-    return Evidence("adam-ratio-default", STAGE, judge_fraction(hits, len(judged)),
-                    f"{opt}: {hits}/{len(judged)} matched losses where the measured 1-p sharpens by >= "
-                    f"{SHARPEN_MARGIN:g}x gradient flow's from r={rows[0]['ratios'][0] if rows else '?'} to "
-                    f"r={rows[0]['ratios'][1] if rows else '?'} with the reduced map within {REDUCED_TOL:.0%}; "
-                    + "; ".join(parts), FIGURE)
+    return et.AdamDefault(tuple(et.OptimizerRun(run["pairs"][0]["param"] if run["pairs"] else "?", opt,
+                                                tuple(pt for p in run["pairs"] for pt in pair_points(p, run["levels"])))
+                                for run in runs), opt, scope or opt)
 
 
-def stability_verdict(runs: list[dict]) -> Evidence:
-    """``optimizer-stability``: per run, the transverse prediction (leaves the set or not, before training) against
-    the measured departure (distance > 1e-6 within the run); a hit when they agree."""
-    rows = [(p["param"], p["ratio"], p["predicted_departure_step"] is not None, p["measured_departure_step"] is not None,
-             p["ftle_per_step"]) for run in runs for p in run["pairs"]]
-    hits = sum(a == b for _, _, a, b, _ in rows)
-    parts = [f"{pm} r={r:g}: predicted {'leaves' if a else 'stays'}, measured {'leaves' if b else 'stays'}, "
-             f"FTLE {f:.3g}/step" for pm, r, a, b, f in rows]
-    return Evidence("optimizer-stability", STAGE, judge_fraction(hits, len(rows)),
-                    f"{optimizer_label(runs)}: {hits}/{len(rows)} runs where the prediction matches the run; "
-                    + "; ".join(parts), FIGURE)
+def stability_evidence(runs: list[dict], scope: str = "") -> et.Stability:
+    """Typed ``optimizer-stability`` evidence: per (param, ratio) the transverse call and the 1-p points."""
+    opt = optimizer_label(runs)
+    return et.Stability(tuple(et.StabilityPair(p["param"], float(p["ratio"]),
+                                               None if "predicted_departure_step" not in p
+                                               else p["predicted_departure_step"] is not None,
+                                               pair_points(p, run["levels"]))
+                              for run in runs for p in run["pairs"]), opt, scope or opt)
+
+
+def default_betas_verdict(runs: list[dict], scope: str = "") -> Evidence:
+    """``adam-ratio-default`` (:func:`qkov.study.rules.adam_default_rule`): every ratio at every matched loss."""
+    ev = default_betas_evidence(runs, scope)
+    parts = []
+    for run in runs:
+        for p in sorted(run["pairs"], key=lambda q: q["ratio"]):
+            pts = ", ".join(f"L={lv:.2g} {m:.3g}" + (f" (d {d:.2g})" if d is not None else "")
+                            for lv, m, d in zip(run["levels"], p.get("measured") or [], p.get("distance") or [])
+                            if m is not None)
+            parts.append(f"{p['param']} r={p['ratio']:g}: 1-p {pts or 'no level reached'}")
+    return judged("adam-ratio-default", STAGE, ev, f"{ev.optimizer}: measured 1-p (set distance) " + "; ".join(parts),
+                  FIGURE, "Every ratio at every matched loss: on the symmetric set against the exact reduced map, "
+                  "off it only against a broken-set prediction (none: the point is not a hit); 1-p must fall as the "
+                  "loss falls, a higher ratio must be at least as sharp, and the sharpening beyond gradient flow's.")
+
+
+def stability_verdict(runs: list[dict], scope: str = "") -> Evidence:
+    """``optimizer-stability`` judged on attention (:func:`qkov.study.rules.stability_rule`)."""
+    ev = stability_evidence(runs, scope)
+    parts = [f"{p['param']} r={p['ratio']:g}: predicted "
+             f"{'leaves' if p.get('predicted_departure_step') is not None else 'stays'}, FTLE "
+             f"{p.get('ftle_per_step', float('nan')):.3g}/step" for run in runs for p in run["pairs"]]
+    return judged("optimizer-stability", STAGE, ev, f"{ev.optimizer}: " + "; ".join(parts), FIGURE,
+                  "The transverse analysis' call (before training) against whether the measured 1-p leaves the "
+                  "reduced map (by more than optimizer-map-tolerance), or a supplied predicted 1-p against the "
+                  "measured one.")

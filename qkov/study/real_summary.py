@@ -472,7 +472,9 @@ def summarise(run_dirs: Iterable[Path], out_dir: Path, *, kind: str = "validate-
         w.write_json("tables.json", groups)
         w.write_json("tests.json", tests)
         w.write_text("tables.md", markdown_tables(groups, tests, claim))
-        write_evidence(w, [evidence])
+        from qkov.study.rules import real_data_evidence   # one line per group (qkov.study.rules)
+
+        write_evidence(w, real_data_evidence(groups))
         for name, g in groups.items():
             for ratio, h in g["dtap"].items():
                 fig = plot_dtap(np.array(h["mean_percent"]), h["edges"],

@@ -8,9 +8,9 @@ the paper's Figure 2, one run per parametrization (full: 5 seeds, 10^5 steps). K
 ``synthetic-optimizer`` (:mod:`qkov.study.optimizer_run`): Adam at default betas and momentum against their
 exact reduced maps, evidence for ``adam-ratio-default`` and ``optimizer-stability``. Quick mode shortens each run so the stage takes
 about a minute on 2 cores; each run writes ``claims.json`` (:mod:`qkov.study.claims` evidence) for the
-claims it tests: :func:`evidence` turns the run's summaries into verdicts that refuse vacuous evidence
-(0 comparisons, ties within :data:`ATTENTION_RESOLUTION`, loss levels not reached, runs that did not
-leave their start: ``insufficient``).
+claims it tests: :func:`evidence` turns the run's summaries into typed evidence, and the rules
+(:mod:`qkov.study.rules`) into verdicts that refuse vacuous evidence (0 comparisons, ties within
+``attention-resolution``, loss levels not reached, runs that did not leave their start: ``insufficient``).
 """
 
 from __future__ import annotations
@@ -21,8 +21,10 @@ from typing import TYPE_CHECKING, Any
 from qkov.core.config import parse_config
 from qkov.core.runstore import RunWriter
 from qkov.study import adam_run, figure2_run, optimizer_run
-from qkov.study.claims import (THRESHOLDS, Evidence, judge_fraction, judge_order, judge_threshold, left_start,
-                               order_pairs_text, write_evidence)
+from qkov.study import evidence_types as et
+from qkov.study.claims import THRESHOLDS, Evidence, write_evidence
+from qkov.study.rules import evidence as judged
+from qkov.study.rules import run_left_start
 from theory.parametrization import PARAMETRIZATIONS
 from validation.synthetic.experiment import SyntheticConfig, run_grid
 from validation.synthetic.report import LOSS_LEVELS, write_run
@@ -34,8 +36,6 @@ STAGE = "synthetic"
 RUN_KINDS = {m.KIND: m for m in (figure2_run, adam_run, optimizer_run)}
 """The stage's other run kinds, each a module with ``KIND``, ``study_configs(quick)`` and ``execute(config,
 run_dir)``: the paper's Figure 2, GD against Adam(0, 0), Adam at default betas and momentum (issue 23)."""
-ATTENTION_RESOLUTION = THRESHOLDS["attention-resolution"].bound
-"""Two attention values closer than this are a tie (theory.claims.THRESHOLDS, with its reason)."""
 
 
 def study_runs(quick: bool, data_dir: pathlib.Path | None) -> list[tuple[str, dict]]:
@@ -68,23 +68,35 @@ def chance(cfg: SyntheticConfig) -> float:
     return 1.0 / cfg.K
 
 
-def trained(cfg: SyntheticConfig, s: dict[str, Any]) -> tuple[bool, str]:
-    """Did the run leave its start in what the sharpness claims are about (:func:`qkov.study.claims.left_start`)?
+def run_state(cfg: SyntheticConfig, s: dict[str, Any]) -> et.RunState:
+    """What a run's summary says about leaving its start: its attention change and held-out p_true.
 
-    Attention moved: the held-out distinct attention's change over training (``test_curve``), or, for runs on
-    the exact population (no held-out curve), a loss that fell (``left_start`` of the run summary) and final
-    attention ``p`` away from its start; prediction: the held-out (population) mean p_true of the DTAP summary.
+    Attention change: the held-out distinct attention's change over training (``test_curve``), or, for runs on
+    the exact population (no held-out curve), the population attention ``p`` at the end minus at the start
+    (``final.p - start.p``); prediction: the held-out (population) mean p_true of the DTAP summary.
     """
     p_true = (s.get("dtap") or {}).get("mean_p_true")
     mass = ((s.get("test_curve") or {}).get("mass")) or []
     mass = [m for m in mass if m is not None]
+    p_end, p_start = (s.get("final") or {}).get("p"), (s.get("start") or {}).get("p")
     if len(mass) >= 2:
         moved = mass[-1] - mass[0]
-    elif s.get("left_start", False):
-        moved = float("inf")      # exact population GD from the symmetric start: attention follows the loss
+    elif p_end is not None and p_start is not None:
+        moved = p_end - p_start          # exact population from the symmetric start: attention p itself
     else:
-        moved = 0.0
-    return left_start(moved, p_true, chance(cfg))
+        moved = None
+    return et.RunState(moved, p_true, chance(cfg))
+
+
+def trained(cfg: SyntheticConfig, s: dict[str, Any]) -> tuple[bool, str]:
+    """Did the run leave its start in what the sharpness claims are about (:func:`qkov.study.rules.left_start`
+    of :func:`run_state`)?"""
+    return run_left_start(run_state(cfg, s))
+
+
+def _scope(cfg: SyntheticConfig) -> str:
+    return (f"{cfg.optimizer}, {cfg.data} data, {cfg.init} start, K={cfg.K}, M={cfg.M}, "
+            f"ratios {', '.join(f'{r:g}' for r in sorted(cfg.ratios))}, {cfg.steps} steps")
 
 
 def evidence(cfg: SyntheticConfig, summaries: list[dict[str, Any]], rescale: dict[str, Any] | None) -> list[Evidence]:
@@ -103,26 +115,28 @@ def evidence(cfg: SyntheticConfig, summaries: list[dict[str, Any]], rescale: dic
         n = len(rescale["states"])
         err = rescale["max_rel_err"]
         tol = THRESHOLDS["rescaling-tolerance"]
-        out.append(Evidence("rescaling", STAGE, "insufficient" if not n else tol.judge(err),
-                            f"{where}: max relative error {err if err is None else f'{err:.1e}'} over {n} states "
-                            f"(tolerance {tol.bound:g})", "theory_vs_training",
-                            "Factorized speed / collapsed speed at the same state against theory's rho_OV = 2u and "
-                            "rho_QK at the balanced start. " + tol.reason))
+        out.append(judged("rescaling", STAGE, et.Bound("rescaling-tolerance", err, n, "max relative error",
+                                                       _scope(cfg)),
+                          f"{where}: max relative error {err if err is None else f'{err:.1e}'} over {n} states "
+                          f"(tolerance {tol.bound:g})", "theory_vs_training",
+                          "Factorized speed / collapsed speed at the same state against theory's rho_OV = 2u and "
+                          "rho_QK at the balanced start. " + tol.reason))
     if (summaries and all("spread" in s for s in summaries) and cfg.optimizer in ("gd", "sgd")
             and cfg.init == "symmetric" and cfg.data == "population"):
         # The claim is about the lines from a symmetric start under gradient descent; random starts (attraction
         # of the symmetric set) and Adam (per-coordinate scaling) are not what it says, and are not judged.
         worst = max(max(s["spread"]["max_abs_u"], s["spread"]["max_abs_v"]) for s in summaries)
         th = THRESHOLDS["symmetric-spread"]
-        out.append(Evidence("fixed-lines", STAGE, judge_threshold("symmetric-spread", worst),
-                            f"{where}: largest spread of u, v across classes/tokens {worst:.1e} over "
-                            f"{len(summaries)} runs (bound {th.bound:g})", "theory_vs_training",
-                            "From the symmetric start the trained model must stay on the symmetric set, where each "
-                            "circuit's effective parameter is on its line (spread 0 up to round-off). " + th.reason))
+        out.append(judged("fixed-lines", STAGE, et.Bound("symmetric-spread", worst, len(summaries), "spread",
+                                                         _scope(cfg)),
+                          f"{where}: largest spread of u, v across classes/tokens {worst:.1e} over "
+                          f"{len(summaries)} runs (bound {th.bound:g})", "theory_vs_training",
+                          "From the symmetric start the trained model must stay on the symmetric set, where each "
+                          "circuit's effective parameter is on its line (spread 0 up to round-off). " + th.reason))
     if len(cfg.ratios) > 1:
-        out.append(_sharpness_ratio(cfg, summaries, where, stuck_txt))
+        out.append(_sharpness_ratio(cfg, summaries, where, stuck_txt, tuple(stuck)))
     if set(cfg.params) >= set(PARAMETRIZATIONS):
-        out.append(_sharpness_order(cfg, summaries, where, stuck_txt))
+        out.append(_sharpness_order(cfg, summaries, where, stuck_txt, tuple(stuck)))
     return out
 
 
@@ -156,43 +170,39 @@ def mass_at_test_loss(summary: dict[str, Any], level: float) -> float | None:
     return None
 
 
-def _sharpness_ratio(cfg: SyntheticConfig, summaries: list[dict[str, Any]], where: str, stuck_txt: str) -> Evidence:
-    """Attention at matched loss (or final held-out attention) must rise with the ratio: consecutive ratios
-    compared per parametrization and loss level; ties within ATTENTION_RESOLUTION and unreached levels skipped."""
+def _sharpness_ratio(cfg: SyntheticConfig, summaries: list[dict[str, Any]], where: str, stuck_txt: str,
+                     stuck: tuple[str, ...] = ()) -> Evidence:
+    """Attention at matched loss (population p, or held-out distinct attention at matched test loss) along the
+    ratios, per parametrization and loss level (:class:`~qkov.study.evidence_types.RatioTrend`); runs that did not
+    leave their start and levels not reached are None (not comparisons)."""
     by = {(s["param"], s["ratio"]): s for s in summaries}
     ratios = sorted(cfg.ratios)
-    rises = compared = ties = 0
     if all("p_at_loss" in s for s in summaries):
-        what, fig = "attention p at matched loss", "attention_vs_loss"
-        series = [[by[(p, r)]["p_at_loss"].get(f"{lev:g}") if by[(p, r)].get("_trained", True) else None
-                   for r in ratios] for p in cfg.params for lev in LOSS_LEVELS]
+        what = "attention p at matched loss"
+        lv_txt = [f"{lev:g}" for lev in LOSS_LEVELS]
+        series = [et.Series(f"{p} L={lev}", tuple(ratios),
+                            tuple(by[(p, r)]["p_at_loss"].get(lev) if by[(p, r)].get("_trained", True) else None
+                                  for r in ratios)) for p in cfg.params for lev in lv_txt]
+        scope = _scope(cfg) + f", loss {LOSS_LEVELS[0]:g}..{LOSS_LEVELS[-1]:g}"
     else:
         levels = common_test_levels([by[(p, r)] for p in cfg.params for r in ratios if by[(p, r)].get("_trained", True)])
-        what, fig = (f"held-out distinct-token attention at matched test loss ({len(levels)} levels "
-                     + (f"{levels[0]:.3g}..{levels[-1]:.3g})" if levels.size else "reached by every trained run: none)")
-                     ), "attention_vs_loss"
-        series = [[mass_at_test_loss(by[(p, r)], lev) if by[(p, r)].get("_trained", True) else None for r in ratios]
-                  for p in cfg.params for lev in levels]
-    for vals in series:
-        for a, b in zip(vals, vals[1:]):
-            if a is None or b is None:
-                continue
-            if abs(b - a) <= ATTENTION_RESOLUTION:
-                ties += 1
-                continue
-            compared += 1
-            rises += b > a
-    return Evidence("sharpness-ratio", STAGE, judge_fraction(rises, compared),
-                    f"{where}: {what} rises with eta_QK/eta_OV in {rises}/{compared} comparisons ({ties} ties within "
-                    f"{ATTENTION_RESOLUTION:g}){stuck_txt}", fig,
-                    f"Consecutive ratios {ratios} compared per parametrization"
-                    + (f" and loss level {[float(x) for x in LOSS_LEVELS]}" if "matched" in what else "")
-                    + "; a level not reached by both runs is not a comparison.")
+        what = (f"held-out distinct-token attention at matched test loss ({len(levels)} levels "
+                + (f"{levels[0]:.3g}..{levels[-1]:.3g})" if levels.size else "reached by every trained run: none)"))
+        series = [et.Series(f"{p} L={lev:.3g}", tuple(ratios),
+                            tuple(mass_at_test_loss(by[(p, r)], lev) if by[(p, r)].get("_trained", True) else None
+                                  for r in ratios)) for p in cfg.params for lev in levels]
+        scope = _scope(cfg) + (f", test loss {levels[0]:.3g}..{levels[-1]:.3g}" if levels.size else "")
+    trend = et.RatioTrend("attention", tuple(series), scope, stuck)
+    return judged("sharpness-ratio", STAGE, trend, f"{where}: {what} along eta_QK/eta_OV{stuck_txt}",
+                  "attention_vs_loss",
+                  f"Consecutive ratios {ratios} compared per parametrization and loss level; a level not reached by "
+                  "both runs is not a comparison; steps within attention-resolution are ties.")
 
 
-def _sharpness_order(cfg: SyntheticConfig, summaries: list[dict[str, Any]], where: str, stuck_txt: str) -> Evidence:
+def _sharpness_order(cfg: SyntheticConfig, summaries: list[dict[str, Any]], where: str, stuck_txt: str,
+                     stuck: tuple[str, ...] = ()) -> Evidence:
     """The paper's pairwise orders (theory.claims.SHARPNESS_ORDER_PAIRS) at the smallest ratio, at the
-    smallest loss level every parametrization reached (or on final held-out attention)."""
+    smallest loss level every parametrization reached (or on held-out attention at a matched test loss)."""
     r0 = min(cfg.ratios)
     at = {s["param"]: s for s in summaries if s["ratio"] == r0}
     if all("p_at_loss" in s for s in at.values()):
@@ -208,16 +218,14 @@ def _sharpness_order(cfg: SyntheticConfig, summaries: list[dict[str, Any]], wher
         residual = {p: 1 - m for p, m in masses.items() if m is not None}
         what = (f"1 - held-out distinct attention at test loss {levels[-1]:.3g}" if levels.size
                 else "no test loss reached by every trained run")
-    if len(residual) < 2:
-        return Evidence("sharpness-order", STAGE, "insufficient",
-                        f"{where}, ratio {r0:g}: {what}{stuck_txt}", "", "Nothing to compare: train longer.")
-    verdict, holds, compared = judge_order(residual, ATTENTION_RESOLUTION)
     order = " < ".join(f"{p} {residual[p]:.3f}" for p in sorted(residual, key=residual.get))
-    return Evidence("sharpness-order", STAGE, verdict,
-                    f"{where}, ratio {r0:g}, {what} (sharpest first): {order}; {holds}/{compared} of the paper's "
-                    f"pairs hold ({order_pairs_text(residual, ATTENTION_RESOLUTION)}){stuck_txt}", "attention_vs_loss",
-                    f"The paper's pairs: collapsed OV (CACO, FACO) sharper than factorized OV (CAFO, FAFO); pairs closer than "
-                    f"{ATTENTION_RESOLUTION:g} in attention are ties and not compared.")
+    ev = et.Order(tuple(residual.items()), "attention-resolution", _scope(cfg).split(", ratios")[0]
+                  + f", ratio {r0:g}, {what}", stuck)
+    return judged("sharpness-order", STAGE, ev,
+                  f"{where}, ratio {r0:g}, {what} (sharpest first): {order or 'nothing to compare'}{stuck_txt}",
+                  "attention_vs_loss" if residual else "",
+                  "The paper's pairs: collapsed OV (CACO, FACO) sharper than factorized OV (CAFO, FAFO); pairs "
+                  "closer than attention-resolution are ties and not compared.")
 
 
 def write_synthetic_run(cfg: SyntheticConfig, runs: list, run: RunWriter) -> dict[str, Any]:

@@ -32,23 +32,24 @@ def fig2_summary(eq, fq, **kw):
 def test_figure2_uniform_attention_in_both_settings_is_insufficient():
     (e,) = figure2_run.evidence(fig2_summary(UNIFORM + 4e-4, UNIFORM - 5e-4, per_seed_spread=1e-4))
     assert (e.claim, e.stage, e.verdict) == ("sharpness-ratio", "synthetic", "insufficient")
-    assert "uniform 0.349" in e.numbers and "did not leave their start" in e.text
+    assert "uniform 0.349" in e.numbers and "distinct attention stays uniform in both settings" in e.numbers
 
 
 def test_figure2_prediction_at_chance_is_insufficient_even_when_attention_moved():
     """The quick paper-preset case of issue 22: CACO's attention moved a little, p_true 0.04 (chance 1/50)."""
     (e,) = figure2_run.evidence(fig2_summary(UNIFORM, UNIFORM - 0.02, per_seed_spread=1e-4, p_true=0.04))
-    assert e.verdict == "insufficient" and "at chance" in e.text
+    assert e.verdict == "insufficient" and "p_true at chance in equal rates, faster QK" in e.numbers
 
 
 def test_figure2_difference_within_the_seed_spread_is_insufficient():
     (e,) = figure2_run.evidence(fig2_summary(0.40, 0.43, per_seed_spread=0.05))
-    assert e.verdict == "insufficient" and "seed spread 0.050" in e.numbers and "within the seed spread" in e.text
+    assert e.verdict == "insufficient" and "seed spread 0.050" in e.numbers and "within the seed spread" in e.numbers
 
 
 def test_figure2_faster_qk_raising_distinct_attention_supports():
     (e,) = figure2_run.evidence(fig2_summary(UNIFORM, 0.99))
-    assert e.verdict == "supports" and "0.349 -> faster QK (QK 0.2, OV 0.01) 0.990" in e.numbers
+    assert e.verdict == "supports" and "equal rates 0.349 -> faster QK 0.990" in e.numbers
+    assert e.number == "CACO distinct attention 0.349 -> 0.990" and "QK/OV 0.01/0.01 vs 0.2/0.01" in e.scope
     assert e.figure == "attention_split"
 
 
@@ -57,7 +58,7 @@ def test_figure2_faster_qk_lowering_distinct_attention_contradicts_and_names_the
     s["settings"][1]["final"]["query_copies"]["mean"] = 0.69
     (e,) = figure2_run.evidence(s)
     assert e.verdict == "contradicts" and "query + query-id copies 0.080 -> 0.706" in e.numbers
-    assert "query's id" in e.text
+    assert "query's id" in e.numbers and e.number == "CACO distinct attention 0.410 -> 0.040"
 
 
 def pair(param, ratio, adam, law, n=20, rng=(0.5, 0.005)):

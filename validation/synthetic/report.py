@@ -40,6 +40,7 @@ def pair_summary(cfg: SyntheticConfig, run: PairRun) -> tuple[dict[str, Any], An
     L = run.log
     out: dict[str, Any] = {"param": run.param, "ratio": run.ratio, "wall_s": run.wall_s,
                            "final": {k: _f(v[-1]) for k, v in L.items() if k not in ("step",)},
+                           "start": {k: _f(v[0]) for k, v in L.items() if k not in ("step",)},
                            "left_start": left_start(L)}
     if "test_loss" in L and "test_mass" in L:  # held-out curve, for comparisons at matched test loss
         out["test_curve"] = {"loss": [_f(x) for x in np.asarray(L["test_loss"], float)],
@@ -104,11 +105,18 @@ def left_start(log: dict[str, np.ndarray]) -> bool:
     return bool(loss.size >= 2 and np.isfinite(loss[-1]) and loss[-1] <= (1 - LEFT_START_FRACTION) * loss[0])
 
 
+def theory_applies(cfg: SyntheticConfig) -> bool:
+    """Whether theory's reduced gradient flow is a prediction for the run: full-batch GD on the exact population
+    from the symmetric start (MODEL.md's setting). For random starts, Adam(W) or SGD on samples it is not."""
+    return bool(cfg.compares_to_ode)
+
+
 def theory_curves(cfg: SyntheticConfig, run: PairRun) -> Any:
     """Theory's reduced flow on the run's clock from the run's own first logged (u, v) (None without u, v).
 
     For the discrete gradient flow from the symmetric start this is MODEL.md's reference; for other
-    optimizers and starts it is the gradient flow the run would follow if it were one.
+    optimizers and starts it is the gradient flow the run would follow if it were one (a reference only,
+    drawn as such by :func:`theory_vs_training_figure`).
     """
     L = run.log
     if "u" not in L or "t" not in L:
@@ -128,7 +136,10 @@ RATIO_COLORS = OKABE_ITO
 def theory_vs_training_figure(cfg: SyntheticConfig, runs: list[PairRun], trajs: list[Any]) -> Figure:
     """Per parametrization and observable (u, v, 1 - p): training (solid) and theory (dashed, same colour) against t,
     and beneath, the relative deviation ``|train / theory - 1|`` on a log axis (where the eye cannot separate the
-    curves, this panel can). One colour per ratio; every run that logs (u, v) has its theory curve."""
+    curves, this panel can). One colour per ratio. Theory is drawn as a prediction only where it applies
+    (:func:`theory_applies`: GD on the population from the symmetric start); elsewhere the gradient flow from the
+    run's first state is drawn thin and grey-dotted, labelled "reference (not a prediction)"."""
+    applies = theory_applies(cfg)
     params = list(dict.fromkeys(r.param for r in runs))
     fig = Figure(figsize=(12, 3.9 * len(params)))
     outer = fig.add_gridspec(len(params), 3, hspace=0.32, wspace=0.28)
@@ -151,7 +162,11 @@ def theory_vs_training_figure(cfg: SyntheticConfig, runs: list[PairRun], trajs: 
             top.plot(t[m], np.asarray(y)[m], color=c, lw=2.2, alpha=0.6, label=f"training, ratio {run.ratio:g}")
             if yt is not None:
                 yt = np.asarray(yt, dtype=float)
-                top.plot(t[m], yt[m], color=c, ls="--", lw=1.1, label=f"theory, ratio {run.ratio:g}")
+                if applies:
+                    top.plot(t[m], yt[m], color=c, ls="--", lw=1.1, label=f"theory, ratio {run.ratio:g}")
+                else:
+                    top.plot(t[m], yt[m], color=c, ls=":", lw=0.8, alpha=0.7,
+                             label=f"reference: gradient flow (not a prediction), ratio {run.ratio:g}")
                 with np.errstate(divide="ignore", invalid="ignore"):
                     rel = np.abs(np.asarray(y, dtype=float) / yt - 1)
                 ok = m & np.isfinite(rel) & (rel > 0)
@@ -170,7 +185,9 @@ def theory_vs_training_figure(cfg: SyntheticConfig, runs: list[PairRun], trajs: 
     first = axes[(params[0], 0)][0]
     first.legend(fontsize=7, ncol=2)
     fig.suptitle(f"{cfg.optimizer} on {cfg.data} data, {cfg.init} start: training (solid) vs theory (dashed); "
-                 "relative deviation beneath", fontsize=10)
+                 "relative deviation beneath" if applies else
+                 f"{cfg.optimizer} on {cfg.data} data, {cfg.init} start: training (solid); no theory applies here, "
+                 "dotted: gradient flow from the run's first state as a reference only", fontsize=10)
     fig.subplots_adjust(left=0.07, right=0.98, top=1 - 0.25 / len(params), bottom=0.04)
     return fig
 
@@ -184,8 +201,12 @@ def attention_vs_loss_figure(cfg: SyntheticConfig, runs: list[PairRun]) -> Figur
         ax = axes[params.index(run.param)]
         L = run.log
         loss, att = (L["loss"], L["p"]) if "p" in L else (L["test_loss"], L["test_mass"])
+        moved = left_start(L)
         ax.plot(loss, att, color=RATIO_COLORS[list(cfg.ratios).index(run.ratio) % len(RATIO_COLORS)],
-                label=f"eta_QK/eta_OV = {run.ratio:g}")
+                label=f"eta_QK/eta_OV = {run.ratio:g}" + ("" if moved else " (did not train)"))
+        if not moved:
+            ax.text(0.5, 0.5, f"ratio {run.ratio:g}: did not train\n(loss fell < {LEFT_START_FRACTION:.0%})",
+                    transform=ax.transAxes, ha="center", va="center", fontsize=8, color="0.35")
         lo, hi = np.nanmin(loss), np.nanmax(loss)
         if lo > 0 and hi / lo > 10:                      # log axis only where the losses span decades
             ax.set_xscale("log")

@@ -16,8 +16,10 @@ def test_combine_hand_cases():
     assert combine(["insufficient", "insufficient"]) == "insufficient"
     assert combine(["supports", "insufficient", "supports"]) == "supports"
     assert combine(["contradicts"]) == "contradicts"
-    assert combine(["supports", "contradicts"]) == "mixed"
-    assert combine(["supports", "inconclusive"]) == "mixed"
+    assert combine(["supports", "contradicts"]) == "contradicts"        # a contradiction is never folded away
+    assert combine(["supports", "mixed"]) == "contradicts"              # older files' "mixed" counts against
+    assert combine(["supports", "inconclusive"]) == "supports in part"
+    assert combine(["supports in part", "supports"]) == "supports in part"
     assert combine(["inconclusive", "insufficient"]) == "inconclusive"
     with pytest.raises(ValueError, match="verdict: 'n/a'"):
         combine(["n/a"])
@@ -66,12 +68,13 @@ def test_every_claim_names_known_stages_and_the_verdict_combines_per_stage():
 
 def test_judges_call_vacuous_evidence_insufficient():
     assert judge_fraction(0, 0) == "insufficient"
-    assert (judge_fraction(3, 3), judge_fraction(0, 3), judge_fraction(1, 3)) == ("supports", "contradicts", "mixed")
+    assert (judge_fraction(3, 3), judge_fraction(0, 3), judge_fraction(1, 3)) == ("supports", "contradicts",
+                                                                                  "contradicts")
     assert judge_bound(float("nan"), 1.0) == "insufficient" and judge_bound(0.5, 1.0) == "supports"
     assert judge_bound(2.0, 1.0) == "contradicts"
     # the finite-loss order of the reduced flow, FACO > FAFO > CACO > CAFO: 3 of the paper's 4 pairs hold
     finite = {"FACO": 0.01, "FAFO": 0.02, "CACO": 0.03, "CAFO": 0.04}
-    assert judge_order(finite, 1e-3) == ("mixed", 3, 4)
+    assert judge_order(finite, 1e-3) == ("contradicts", 3, 4)
     assert "fails: CACO sharper than FAFO" in order_pairs_text(finite, 1e-3)
     # CAFO against FAFO is not a pair the paper states: either order of the two supports
     assert judge_order({"CACO": 0.1, "FACO": 0.1, "CAFO": 0.3, "FAFO": 0.2}, 1e-3) == ("supports", 4, 4)

@@ -76,8 +76,9 @@ def test_report_has_a_section_with_figures_per_claim_and_no_handlers(chromium, t
         return {rows: t.tBodies[0].rows.length, w: t.getBoundingClientRect().width,
                 head: [...t.tHead.rows[0].cells].map(c => c.textContent)};""")
     assert table["rows"] == len(CLAIMS) and table["w"] > 400
-    assert table["head"] == ["claim", "verdict", "derivation", "simulation", "synthetic training", "real data",
-                             "headline figure"]
+    from qkov.report.content import CLAIM_LINE_COLUMNS
+
+    assert table["head"] == list(CLAIM_LINE_COLUMNS)
     maths = chromium.execute_script("""
         return [...document.getElementsByTagName('math')].map(m => {
             const r = m.getBoundingClientRect(); return [r.width, r.height]; });""")

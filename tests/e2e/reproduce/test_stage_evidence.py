@@ -53,12 +53,12 @@ def test_ties_within_the_resolution_are_not_comparisons():
     cfg = SyntheticConfig(ratios=(1.0, 10.0), data="paper", optimizer="sgd")
     tied = [summary(p, r, 0.349 + 1e-4 * (r > 1)) for p in PARAMS for r in (1.0, 10.0)]
     ev = by_claim(evidence(cfg, tied, None))
-    assert ev["sharpness-ratio"].verdict == "insufficient" and "0/0 comparisons (20 ties" in ev["sharpness-ratio"].numbers
+    assert ev["sharpness-ratio"].verdict == "insufficient" and "0/0 steps (20 ties" in ev["sharpness-ratio"].numbers
     assert ev["sharpness-order"].verdict == "insufficient"
     moved = [summary(p, r, 0.3 + 0.2 * (r > 1) + 0.05 * PARAMS.index(p)) for p in PARAMS for r in (1.0, 10.0)]
     ev = by_claim(evidence(cfg, moved, None))
     assert ev["sharpness-ratio"].verdict == "supports"          # 4 parametrizations x 5 matched test losses
-    assert "20/20 comparisons" in ev["sharpness-ratio"].numbers
+    assert "20/20 steps" in ev["sharpness-ratio"].numbers
     assert ev["sharpness-order"].verdict == "contradicts"       # the reverse order: FAFO sharpest, CACO weakest
     assert "fails: CACO sharper than CAFO" in ev["sharpness-order"].numbers
 

@@ -1,14 +1,18 @@
-"""Contradictions on top: the headline counts outcomes and names every contradicted claim; cells show
-the contradiction first; "mixed" names what points which way."""
+"""Contradictions on top: the headline counts each outcome and names EVERY contradicting line (one per run and
+setting, none merged) with its number and caveat; cells show the contradiction first."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from qkov.report.collect import RunRecord, StudyResults
-from qkov.report.content import headline
+from qkov.report.content import claim_lines, headline
 from qkov.report.ledger import build_ledger
 from qkov.study.claims import CLAIMS, Evidence
+
+pytestmark = pytest.mark.unit
 
 
 def run(name, stage, evidence, derivation=None):
@@ -24,30 +28,60 @@ def results(runs, ledger=()):
     return r
 
 
-def test_headline_counts_outcomes_and_names_the_contradiction_with_its_number():
-    runs = [run("sim-a", "simulate", [Evidence("paper-equations", "simulate", "contradicts", "max gap 0.44"),
-                                      Evidence("growth-rates", "simulate", "supports", "12/12")]),
+def _rows(runs, ledger=()):
+    return {r.id: r for r in build_ledger(results(runs, ledger))}
+
+
+def test_headline_counts_each_outcome_and_names_every_contradicting_line_with_number_and_caveat():
+    gap = Evidence("paper-equations", "simulate", "contradicts", "attention at loss 1e-2 ...; max gap 0.44",
+                   number="max attention gap at loss 1e-2 0.44 (bound 0.02)",
+                   caveat="rests on one reading of the paper's b (attention scores scaled by 1/b)")
+    caco = Evidence("sharpness-ratio", "synthetic", "contradicts", "CACO, paper preset ...",
+                    number="CACO distinct attention 0.404 -> 0.044")
+    fafo = Evidence("sharpness-ratio", "synthetic", "contradicts", "FAFO, paper preset ...",
+                    number="FAFO distinct attention 0.300 -> 0.200")
+    sva = Evidence("real-data", "real", "contradicts", "sva/sgd/small: ...",
+                   number="ratio 100 vs 1: accuracy -0.044 [-0.079, -0.012], mass +0.002")
+    hx = Evidence("real-data", "real", "supports", "hatexplain/adamw/small: ...", number="mass +0.05")
+    runs = [run("sim-a", "simulate", [gap, Evidence("growth-rates", "simulate", "supports", "12/12")]),
             run("syn-a", "synthetic", [Evidence("sharpness-ratio", "synthetic", "supports", "rises 4/4")]),
-            run("syn-b", "synthetic", [Evidence("sharpness-ratio", "synthetic", "contradicts", "CACO 0.404 -> 0.044")]),
-            run("syn-c", "synthetic", [Evidence("rescaling", "synthetic", "insufficient", "0 states")])]
-    ledger = [{"id": "growth-rates", "status": "refined"}, {"id": "sharpness-ratio", "status": "refined",
-                                                             "holds": "in part"}]
-    rows = {r.id: r for r in build_ledger(results(runs, ledger))}
+            run("fig2-caco", "synthetic", [caco]), run("fig2-fafo", "synthetic", [fafo]),
+            run("syn-c", "synthetic", [Evidence("rescaling", "synthetic", "insufficient", "0 states")]),
+            run("real-summary", "real", [sva, hx])]
+    rows = _rows(runs, [{"id": "growth-rates", "status": "refined"}])
     assert rows["growth-rates"].outcome == "holds"
-    assert rows["sharpness-ratio"].outcome == "holds in part" and rows["paper-equations"].outcome == "contradicted"
-    assert rows["rescaling"].outcome == "insufficient" and rows["real-data"].outcome == "untested"
+    # any contradicting evidence makes the claim contradicted, even beside support (never "holds in part")
+    assert {rows[c].outcome for c in ("sharpness-ratio", "paper-equations", "real-data")} == {"contradicted"}
+    assert rows["rescaling"].outcome == "insufficient" and rows["adam-ratio"].outcome == "untested"
     h = headline(list(rows.values()))
-    assert h.startswith(f"Of {len(CLAIMS)} claims: 1 hold, 1 hold in part, 1 contradicted, 1 insufficient, ")
-    assert "paper-equations (simulation: max gap 0.44)" in h and "sharpness-ratio (synthetic training: CACO 0.404" in h
+    assert h.startswith(f"Of {len(CLAIMS)} claims: 1 hold, 3 contradicted, 1 insufficient, {len(CLAIMS) - 5} untested.")
+    assert "Evidence against (4 lines)" in h
+    assert ("paper-equations (simulation: max attention gap at loss 1e-2 0.44 (bound 0.02); caveat: rests on one "
+            "reading of the paper's b") in h
+    assert "CACO distinct attention 0.404 -> 0.044" in h and "FAFO distinct attention 0.300 -> 0.200" in h  # not merged
+    assert "accuracy -0.044 [-0.079, -0.012]" in h and "mass +0.05" not in h    # only the contradicting dataset
     cell = rows["sharpness-ratio"].stages["synthetic"]
-    assert cell.verdict == "mixed" and cell.line.startswith("against (1 runs): CACO 0.404 -> 0.044 | for (1 runs)")
-    assert [e.verdict for _, _, e in rows["sharpness-ratio"].ordered_evidence] == ["contradicts", "supports"]
+    assert cell.verdict == "contradicts" and cell.line.startswith("against: CACO, paper preset")
+    assert [e.verdict for _, _, e in rows["sharpness-ratio"].ordered_evidence] == ["contradicts", "contradicts",
+                                                                                   "supports"]
+    line = {c.id: c for c in claim_lines(list(rows.values()))}
+    assert line["paper-equations"].number.startswith("max attention gap") and line["paper-equations"].caveat
+    assert line["sharpness-ratio"].n_against == 2 and line["real-data"].paper.startswith("SQuAD: AC about 12%")
 
 
 def test_support_for_a_claim_that_holds_in_part_is_not_counted_as_holding():
     runs = [run("d", "derive", [Evidence("sharpness-order", "derive", "supports", "4/4 pairs, asymptotically")])]
-    rows = {r.id: r for r in build_ledger(results(runs, [{"id": "sharpness-order", "holds": "in part"}]))}
+    rows = _rows(runs, [{"id": "sharpness-order", "holds": "in part"}])
     assert rows["sharpness-order"].outcome == "holds in part"
+    runs = [run("d", "derive", [Evidence("growth-rates", "derive", "supports in part", "limit only")]),
+            run("s", "simulate", [Evidence("growth-rates", "simulate", "supports", "12/12")])]
+    assert _rows(runs)["growth-rates"].outcome == "holds in part"
+
+
+def test_an_older_mixed_verdict_reads_as_a_contradiction():
+    runs = [run("s", "simulate", [Evidence("sharpness-order", "simulate", "mixed", "3/4 pairs")])]
+    row = _rows(runs)["sharpness-order"]
+    assert row.outcome == "contradicted" and len(row.against) == 1 and "3/4 pairs" in headline([row])
 
 
 def test_headline_cuts_a_long_line_of_numbers_between_clauses_not_inside_a_number():

@@ -1,0 +1,597 @@
+"""Every claim's verdict rule, as pure functions from typed evidence to a verdict (the one rules module).
+
+A stage measures and builds a typed evidence object (:mod:`qkov.study.evidence_types`); :func:`judge` looks up
+the rule of ``(claim, stage)`` in :data:`RULES` (one entry per claim and stage of :data:`theory.claims.CLAIMS`,
+a registry rather than branches on names) and returns an :class:`Outcome`: the verdict, the one number behind
+it, its scope and its caveat. Every threshold comes from :data:`theory.claims.THRESHOLDS` (each with its reason);
+no stage or report module compares a number with a bound of its own.
+
+Verdicts of one piece of evidence: ``supports``, ``supports in part`` (a stated, narrower scope),
+``contradicts`` (*any* comparison against the claim: the failing part is named, never folded into "mixed"),
+``inconclusive`` (discriminating, undecided), ``insufficient`` (cannot discriminate: zero comparisons, ties,
+levels never reached, an untrained model). A claim's outcome (:func:`claim_outcome`): ``holds``,
+``holds in part``, ``contradicted`` (any contradicting evidence), ``inconclusive``, ``insufficient``,
+``untested``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from typing import Any, Callable, Iterable, Mapping
+
+from qkov.study import evidence_types as et
+from theory.claims import CLAIMS, SHARPNESS_ORDER_PAIRS, THRESHOLDS
+
+SUPPORTS, PARTIAL, CONTRADICTS = "supports", "supports in part", "contradicts"
+INCONCLUSIVE, INSUFFICIENT, LEGACY_MIXED = "inconclusive", "insufficient", "mixed"
+OUTCOMES = ("holds", "holds in part", "contradicted", "inconclusive", "insufficient", "untested")
+"""A claim's outcomes, in the headline's order."""
+
+
+@dataclasses.dataclass(frozen=True)
+class Outcome:
+    """What a rule returns: ``verdict``, the one ``number`` behind it (as shown), its ``scope`` (optimizer,
+    sizes, loss range) and ``caveat`` (what it rests on that a reader could dispute); ``detail``: what failed or
+    what was left out, named."""
+
+    verdict: str
+    number: str = ""
+    scope: str = ""
+    caveat: str = ""
+    detail: str = ""
+
+
+def _finite(x: Any) -> bool:
+    return isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x)
+
+
+# -- small helpers (pure) ------------------------------------------------------------------------------------
+def judge_fraction(hits: int, total: int) -> str:
+    """``insufficient`` for 0 comparisons, ``supports`` when every comparison is a hit, else ``contradicts``
+    (any comparison against the claim is a contradiction, named by the caller)."""
+    if total <= 0:
+        return INSUFFICIENT
+    return SUPPORTS if hits == total else CONTRADICTS
+
+
+def judge_bound(value: float | None, bound: float) -> str:
+    """``supports`` iff a finite ``value`` is below ``bound``; ``insufficient`` for None/NaN/inf."""
+    if not _finite(value):
+        return INSUFFICIENT
+    return SUPPORTS if value < bound else CONTRADICTS  # type: ignore[operator]
+
+
+def judge_threshold(name: str, value: float | None) -> str:
+    """The verdict of ``value`` against :data:`THRESHOLDS` ``[name]`` (its comparison, its reason)."""
+    return THRESHOLDS[name].judge(value)
+
+
+def distinct_within(values: Iterable[float], resolution: float) -> bool:
+    """True iff every pair of ``values`` differs by more than ``resolution`` (no ties)."""
+    xs = sorted(float(x) for x in values)
+    return all(b - a > resolution for a, b in zip(xs, xs[1:]))
+
+
+def attention_moved(delta: float | None, resolution: float | None = None) -> bool:
+    """``|delta| > resolution`` (default ``attention-resolution``); False for a missing or non-finite number."""
+    res = THRESHOLDS["attention-resolution"].bound if resolution is None else resolution
+    return _finite(delta) and abs(delta) > res  # type: ignore[arg-type]
+
+
+def beyond_chance(p_true: float | None, chance: float, margin: float | None = None) -> bool:
+    """Held-out p_true above ``chance`` (1 / number of outputs) by more than ``chance-margin``."""
+    mar = THRESHOLDS["chance-margin"].bound if margin is None else margin
+    return _finite(p_true) and p_true > chance + mar  # type: ignore[operator]
+
+
+def left_start(moved: float | None, p_true: float | None, chance: float) -> tuple[bool, str]:
+    """Whether a trained run left its start in what the sharpness claims are about: its attention moved by more
+    than ``attention-resolution`` and its prediction is beyond chance (``chance-margin``). ``(ok, why)``."""
+    res = THRESHOLDS["attention-resolution"].bound
+    if not attention_moved(moved):
+        return False, (f"attention moved by {abs(moved):.2g} <= resolution {res:g}" if _finite(moved)
+                       else "attention change not measured")
+    if not beyond_chance(p_true, chance):
+        return False, (f"p_true {p_true:.3f} not beyond chance {chance:.3f} + {THRESHOLDS['chance-margin'].bound:g}"
+                       if _finite(p_true) else "p_true not measured")
+    return True, ""
+
+
+def run_left_start(state: et.RunState) -> tuple[bool, str]:
+    """:func:`left_start` of a typed :class:`~qkov.study.evidence_types.RunState`."""
+    return left_start(state.moved, state.p_true, state.chance)
+
+
+def _tie_resolution(name: str) -> float:
+    return THRESHOLDS[name].bound if name else 0.0
+
+
+def judge_order(residual: Mapping[str, float], resolution: float) -> tuple[str, int, int]:
+    """``(verdict, holds, compared)`` of the paper's pairs (:data:`SHARPNESS_ORDER_PAIRS`) on residuals 1-p
+    (smaller = sharper); a pair within ``resolution`` (relative) or with a missing value is not compared."""
+    holds = compared = 0
+    for a, b in SHARPNESS_ORDER_PAIRS:
+        x, y = residual.get(a), residual.get(b)
+        if not (_finite(x) and _finite(y)) or min(x, y) <= 0:  # type: ignore[type-var]
+            continue
+        if abs(x / y - 1) <= resolution:  # type: ignore[operator]
+            continue
+        compared += 1
+        holds += x < y  # type: ignore[operator]
+    return judge_fraction(holds, compared), holds, compared
+
+
+def order_pairs_text(residual: Mapping[str, float], resolution: float) -> str:
+    """Which of the paper's pairs hold, which fail and which tie (``sharper < weaker`` in 1-p)."""
+    parts: dict[str, list[str]] = {"holds": [], "fails": [], "tie": []}
+    for a, b in SHARPNESS_ORDER_PAIRS:
+        x, y = residual.get(a), residual.get(b)
+        if not (_finite(x) and _finite(y)) or min(x, y) <= 0:  # type: ignore[type-var]
+            continue
+        key = "tie" if abs(x / y - 1) <= resolution else "holds" if x < y else "fails"  # type: ignore[operator]
+        parts[key].append(f"{a} sharper than {b}")
+    return "; ".join(f"{k}: {', '.join(v)}" for k, v in parts.items() if v)
+
+
+# -- the rules -------------------------------------------------------------------------------------------------
+STATUS_VERDICT = {"derived": SUPPORTS, "refined": SUPPORTS, "refuted": CONTRADICTS, "unverified": INCONCLUSIVE}
+"""Derivation status -> verdict; a refined claim that holds only in part supports it in part."""
+
+
+def derivation_rule(ev: et.Derivation) -> Outcome:
+    """Derive stage: the ledger's status (:data:`STATUS_VERDICT`); ``holds == "in part"`` -> ``supports in part``;
+    an unknown status (``empirical``: nothing to derive) -> ``insufficient``."""
+    verdict = STATUS_VERDICT.get(ev.status, INSUFFICIENT)
+    if verdict == SUPPORTS and ev.holds == "in part":
+        return Outcome(PARTIAL, ev.status, "symbolic", "holds in part: " + ev.summary if ev.summary else "holds in part")
+    return Outcome(verdict, ev.status, "symbolic")
+
+
+def derived_order_rule(ev: et.Derivation) -> Outcome:
+    """``sharpness-order`` (derive): the derived asymptotic order on the paper's pairs; support is in part
+    (it is the limit u -> oo, not the finite-loss order the claim is about). No order: :func:`derivation_rule`."""
+    if not ev.order or ev.status not in ("derived", "refined"):
+        return derivation_rule(ev)
+    rank = {p: float(i + 1) for i, p in enumerate(ev.order)}
+    verdict, holds, compared = judge_order(rank, 0.0)
+    out = Outcome(verdict, f"{holds}/{compared} pairs", "asymptotic (u -> oo)", "", order_pairs_text(rank, 0.0))
+    return dataclasses.replace(out, verdict=PARTIAL, caveat="the limit u -> oo, not a finite loss") \
+        if verdict == SUPPORTS else out
+
+
+def bound_rule(ev: et.Bound) -> Outcome:
+    """One number against its threshold: nothing measured (``n == 0``) or a non-finite number -> insufficient;
+    else :meth:`theory.claims.Threshold.judge` (supports below the bound, contradicts above)."""
+    th = THRESHOLDS[ev.threshold]
+    verdict = INSUFFICIENT if ev.n <= 0 else th.judge(ev.value)
+    num = f"{ev.what + ' ' if ev.what else ''}{ev.value:.2g}" if _finite(ev.value) else "not measured"
+    return Outcome(verdict, f"{num} (bound {th.bound:g})", ev.scope, ev.caveat)
+
+
+def reduced_rule(ev: et.ReducedAgreement) -> Outcome:
+    """``reduced-odes`` (simulate): every dt/(dt/2) error ratio strictly inside the O(dt) window and the RK4 error
+    below ``rk4-agreement``; either failing contradicts (named); no ratios -> insufficient."""
+    if not ev.error_ratios or not _finite(ev.rk4_error):
+        return Outcome(INSUFFICIENT, "not measured", ev.scope)
+    lo, hi = THRESHOLDS["odt-ratio-low"].bound, THRESHOLDS["odt-ratio-high"].bound
+    fails = []
+    if not all(lo < x < hi for x in ev.error_ratios):
+        fails.append(f"error ratio {min(ev.error_ratios):.2f}-{max(ev.error_ratios):.2f} outside ({lo:g}, {hi:g})")
+    if not THRESHOLDS["rk4-agreement"].holds(ev.rk4_error):  # type: ignore[arg-type]
+        fails.append(f"RK4 {ev.rk4_error:.1e} >= {THRESHOLDS['rk4-agreement'].bound:g}")
+    num = f"dt/(dt/2) {min(ev.error_ratios):.2f}-{max(ev.error_ratios):.2f}, RK4 {ev.rk4_error:.1e}"
+    return Outcome(CONTRADICTS if fails else SUPPORTS, num, ev.scope, "", "; ".join(fails))
+
+
+def growth_rule(ev: et.Growth) -> Outcome:
+    """``growth-rates`` (simulate): at every cell the local exponents of u and v in log log t are at most the
+    laws' (1 and 2) plus ``growth-exponent-margin``, and theory's laws' errors shrink; any failing cell
+    contradicts (named); no finite cell -> insufficient. The claim imposes no window on u/log t (its constants
+    are "set by the ratio"). The finding reported with it: v grows like log log t (exponent far below 2), so
+    the paper's O(log^2 t) bound holds but is loose."""
+    m = THRESHOLDS["growth-exponent-margin"].bound
+    cells = [c for c in ev.cells if _finite(c.u_exponent) and _finite(c.v_exponent)]
+    if not cells:
+        return Outcome(INSUFFICIENT, "no cell integrated", ev.scope)
+    fails = []
+    for c in cells:
+        if c.u_exponent > 1 + m:  # type: ignore[operator]
+            fails.append(f"{c.param} r={c.ratio:g}: u grows like (log t)^{c.u_exponent:.2f}")
+        if c.v_exponent > 2 + m:  # type: ignore[operator]
+            fails.append(f"{c.param} r={c.ratio:g}: v grows like (log t)^{c.v_exponent:.2f}")
+        if not c.laws_errors_shrink:
+            fails.append(f"{c.param} r={c.ratio:g}: theory's laws' errors did not shrink")
+    kv = [c.v_exponent for c in cells]
+    vl = [c.v_over_loglog_t for c in cells if _finite(c.v_over_loglog_t)]
+    num = (f"d log v/d log log t {min(kv):.2f}-{max(kv):.2f} (log^2 t: 2)"  # type: ignore[type-var]
+           + (f", v/log log t {min(vl):.2f}-{max(vl):.2f}" if vl else ""))
+    caveat = ("v grows like log log t, not log^2 t: the paper's O(log^2 t) holds but is loose" if max(kv) < 1  # type: ignore[type-var]
+              else "")
+    return Outcome(CONTRADICTS if fails else SUPPORTS, num, ev.scope, caveat, "; ".join(fails))
+
+
+def ratio_trend_rule(ev: et.RatioTrend) -> Outcome:
+    """``sharpness-ratio`` (simulate, synthetic): consecutive ratios of every series; for ``"residual"`` 1-p must
+    fall (ties: relative difference within ``residual-resolution``), for ``"attention"`` p must rise (ties:
+    absolute difference within ``attention-resolution``); missing values are not comparisons. Every decided
+    step in the claim's direction -> supports; any against -> contradicts (each named); none decided ->
+    insufficient."""
+    residual = ev.quantity == "residual"
+    res = THRESHOLDS["residual-resolution" if residual else "attention-resolution"].bound
+    hits = compared = ties = 0
+    against = []
+    for s in ev.series:
+        for (ra, a), (rb, b) in zip(zip(s.ratios, s.values), list(zip(s.ratios, s.values))[1:]):
+            if not (_finite(a) and _finite(b)):
+                continue
+            diff = (b / a - 1) if residual and a else (b - a)  # type: ignore[operator]
+            if abs(diff) <= res:
+                ties += 1
+                continue
+            compared += 1
+            good = diff < 0 if residual else diff > 0
+            hits += good
+            if not good:
+                against.append(f"{s.label}: r={ra:g} {a:.3g} -> r={rb:g} {b:.3g}")
+    verdict = judge_fraction(hits, compared)
+    what = "1-p falls" if residual else "attention rises"
+    return Outcome(verdict, f"{what} in {hits}/{compared} steps ({ties} ties)", ev.scope,
+                   "", ("against: " + "; ".join(against)) if against else "")
+
+
+def order_rule(ev: et.Order) -> Outcome:
+    """``sharpness-order`` (simulate, synthetic): the paper's pairs on 1-p at one matched loss (ties within the
+    named resolution are not compared); fewer than two values -> insufficient; any failing pair contradicts."""
+    residual = dict(ev.residual)
+    if len(residual) < 2:
+        return Outcome(INSUFFICIENT, "fewer than two parametrizations to compare", ev.scope)
+    res = _tie_resolution(ev.resolution)
+    verdict, holds, compared = judge_order(residual, res)
+    return Outcome(verdict, f"{holds}/{compared} of the paper's pairs", ev.scope, "", order_pairs_text(residual, res))
+
+
+def figure2_rule(ev: et.Figure2) -> Outcome:
+    """``sharpness-ratio`` (Figure 2): insufficient when a setting predicts at chance (p_true not beyond
+    1/VOCAB + ``chance-margin``), when the distinct attention moved by no more than ``attention-resolution``
+    in both settings, or when the seed-mean difference is within the seed spread (at least the resolution);
+    else supports if faster QK raises distinct attention, contradicts if it lowers it."""
+    res = THRESHOLDS["attention-resolution"].bound
+    eq, fq = ev.equal, ev.faster
+    diff = fq.distinct - eq.distinct
+    spread = max(eq.distinct_max - eq.distinct_min, fq.distinct_max - fq.distinct_min)
+    num = f"{ev.param} distinct attention {eq.distinct:.3f} -> {fq.distinct:.3f}"
+    stuck = [s.name for s in (eq, fq) if not beyond_chance(s.p_true, ev.chance)]
+    if stuck:
+        return Outcome(INSUFFICIENT, num, ev.scope, "", f"p_true at chance in {', '.join(stuck)}")
+    if not any(attention_moved(s.distinct - s.distinct_start) for s in (eq, fq)):
+        return Outcome(INSUFFICIENT, num, ev.scope, "", "distinct attention stays uniform in both settings")
+    if abs(diff) <= max(spread, res):
+        return Outcome(INSUFFICIENT, num, ev.scope, "", f"difference {diff:+.3f} within the seed spread {spread:.3f}")
+    if diff > 0:
+        return Outcome(SUPPORTS, num, ev.scope)
+    to_query = fq.query_share > eq.query_share + spread
+    return Outcome(CONTRADICTS, num, ev.scope, "", "faster QK lowers distinct attention"
+                   + (" (it goes to the query's id instead)" if to_query else ""))
+
+
+def slope_pair_verdict(p: et.SlopePair) -> str:
+    """One ``adam-ratio`` pair: insufficient with fewer than ``adam-min-points`` usable points, a usable range
+    narrower than ``adam-min-decades`` or no law slope; else supports iff |Adam/law - 1| <= ``adam-slope-tolerance``."""
+    a, law, rng = p.slope_adam, p.slope_law, p.loss_range
+    if (not _finite(a) or not _finite(law) or law == 0 or not rng or rng[1] <= 0
+            or p.n_usable < THRESHOLDS["adam-min-points"].bound
+            or math.log10(rng[0] / rng[1]) < THRESHOLDS["adam-min-decades"].bound):
+        return INSUFFICIENT
+    return THRESHOLDS["adam-slope-tolerance"].judge(abs(a / law - 1))  # type: ignore[operator]
+
+
+def adam_slopes_rule(ev: et.AdamSlopes) -> Outcome:
+    """``adam-ratio`` (synthetic): every judged pair within tolerance -> supports; any outside -> contradicts
+    (named); none judged -> insufficient."""
+    verdicts = [slope_pair_verdict(p) for p in ev.pairs]
+    judged = [(p, v) for p, v in zip(ev.pairs, verdicts) if v != INSUFFICIENT]
+    hits = sum(v == SUPPORTS for _, v in judged)
+    against = [f"{p.param} r={p.ratio:g}: Adam {p.slope_adam:.2f} vs law {p.slope_law:.2f}"
+               for p, v in judged if v == CONTRADICTS]
+    return Outcome(judge_fraction(hits, len(judged)), f"{hits}/{len(judged)} pairs within "
+                   f"{THRESHOLDS['adam-slope-tolerance'].bound:.0%} of the law", ev.scope, "",
+                   ("against: " + "; ".join(against)) if against else "")
+
+
+def _rel(a: float, b: float) -> float:
+    return abs(a / b - 1)
+
+
+def _point_findings(run: et.OptimizerRun, pts: list[et.OptimizerPoint], bad: list[str], off: list[str],
+                    hits: list[str]) -> int:
+    """Every point against its prediction: the reduced map on the set, a supplied broken-set prediction off it;
+    a point off the set without one is listed in ``off`` (never a hit). Returns the number judged."""
+    tol, near = THRESHOLDS["optimizer-map-tolerance"], THRESHOLDS["optimizer-set-distance"]
+    judged = 0
+    for p in pts:
+        on = _finite(p.distance) and near.holds(p.distance)  # type: ignore[arg-type]
+        pred, where = (p.reduced, "on the set, reduced map") if on else (p.predicted_one_minus_p,
+                                                                          "off the set, predicted")
+        if not (_finite(pred) and pred > 0):  # type: ignore[operator]
+            if not on:
+                off.append(f"{run.param} r={p.ratio:g} L={p.level:.2g} (distance "
+                           + (f"{p.distance:.2g}" if _finite(p.distance) else "not measured") + ")")
+            continue
+        judged += 1
+        if tol.holds(_rel(p.measured, pred)):  # type: ignore[arg-type]
+            hits.append(f"r={p.ratio:g} L={p.level:.2g}")
+        else:
+            bad.append(f"{run.param} r={p.ratio:g} L={p.level:.2g}: {where} {pred:.3g} vs measured {p.measured:.3g}")
+    return judged
+
+
+def _monotone_findings(run: et.OptimizerRun, at: dict, ratios: list[float], levels: list[float],
+                       bad: list[str]) -> int:
+    """1-p must fall as the loss falls at every ratio (relative rise > ``residual-resolution`` contradicts)."""
+    res = THRESHOLDS["residual-resolution"].bound
+    judged = 0
+    for r in ratios:
+        seq = [(lv, at[(r, lv)].measured) for lv in levels if (r, lv) in at]
+        for (la, a), (lb, b) in zip(seq, seq[1:]):
+            judged += 1
+            if b / a - 1 > res:
+                bad.append(f"{run.param} r={r:g}: 1-p rises as the loss falls, {a:.3g} at L={la:.2g} -> {b:.3g} at "
+                           f"L={lb:.2g}")
+    return judged
+
+
+def _ratio_findings(run: et.OptimizerRun, at: dict, ratios: list[float], levels: list[float], bad: list[str],
+                    hits: list[str]) -> int:
+    """At each matched loss every higher ratio at least as sharp as every lower one, and the sharpening from the
+    lowest to the highest ratio >= ``adam-sharpen-margin`` x gradient flow's."""
+    res = THRESHOLDS["residual-resolution"].bound
+    margin = THRESHOLDS["adam-sharpen-margin"].bound
+    judged = 0
+    for lv in levels:
+        row = [(r, at[(r, lv)]) for r in ratios if (r, lv) in at]
+        for i, (ra, pa) in enumerate(row):
+            for rb, pb in row[i + 1:]:
+                judged += 1
+                if pb.measured / pa.measured - 1 > res:
+                    bad.append(f"{run.param} L={lv:.2g}: r={rb:g} less sharp than r={ra:g} "
+                               f"(1-p {pb.measured:.3g} vs {pa.measured:.3g})")
+        if len(row) < 2 or not all(_finite(x) and x > 0 for x in (row[0][1].flow, row[-1][1].flow)):  # type: ignore[operator]
+            continue
+        (rl, pl), (rh, ph) = row[0], row[-1]
+        judged += 1
+        s_opt, s_flow = pl.measured / ph.measured, pl.flow / ph.flow  # type: ignore[operator]
+        if s_opt < margin * s_flow:
+            bad.append(f"{run.param} L={lv:.2g}: sharpening r={rl:g}->{rh:g} x{s_opt:.3g}, not >= {margin:g} x "
+                       f"flow's x{s_flow:.3g}")
+        else:
+            hits.append(f"L={lv:.2g}: x{s_opt:.3g} vs flow x{s_flow:.3g}")
+    return judged
+
+
+def _optimizer_run_findings(run: et.OptimizerRun) -> tuple[list[str], list[str], list[str], int]:
+    """``(contradictions, off-set unexplained, hits, judged)`` of one parametrization (see :func:`adam_default_rule`)."""
+    pts = [p for p in run.points if _finite(p.measured) and p.measured > 0]  # type: ignore[operator]
+    ratios = sorted({p.ratio for p in pts})
+    levels = sorted({p.level for p in pts}, reverse=True)          # falling loss
+    at = {(p.ratio, p.level): p for p in pts}
+    bad: list[str] = []
+    off: list[str] = []
+    hits: list[str] = []
+    judged = _point_findings(run, pts, bad, off, hits)
+    judged += _monotone_findings(run, at, ratios, levels, bad)
+    judged += _ratio_findings(run, at, ratios, levels, bad, hits)
+    return bad, off, hits, judged
+
+
+def adam_default_rule(ev: et.AdamDefault) -> Outcome:
+    """``adam-ratio-default`` (synthetic), judged on every ratio at every matched loss.
+
+    Contradicts (each named) if any of: a point on the symmetric set (distance <= ``optimizer-set-distance``)
+    whose reduced map misses the measured 1-p by more than ``optimizer-map-tolerance``; a point off the set whose
+    supplied broken-set prediction (``predicted_one_minus_p``) misses by more; 1-p that rises as the loss falls
+    (relative step > ``residual-resolution``); a higher ratio less sharp than a lower one at a matched loss; a
+    sharpening from the lowest to the highest ratio below ``adam-sharpen-margin`` x gradient flow's.
+    A point off the set with no prediction never counts as a hit: with no contradiction the verdict is then
+    ``supports in part`` (scope: the points on the set), and ``insufficient`` if nothing could be judged.
+    """
+    bad, off, hits, judged = [], [], [], 0
+    for run in ev.runs:
+        b, o, h, j = _optimizer_run_findings(run)
+        bad += b
+        off += o
+        hits += h
+        judged += j
+    scope = ev.scope
+    if bad:
+        return Outcome(CONTRADICTS, bad[0], scope, f"{len(bad)} contradicting comparisons of {judged}",
+                       "; ".join(bad))
+    if not judged:
+        return Outcome(INSUFFICIENT, "no matched loss reached by two ratios", scope,
+                       "", ("off the set, unexplained: " + "; ".join(off)) if off else "")
+    if off:
+        return Outcome(PARTIAL, f"{len(hits)} hits of {judged} judged; {len(off)} points off the set unexplained",
+                       scope, "the reduced map says nothing off the symmetric set; no broken-set prediction supplied",
+                       "off the set, unexplained: " + "; ".join(off))
+    return Outcome(SUPPORTS, f"{len(hits)} hits of {judged} judged", scope)
+
+
+def stability_rule(ev: et.Stability) -> Outcome:
+    """``optimizer-stability`` (synthetic), judged on attention. Per pair: with a supplied predicted 1-p at its
+    reached levels, a hit iff every one is within ``optimizer-map-tolerance`` of the measured 1-p; otherwise the
+    transverse call (leaves / stays) against whether the measured 1-p departs from the reduced map by more than
+    that tolerance at some reached level (a state that "leaves" but whose attention stays on the reduced map is
+    a miss). Pairs with no reached level are not judged; any miss contradicts (named)."""
+    tol = THRESHOLDS["optimizer-map-tolerance"]
+    hits, judged, bad = 0, 0, []
+    for pair in ev.pairs:
+        pts = [p for p in pair.points if _finite(p.measured) and p.measured > 0]  # type: ignore[operator]
+        pred = [p for p in pts if _finite(p.predicted_one_minus_p) and p.predicted_one_minus_p > 0]  # type: ignore[operator]
+        if pred:
+            judged += 1
+            worst = max(_rel(p.measured, p.predicted_one_minus_p) for p in pred)  # type: ignore[arg-type]
+            if tol.holds(worst):
+                hits += 1
+            else:
+                bad.append(f"{pair.param} r={pair.ratio:g}: predicted 1-p off by {worst:.0%}")
+            continue
+        red = [p for p in pts if _finite(p.reduced) and p.reduced > 0]  # type: ignore[operator]
+        if not red or pair.predicted_leaves is None:
+            continue
+        judged += 1
+        worst = max(_rel(p.measured, p.reduced) for p in red)  # type: ignore[arg-type]
+        departs = not tol.holds(worst)
+        if departs == pair.predicted_leaves:
+            hits += 1
+        else:
+            bad.append(f"{pair.param} r={pair.ratio:g}: predicted {'leaves' if pair.predicted_leaves else 'stays'}, "
+                       f"attention {'departs' if departs else 'stays on the reduced map'} (worst {worst:.1%})")
+    verdict = judge_fraction(hits, judged)
+    return Outcome(verdict, f"{hits}/{judged} runs where the call matches the attention", ev.scope, "",
+                   "; ".join(bad))
+
+
+def real_group_rule(ev: et.RealGroup) -> Outcome:
+    """``real-data`` (real): one group, by :func:`qkov.study.real_summary.judge_group` (the real-data statistics
+    and their rule live there: paired over seeds, Holm-corrected, bootstrap 'no worse' margin)."""
+    from qkov.study.real_summary import judge_group
+
+    outcome, note = judge_group(ev.group)
+    verdict = outcome if outcome in (SUPPORTS, CONTRADICTS, INCONCLUSIVE, INSUFFICIENT) else CONTRADICTS
+    return Outcome(verdict, _real_number(ev.group, verdict) or note, ev.scope or ev.name, "", note)
+
+
+def _real_number(g: Mapping[str, Any], verdict: str) -> str:
+    """The one number of a real-data group: the task metric's difference with ratio 1 and its 95 % interval
+    when it is what decides (a contradiction by the interval), else the best-val mass difference; "" when the
+    summary lacks them."""
+    try:
+        r = f"{g['claim_ratio']:g}"
+        tm = g["task_metric"]
+        ci = g["bootstrap"]["best_val"][r]
+        a = g["paired"]["best_val"][r]["relevant_mass_mean"]
+    except (KeyError, TypeError, ValueError):
+        return ""
+    task = f"{tm} {ci['diff']:+.3g} [{ci['lo']:+.3g}, {ci['hi']:+.3g}]"
+    mass = f"mass {a['mean_diff']:+.3f}"
+    return f"ratio {r} vs 1: " + (f"{task}, {mass}" if verdict == CONTRADICTS and a["mean_diff"] > 0
+                                  else f"{mass}, {task}")
+
+
+Rule = Callable[[Any], Outcome]
+
+_DERIVE = {"derive": derivation_rule}
+RULES: dict[str, dict[str, Rule]] = {
+    "symmetric-subspace": {**_DERIVE, "simulate": bound_rule},
+    "reduced-odes": {**_DERIVE, "simulate": reduced_rule},
+    "rescaling": {**_DERIVE, "synthetic": bound_rule},
+    "fixed-lines": {**_DERIVE, "simulate": bound_rule, "synthetic": bound_rule},
+    "first-integrals": {**_DERIVE, "simulate": bound_rule},
+    "growth-rates": {**_DERIVE, "simulate": growth_rule},
+    "sharpness-ratio": {**_DERIVE, "simulate": ratio_trend_rule, "synthetic": ratio_trend_rule},
+    "sharpness-order": {"derive": derived_order_rule, "simulate": order_rule, "synthetic": order_rule},
+    "paper-equations": {**_DERIVE, "simulate": bound_rule},
+    "adam-ratio": {**_DERIVE, "synthetic": adam_slopes_rule},
+    "adam-ratio-default": {"synthetic": adam_default_rule},
+    "optimizer-stability": {"synthetic": stability_rule},
+    "real-data": {"real": real_group_rule},
+}
+"""The registry: claim id -> stage -> rule (every claim and stage of :data:`theory.claims.CLAIMS`)."""
+
+EXTRA_RULES: dict[type, Rule] = {et.Figure2: figure2_rule}
+"""Rules chosen by the evidence's type where one (claim, stage) takes two kinds of evidence: Figure 2 is
+``sharpness-ratio`` evidence of the synthetic stage with a rule of its own."""
+
+
+def judge(claim: str, stage: str, evidence: Any) -> Outcome:
+    """The rule of ``(claim, stage)`` (:data:`RULES`, or :data:`EXTRA_RULES` by the evidence's type) on ``evidence``."""
+    rule = EXTRA_RULES.get(type(evidence)) or RULES[claim][stage]
+    return rule(evidence)
+
+
+def evidence(claim: str, stage: str, typed: Any, numbers: str, figure: str = "", text: str = ""):
+    """The :class:`qkov.study.claims.Evidence` record of ``typed`` evidence: :func:`judge` sets the verdict, the
+    one number, the scope and the caveat; the number and what failed (the rule's ``detail``) are appended to
+    ``numbers`` (when not already in it)."""
+    from qkov.study.claims import Evidence
+
+    out = judge(claim, stage, typed)
+    line = numbers + (f"; {out.number}" if out.number and out.number not in numbers else "")
+    line += f" [{out.detail}]" if out.detail and out.detail not in numbers else ""
+    return Evidence(claim, stage, out.verdict, line, figure, text, out.number, out.scope, out.caveat)
+
+
+def real_data_evidence(groups: Mapping[str, Any]) -> list:
+    """``real-data`` evidence, one record per group of the real-data summary (dataset / optimizer / model; so
+    the headline names each contradicting dataset on its own line), each judged by :func:`real_group_rule`
+    (which delegates to :func:`qkov.study.real_summary.judge_group`); one ``insufficient`` record without groups."""
+    from qkov.study.claims import Evidence
+
+    text = ("The paper's ratio against 1 at the best-validation checkpoint and at matched training loss, paired over "
+            "seeds, Holm-corrected; 'no worse' by the bootstrap interval's lower end against a 1-point margin; "
+            "attention that never left uniform, or too few seeds, is insufficient.")
+    if not groups:
+        return [Evidence("real-data", "real", INSUFFICIENT, "no completed real-data runs", "", text)]
+    out = []
+    for name, g in groups.items():
+        o = judge("real-data", "real", et.RealGroup(str(name), g, str(name)))
+        ratios = sorted((g.get("dtap") or {}), key=float, reverse=True)
+        figure = f"dtap_{str(name).replace('/', '_')}_r{ratios[0]}" if ratios else ""
+        out.append(Evidence("real-data", "real", o.verdict, f"{name}: {o.detail or o.number}", figure, text,
+                            o.number, o.scope, ""))
+    return out
+
+
+# -- combining -------------------------------------------------------------------------------------------------
+def _decided(verdicts: Iterable[str]) -> set[str]:
+    return {CONTRADICTS if v == LEGACY_MIXED else v for v in verdicts if v != INSUFFICIENT}
+
+
+def combine(verdicts: Iterable[str]) -> str:
+    """The combination of evidence verdicts (runs of a stage): ``""`` without any, ``insufficient`` when nothing
+    discriminates, ``contradicts`` when any evidence contradicts (legacy ``mixed`` counts as contradicting),
+    ``supports`` when all decided evidence supports, ``inconclusive`` when all of it is, else ``supports in part``.
+    A function of the set of verdicts: order- and grouping-free."""
+    from qkov.study.claims import VERDICTS
+
+    vs = list(verdicts)
+    for v in vs:
+        if v not in VERDICTS:
+            raise ValueError(f"verdict: {v!r}: not one of {', '.join(VERDICTS)}")
+    if not vs:
+        return ""
+    kept = _decided(vs)
+    if not kept:
+        return INSUFFICIENT
+    if CONTRADICTS in kept:
+        return CONTRADICTS
+    if len(kept) == 1:
+        return kept.pop()
+    return PARTIAL
+
+
+def outcome_of(verdict: str) -> str:
+    """A claim's outcome from the combination of all its evidence (:func:`combine`)."""
+    return {SUPPORTS: "holds", PARTIAL: "holds in part", CONTRADICTS: "contradicted", INCONCLUSIVE: "inconclusive",
+            INSUFFICIENT: "insufficient", "": "untested"}.get(verdict, "untested")
+
+
+def claim_verdict(evidence: Iterable[Any], claim: str) -> tuple[str, dict[str, str]]:
+    """``(overall, {stage: combined})`` of one claim."""
+    by_stage: dict[str, list[str]] = {}
+    for e in evidence:
+        if e.claim == claim:
+            by_stage.setdefault(e.stage, []).append(e.verdict)
+    per_stage = {s: combine(vs) for s, vs in by_stage.items()}
+    return combine(v for vs in by_stage.values() for v in vs), per_stage
+
+
+def missing_rules() -> list[str]:
+    """``claim/stage`` of every claim stage in :data:`CLAIMS` without a rule (a test keeps it empty)."""
+    return [f"{c.id}/{s}" for c in CLAIMS.values() for s in c.stages if s not in RULES.get(c.id, {})]
+
+
+__all__ = ["Outcome", "RULES", "EXTRA_RULES", "judge", "evidence", "combine", "outcome_of", "claim_verdict", "OUTCOMES",
+           "real_data_evidence", "judge_fraction", "judge_bound", "judge_threshold", "judge_order", "order_pairs_text", "left_start",
+           "run_left_start", "attention_moved", "beyond_chance", "distinct_within", "missing_rules", "STATUS_VERDICT",
+           "SUPPORTS", "PARTIAL", "CONTRADICTS", "INCONCLUSIVE", "INSUFFICIENT"]

@@ -1,0 +1,178 @@
+"""Every claim's rule (qkov.study.rules) on hand-built evidence, one case for every verdict it can return; every
+claim and stage of theory.claims.CLAIMS has a rule; the exact-population case of issue 30 reaches its rule."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from qkov.study import evidence_types as et
+from qkov.study import rules
+from theory.claims import CLAIMS
+
+pytestmark = pytest.mark.unit
+
+S, P, C, I, N = "supports", "supports in part", "contradicts", "inconclusive", "insufficient"
+PAIRS_OK = ("CACO", "FACO", "CAFO", "FAFO")
+
+
+def _fig2(eq, fq, *, start=0.349, spread=0.01, p_true=0.9, q_eq=0.08, q_fq=0.08):
+    def st(name, d, q):
+        return et.Figure2Setting(name, d, start, d - spread / 2, d + spread / 2, p_true, q)
+    return et.Figure2("CACO", st("equal rates", eq, q_eq), st("faster QK", fq, q_fq), 1 / 50, "CACO, paper preset")
+
+
+def _cell(ku=1.0, kv=0.3, shrink=True, p="CACO", r=1.0):
+    return et.GrowthCell(p, r, ku, kv, 2.0, shrink)
+
+
+def _trend(quantity, *values):
+    return et.RatioTrend(quantity, (et.Series("CACO L=0.1", tuple(float(i + 1) for i in range(len(values))),
+                                              tuple(values)),))
+
+
+def _slope(adam, law=1.0, n=10, rng=(0.5, 0.005)):
+    return et.AdamSlopes((et.SlopePair("CACO", 3.0, adam, law, n, rng),))
+
+
+def _opt(points):
+    return et.AdamDefault((et.OptimizerRun("CACO", "adam", tuple(points)),))
+
+
+def _pt(r, lv, m, red=None, flow=None, d=1e-4, pred=None):
+    return et.OptimizerPoint(r, lv, m, red if red is not None else m, flow, d, pred)
+
+
+ON_SET_OK = [_pt(1, 0.1, 0.1, flow=0.2), _pt(1, 0.01, 0.05, flow=0.1),
+             _pt(4, 0.1, 0.01, flow=0.1), _pt(4, 0.01, 0.001, flow=0.05)]
+
+
+def _stab(leaves, measured, reduced, pred=None):
+    pts = tuple(et.OptimizerPoint(1.0, lv, m, r, None, 1e-3, pred) for lv, m, r in zip((0.1, 0.01), measured, reduced))
+    return et.Stability((et.StabilityPair("CACO", 1.0, leaves, pts),))
+
+
+# rule -> [(evidence, expected verdict)]: a case for every verdict each rule can return
+CASES = {
+    rules.derivation_rule: [(et.Derivation("derived"), S), (et.Derivation("refined", "in part", "a limit"), P),
+                            (et.Derivation("refuted"), C), (et.Derivation("unverified"), I),
+                            (et.Derivation("empirical"), N)],
+    rules.derived_order_rule: [(et.Derivation("derived", order=PAIRS_OK), P),     # asymptotic: in part
+                               (et.Derivation("derived", order=("FAFO", "CACO", "FACO", "CAFO")), C),
+                               (et.Derivation("refuted"), C), (et.Derivation("unverified"), I),
+                               (et.Derivation("refined", order=("FAFO", "CAFO", "CACO", "FACO")), C),
+                               (et.Derivation("empirical"), N), (et.Derivation("derived"), S)],
+    rules.bound_rule: [(et.Bound("symmetric-distance", 1e-15), S), (et.Bound("symmetric-distance", 1e-3), C),
+                       (et.Bound("symmetric-distance", math.nan), N), (et.Bound("paper-gap", 0.01, n=0), N)],
+    rules.reduced_rule: [(et.ReducedAgreement((2.0, 1.98), 1e-7), S), (et.ReducedAgreement((2.0, 1.0), 1e-7), C),
+                         (et.ReducedAgreement((2.0,), 1e-3), C), (et.ReducedAgreement((), 1e-7), N)],
+    rules.growth_rule: [(et.Growth((_cell(), _cell(ku=0.53, p="CAFO"))), S),   # u/log t 2.01 is no failure
+                        (et.Growth((_cell(), _cell(kv=2.6))), C), (et.Growth((_cell(ku=1.5),)), C),
+                        (et.Growth((_cell(shrink=False),)), C), (et.Growth((_cell(ku=None),)), N)],
+    rules.ratio_trend_rule: [(_trend("residual", 0.1, 0.05, 0.01), S), (_trend("residual", 0.1, 0.05, 0.2), C),
+                             (_trend("residual", 0.1, 0.10001), N), (_trend("residual", 0.1, None), N),
+                             (_trend("attention", 0.5, 0.7), S), (_trend("attention", 0.7, 0.5), C),
+                             (_trend("attention", 0.5, 0.5005), N)],
+    rules.order_rule: [(et.Order(tuple(zip(PAIRS_OK, (0.1, 0.1, 0.3, 0.2))), "residual-resolution"), S),
+                       (et.Order(tuple(zip(PAIRS_OK, (0.03, 0.01, 0.04, 0.02))), "residual-resolution"), C),
+                       (et.Order(tuple(zip(PAIRS_OK, (0.349, 0.349, 0.3491, 0.349))), "residual-resolution"), N),
+                       (et.Order((("CACO", 0.1),)), N)],
+    rules.figure2_rule: [(_fig2(0.349, 0.99), S), (_fig2(0.41, 0.04), C),
+                         (_fig2(0.3494, 0.3485, spread=1e-4), N),             # uniform in both settings
+                         (_fig2(0.349, 0.99, p_true=0.04), N),                # at chance (1/50 + 0.05)
+                         (_fig2(0.40, 0.43, spread=0.05), N)],                # within the seed spread
+    rules.adam_slopes_rule: [(_slope(1.02), S), (_slope(1.5), C), (_slope(1.0, n=2), N),
+                             (_slope(1.0, rng=(0.02, 0.015)), N), (_slope(None), N)],
+    rules.adam_default_rule: [(_opt(ON_SET_OK), S),
+                              (_opt([_pt(p.ratio, p.level, p.measured, flow=p.flow, d=0.5) for p in ON_SET_OK]), P),
+                              (_opt([_pt(1, 0.1, 0.1, flow=0.2), _pt(1, 0.01, 0.2, flow=0.1)]), C),
+                              (_opt([_pt(1, 0.1, 0.1, red=0.2, flow=0.2)]), C),
+                              (_opt([_pt(1, 0.1, None), _pt(4, 0.1, None)]), N)],
+    rules.stability_rule: [(_stab(False, (0.1, 0.05), (0.1, 0.05)), S), (_stab(True, (0.1, 0.5), (0.1, 0.05)), S),
+                           (_stab(True, (0.1, 0.05), (0.1, 0.05)), C), (_stab(False, (0.1, 0.5), (0.1, 0.05)), C),
+                           (_stab(True, (0.1, 0.05), (0.1, 0.05), pred=0.2), C),
+                           (_stab(True, (None, None), (0.1, 0.05)), N), (_stab(None, (0.1, 0.05), (0.1, 0.05)), N)],
+}
+
+
+@pytest.mark.parametrize("rule,ev,want", [(r, e, w) for r, cs in CASES.items() for e, w in cs],
+                         ids=lambda x: getattr(x, "__name__", None))
+def test_rule_known_answers(rule, ev, want):
+    out = rule(ev)
+    assert out.verdict == want, (out, ev)
+    assert out.number                          # the one number is always stated, even when it decides nothing
+
+
+def test_every_claim_and_stage_has_a_rule_and_every_rule_a_case_per_verdict():
+    assert rules.missing_rules() == []
+    assert set(rules.RULES) == set(CLAIMS)
+    registered = {r for by_stage in rules.RULES.values() for r in by_stage.values()} | set(rules.EXTRA_RULES.values())
+    assert registered - {rules.real_group_rule} <= set(CASES)
+    for rule, cases in CASES.items():          # the verdicts each rule can return, each with a case
+        can = {rules.derivation_rule: {S, P, C, I, N}, rules.derived_order_rule: {S, P, C, I, N},
+               rules.adam_default_rule: {S, P, C, N}}.get(rule, {S, C, N})
+        assert {w for _, w in cases} == can, rule.__name__
+
+
+@pytest.mark.parametrize("outcome", [S, C, I, N])
+def test_real_data_rule_delegates_to_the_real_summary_group_verdict(monkeypatch, outcome):
+    import qkov.study.real_summary as rs
+
+    seen = []
+    monkeypatch.setattr(rs, "judge_group", lambda g: (seen.append(g), (outcome, f"note {outcome}"))[1])
+    g = {"name": "sva"}
+    out = rules.judge("real-data", "real", et.RealGroup("sva/sgd/small", g))
+    assert seen == [g] and out.verdict == outcome and out.number == f"note {outcome}"
+
+
+def test_real_data_evidence_is_one_record_per_group_and_names_the_task_metric_interval():
+    group = {"claim_ratio": 100.0, "task_metric": "accuracy", "matched_loss": {"levels": [0.3]},
+             "bootstrap": {"best_val": {"100": {"diff": -0.044, "lo": -0.079, "hi": -0.012}}},
+             "paired": {"best_val": {"100": {"relevant_mass_mean": {"mean_diff": 0.002, "n": 3, "p_holm": 0.9}}},
+                        "matched_loss@0.3": {"100": {"relevant_mass_mean": {"mean_diff": 0.001, "n": 3,
+                                                                            "p_holm": 0.9}}}},
+             "dtap": {}}
+    ev = rules.real_data_evidence({"sva/sgd/small": group, "hatexplain/adamw/small": group})
+    assert [e.verdict for e in ev] == ["contradicts", "contradicts"]      # worse beyond the 1-point margin
+    assert ev[0].number.startswith("ratio 100 vs 1: accuracy -0.044 [-0.079, -0.012]")
+    assert ev[0].numbers.startswith("sva/sgd/small: ") and ev[1].numbers.startswith("hatexplain/adamw/small: ")
+    assert [e.verdict for e in rules.real_data_evidence({})] == ["insufficient"]
+
+
+def test_growth_rates_reports_the_loose_bound_as_its_finding():
+    out = rules.growth_rule(et.Growth((_cell(kv=0.2), _cell(kv=0.35))))
+    assert out.verdict == S and "0.20-0.35" in out.number and "loose" in out.caveat
+
+
+def test_combination_never_folds_a_contradiction_and_outcomes_are_named():
+    assert rules.combine([S, C, S]) == C and rules.combine([S, I]) == P and rules.combine([N, N]) == N
+    assert [rules.outcome_of(v) for v in (S, P, C, I, N, "")] == list(rules.OUTCOMES)
+
+
+def test_exact_population_runs_from_the_symmetric_start_reach_the_sharpness_rules():
+    """Issue 30's bug: population runs had no held-out curve, ``moved`` was set to inf and refused, so every
+    population run was 'did not leave the start'. Now the attention change is final p - start p."""
+    from qkov.study.synthetic_stage import evidence, trained
+    from validation.synthetic.experiment import SyntheticConfig
+
+    cfg = SyntheticConfig(ratios=(1.0, 10.0))         # GD on the population from the symmetric start
+    # the quick study's numbers at loss 0.2: CACO 0.770 -> 0.970, CAFO 0.503 -> 0.902 (issue 30)
+    p02 = {("CACO", 1.0): 0.770, ("CACO", 10.0): 0.970, ("FACO", 1.0): 0.70, ("FACO", 10.0): 0.95,
+           ("CAFO", 1.0): 0.503, ("CAFO", 10.0): 0.902, ("FAFO", 1.0): 0.45, ("FAFO", 10.0): 0.85}
+
+    def summary(p, r):
+        lv = {"0.5": None, "0.3": None, "0.2": p02[(p, r)], "0.1": None, "0.05": None}
+        return {"param": p, "ratio": r, "left_start": True, "final": {"p": p02[(p, r)] + 0.01}, "start": {"p": 0.3},
+                "dtap": {"mean_mass": 0.5, "mean_p_true": 0.9}, "p_at_loss": lv,
+                "spread": {"max_abs_u": 0.0, "max_abs_v": 0.0}}
+
+    ss = [summary(p, r) for p in PAIRS_OK for r in (1.0, 10.0)]
+    assert all(trained(cfg, s)[0] for s in ss)
+    ev = {e.claim: e for e in evidence(cfg, ss, None)}
+    assert ev["sharpness-ratio"].verdict == S and "4/4 steps" in ev["sharpness-ratio"].number
+    assert ev["sharpness-order"].verdict == S
+    # a summary of an older run without the start's p cannot say whether attention moved: insufficient, named
+    old = [{k: v for k, v in s.items() if k != "start"} for s in ss]
+    assert trained(cfg, old[0]) == (False, "attention change not measured")
+    assert {e.claim: e for e in evidence(cfg, old, None)}["sharpness-ratio"].verdict == N
