@@ -73,6 +73,11 @@ class RunContext:
             torch.set_num_threads(old)
 
 
+DEFAULT_CONTEXT = RunContext()
+"""The context of a run called without one (a test, a user calling a stage directly): CPU, float32, one
+thread, no progress bars."""
+
+
 def device_context(device: str | None, bf16: bool, **fields) -> RunContext:
     """The :class:`RunContext` for a ``--device``/``--bf16`` request, checked first: an unknown or absent
     device, or bf16 off CUDA, is a :class:`validation.device.DeviceError` (one line) before any work.
@@ -84,4 +89,4 @@ def device_context(device: str | None, bf16: bool, **fields) -> RunContext:
     return RunContext(device=text, precision="bf16" if bf16 else "float32", **fields)
 
 
-__all__ = ["RunContext", "PRECISIONS", "device_context"]
+__all__ = ["RunContext", "PRECISIONS", "DEFAULT_CONTEXT", "device_context"]

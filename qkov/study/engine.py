@@ -80,7 +80,8 @@ class Stage:
     @property
     def where(self) -> str:
         """Where the stage's code lives (for messages): ``module.function``."""
-        return f"{self.study_runs.__module__}.{self.study_runs.__qualname__}"
+        fn = getattr(self.study_runs, "func", self.study_runs)  # a functools.partial names its function
+        return f"{fn.__module__}.{getattr(fn, '__qualname__', type(fn).__name__)}"
 
 
 RUNS_DIR = "runs"
@@ -664,3 +665,37 @@ class StudyCluster:
         finally:
             self._stack.close()
         return False
+
+
+@contextlib.contextmanager
+def open_executor(executor: Any = None, scheduler: str | None = None, workers: int | None = None,
+                  processes: bool = True, n_pending: int | None = None):
+    """The executor of a command, open for the block: ``executor`` as given (:data:`IN_PROCESS`, or a
+    ``distributed.Client`` the caller owns); else, with ``scheduler`` or ``workers``, a Dask
+    :class:`StudyCluster` (``workers`` local single-threaded processes, no more than ``n_pending``; or the
+    ``scheduler``, checked reachable first: :class:`~qkov.study.connect.SchedulerError`); else :data:`IN_PROCESS`.
+    """
+    if executor is not None:
+        yield executor
+    elif n_pending == 0:  # nothing to run: no cluster to start
+        yield IN_PROCESS
+    elif scheduler or workers:
+        if scheduler:
+            from qkov.study.connect import check_scheduler
+
+            check_scheduler(scheduler)
+        n = max(1, min(workers or 1, n_pending if n_pending else workers or 1))
+        with StudyCluster(scheduler, n, processes=processes) as client:
+            yield client
+    else:
+        yield IN_PROCESS
+
+
+class RunsFailed(RuntimeError):
+    """Runs of a command that did not complete: ``failed`` maps run name -> one-line reason."""
+
+    def __init__(self, failed: dict[str, str], total: int):
+        self.failed = dict(failed)
+        first = next(iter(self.failed.items()))
+        super().__init__(f"{len(self.failed)} of {total} runs failed (rerun the same command to retry them, "
+                         f"complete runs are kept); {first[0]}: {first[1]}")

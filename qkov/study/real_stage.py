@@ -14,7 +14,7 @@ import json
 
 from qkov.core.config import parse_config
 from qkov.core.runstore import RunWriter
-from qkov.study.context import RunContext
+from qkov.study.context import DEFAULT_CONTEXT, RunContext
 
 from validation.real.config import DATASETS, RealRunConfig, default_config, default_ratios, default_seeds
 from validation.real import datasets
@@ -102,7 +102,7 @@ def skipped_runs(quick: bool, data_dir: Path | None) -> list[str]:
     return [f"real data {ds}: {why}" for ds in DATASETS if (why := missing_data(ds, data_dir)) is not None]
 
 
-def execute(kind: str, config: dict, run_dir: Path, ctx: RunContext) -> None:
+def execute(kind: str, config: dict, run_dir: Path, ctx: RunContext = DEFAULT_CONTEXT) -> None:
     """Perform one run (``kind`` must be :data:`KIND`) on ``ctx.device`` at ``ctx.precision`` (checked by
     whoever built the context: :func:`qkov.study.context.device_context`); torch threads are the engine's
     (``ctx.thread_scope``)."""
@@ -112,7 +112,7 @@ def execute(kind: str, config: dict, run_dir: Path, ctx: RunContext) -> None:
                 device=ctx.device, bf16=ctx.bf16)
 
 
-def execute_group(kind: str, configs: list[dict], run_dirs: list[Path], ctx: RunContext) -> None:
+def execute_group(kind: str, configs: list[dict], run_dirs: list[Path], ctx: RunContext = DEFAULT_CONTEXT) -> None:
     """Perform the runs ``configs`` together (:func:`execute_runs_stacked`; one :func:`group_key`) on ``ctx.device``."""
     if kind != KIND:
         raise ValueError(f"kind {kind!r}: qkov.study.real_stage runs only {KIND!r}")

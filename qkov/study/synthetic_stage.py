@@ -15,7 +15,7 @@ leave their start: ``insufficient``).
 
 from __future__ import annotations
 
-from qkov.study.context import RunContext
+from qkov.study.context import DEFAULT_CONTEXT, RunContext
 
 import pathlib
 from typing import TYPE_CHECKING, Any
@@ -229,7 +229,7 @@ def write_synthetic_run(cfg: SyntheticConfig, runs: list, run: RunWriter) -> dic
     return {"metrics": res["metrics"], "evidence": ev}
 
 
-def execute(kind: str, config: dict, run_dir: pathlib.Path, ctx: RunContext) -> None:
+def execute(kind: str, config: dict, run_dir: pathlib.Path, ctx: RunContext = DEFAULT_CONTEXT) -> None:
     """Perform one run of :func:`study_runs` into ``run_dir`` (``ctx.progress``: bars while training; CPU float64
     by design, so ``ctx.device`` is not used)."""
     if kind in RUN_KINDS:
