@@ -11,6 +11,7 @@ from pathlib import Path
 import click
 
 from qkov.cli.options import RATIO, Choice, Integer, ListOf, device_option, out_option
+from qkov.cli.executor import executor_options
 from qkov.cli.support import CONTEXT_SETTINGS
 from theory.parametrization import PARAMETRIZATIONS
 
@@ -55,10 +56,7 @@ __all__ = ["real", "SWEEP_SUMMARY_KIND", "ConfigError"]
 @click.option("--stacked", is_flag=True,
               help="Train the seeds x ratios of each configuration together in this process (torch.func.vmap; "
                    "paper and small classifiers, CPU or one device); each run still gets its own directory.")
-@click.option("--scheduler", type=str, default=None,
-              help="Run on an existing Dask scheduler (tcp://host:8786) [default: in this process].")
-@click.option("--workers", type=Integer(1, 512), default=None,
-              help="Run on a local Dask cluster of this many worker processes [default: in this process].")
+@executor_options()
 @device_option()
 def real(datasets, ratios, seeds, optimizers, model: str | None, param: str, layers: int, quick: bool,
          as_json: bool, out: Path, data_dir: str | None, recipe: str, stacked: bool, scheduler: str | None,
