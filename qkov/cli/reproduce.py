@@ -13,6 +13,7 @@ written. The last line printed is ``report: <path of report.html>``.
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import click
@@ -40,6 +41,8 @@ def reproduce(quick: bool, out: Path, data_dir: str | None, scheduler: str | Non
     """Run every stage of the study that exists, resumably, and build the report."""
     from qkov.study.reproduce_study import reproduce as run_study
 
+    if device is None:  # the environment is read here, at the edge, once: runs get the device in their context
+        device = os.environ.get("QKOV_DEVICE") or None
     study = injected("stages")  # the registry's stages unless the caller passed others (tests: fake stages)
     names = STAGE_NAMES if study is None else tuple(s.name for s in study)
     result = run_study("quick" if quick else "full", out, data_dir=data_dir, scheduler=scheduler, workers=workers,

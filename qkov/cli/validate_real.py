@@ -1,4 +1,7 @@
-"""``qkov validate real``: an eta_QK/eta_OV sweep on a real data set, then its summary."""
+"""``qkov validate real``: an eta_QK/eta_OV sweep on a real data set, then its summary.
+
+Parses the options, calls :func:`qkov.study.real_command.validate_real` (plans, runs through the study
+engine, summarises) and prints the summary."""
 
 from __future__ import annotations
 
@@ -8,25 +11,19 @@ from pathlib import Path
 import click
 
 from qkov.cli.options import RATIO, Choice, Integer, ListOf, device_option, out_option
+from qkov.cli.executor import executor_options
 from qkov.cli.support import CONTEXT_SETTINGS
 from theory.parametrization import PARAMETRIZATIONS
-import torch
-from tqdm.auto import tqdm
 
-from qkov.core.config import ConfigError, field_error, parse_config, resolve_data_dir
-from qkov.core.runstore import is_complete, run_dir_for, to_json_text
-from qkov.core.lock import results_lock
+from qkov.core.config import ConfigError
+from qkov.core.runstore import to_json_text
 
-from validation.real.config import DATASETS, MODELS, OPTIMIZERS, RECIPES, RealRunConfig
-from validation.real import datasets as dataset_registry
-from validation.real.run import load_dataset
-from qkov.study.real_stage import execute_run, execute_runs_stacked, stack_groups
-from qkov.study.real_stage import KIND, sweep_configs
-from qkov.study.real_summary import markdown_tables, summarise
+from validation.real.config import DATASETS, MODELS, OPTIMIZERS, RECIPES
+from qkov.study.engine import RunsFailed
+from qkov.study.real_command import SWEEP_SUMMARY_KIND, RealSweep, validate_real
+from qkov.study.real_summary import markdown_tables
 
-
-SWEEP_SUMMARY_KIND = "real-sweep-summary"
-"""Kind of the summary run a ``qkov validate real`` sweep writes (``OUT/runs/real-sweep-summary-<key>/``)."""
+__all__ = ["real", "SWEEP_SUMMARY_KIND", "ConfigError"]
 
 
 @click.command(context_settings=CONTEXT_SETTINGS)
@@ -59,66 +56,27 @@ SWEEP_SUMMARY_KIND = "real-sweep-summary"
 @click.option("--stacked", is_flag=True,
               help="Train the seeds x ratios of each configuration together in this process (torch.func.vmap; "
                    "paper and small classifiers, CPU or one device); each run still gets its own directory.")
+@executor_options()
 @device_option()
 def real(datasets, ratios, seeds, optimizers, model: str | None, param: str, layers: int, quick: bool,
-         as_json: bool, out: Path, data_dir: str | None, recipe: str, stacked: bool, device: str,
-         bf16: bool) -> None:
+         as_json: bool, out: Path, data_dir: str | None, recipe: str, stacked: bool, scheduler: str | None,
+         workers: int | None, device: str, bf16: bool) -> None:
     """Train the QKOV models at each eta_QK/eta_OV ratio and seed, then tabulate and compare with ratio 1."""
-    from validation.device import check_autocast, resolve_device
-
+    sweep = RealSweep(datasets=tuple(datasets), ratios=tuple(ratios) if ratios is not None else None,
+                      seeds=tuple(seeds) if seeds is not None else None,
+                      optimizers=tuple(optimizers) if optimizers is not None else None, model=model, param=param,
+                      layers=layers, quick=quick, recipe=recipe, stacked=stacked, device=device, bf16=bf16)
     try:
-        check_autocast(resolve_device(device), bf16)
-    except ValueError as exc:
-        raise ConfigError(str(exc)) from None
-    torch.set_num_threads(1)  # small models: one thread is fastest and shares a busy machine well
-    ratio_list = tuple(ratios) if ratios is not None else None
-    seed_list = tuple(seeds) if seeds is not None else None
-    data = resolve_data_dir(data_dir)
-    if data is None:
-        raise field_error("data-dir", "(not given)",
-                          "a real-data directory: --data-dir DIR or $QKOV_DATA_DIR (no data directory; see docs/data.md)")
-    extra = {k: v for k, v in (("param", param), ("layers", layers)) if (k, v) not in (("param", "CACO"), ("layers", 1))}
-    if model is not None:
-        extra["model"] = model
-    if recipe != "ratio-only":
-        extra["recipe"] = recipe
-    if model == "minilm":
-        from validation.real.pretrained import PretrainedUnavailable, minilm_dir
-
-        try:
-            minilm_dir()      # the extra is there: else one line, before any work
-        except PretrainedUnavailable as exc:
-            raise ConfigError(str(exc)) from None
-    try:
-        sweep = sweep_configs(datasets, ratio_list, seed_list, optimizers, quick, data, **extra)
-    except ValueError as exc:     # e.g. a model that does not fit a dataset (minilm is HateXplain's)
-        raise ConfigError(str(exc)) from None
-    configs = [parse_config(RealRunConfig, **c.to_json_dict()) for c in sweep]
-    for ds in datasets:  # validate every file before training anything
-        load_dataset(ds, str(data))
-    if stacked and (bf16 or any(c.model == "minilm" or dataset_registry.get(c.dataset).task == "generation" for c in configs)):
-        raise field_error("stacked", "true", "only for the paper and small classifiers (HateXplain, SVA), without --bf16")
-    run_dirs = [run_dir_for(out, KIND, cfg.to_json_dict()) for cfg in configs]
-    with results_lock(out, "qkov validate real"):  # one writer per results directory
-        todo = [i for i, d in enumerate(run_dirs) if not is_complete(d)]
-        if stacked:
-            for group in tqdm(stack_groups([configs[i] for i in todo]), desc="stacked groups", unit="group",
-                              disable=as_json):
-                idx = [todo[j] for j in group]
-                execute_runs_stacked([configs[i] for i in idx], [run_dirs[i] for i in idx], kind=KIND, device=device)
-        else:
-            for i in tqdm(todo, desc="real-data runs", unit="run", disable=as_json):
-                execute_run(configs[i], run_dirs[i], kind=KIND, progress=not as_json, device=device, bf16=bf16)
-        summary_cfg = {"datasets": list(datasets), "ratios": list(ratio_list or []), "seeds": list(seed_list or []),
-                       "optimizers": list(optimizers or []), "quick": quick, **extra, "data_dir": str(data),
-                       "runs": [d.name for d in run_dirs]}
-        summary_dir = run_dir_for(out, SWEEP_SUMMARY_KIND, summary_cfg)
-        result = summarise(run_dirs, summary_dir, kind=SWEEP_SUMMARY_KIND, config=summary_cfg)
+        res = validate_real(sweep, out, data_dir=data_dir, progress=not as_json, scheduler=scheduler,
+                            workers=workers)
+    except RunsFailed as exc:
+        raise click.ClickException(str(exc)) from None
+    result = res.summary
     if as_json:
-        click.echo(to_json_text({"summary_dir": str(summary_dir.resolve()), "runs": [str(d) for d in run_dirs],
+        click.echo(to_json_text({"summary_dir": str(res.summary_dir.resolve()), "runs": [str(d) for d in res.run_dirs],
                                  "claims": result["claims"], "groups": result["groups"], "tests": result["tests"]}),
                    nl=False)
     else:
         click.echo(markdown_tables(result["groups"], result["tests"], result["claims"]["real-data"]))
         click.echo(f"claim real-data: {json.dumps(result['claims']['real-data'])}")
-        click.echo(f"summary: {summary_dir.resolve()}")
+        click.echo(f"summary: {res.summary_dir.resolve()}")

@@ -9,9 +9,11 @@ import click
 
 from qkov.cli.options import (Choice, Integer, Number, json_option, out_option, param_option, ratios_option,
                               seed_option, size_options)
+from qkov.cli.executor import executor_options
 from qkov.cli.support import CONTEXT_SETTINGS
 
 from qkov.core.config import field_error
+from qkov.study.engine import RunsFailed
 from qkov.study.synthetic_command import build_config, validate_optimizer_map, validate_synthetic
 
 
@@ -30,10 +32,13 @@ def _betas(text: str) -> tuple[float, float]:
 
 
 def optimizer_map_run(params, ratios, data, optimizer, steps, dt, init, seed, K, M, as_json, out, betas, eps,
-                      weight_decay) -> None:
+                      weight_decay, **where) -> None:
     """``--optimizer adam|momentum``: measured 1-p and set distance at matched loss against the reduced map."""
-    run_dir, res = validate_optimizer_map(params, ratios, data, optimizer, steps, dt, init, seed, K, M, out, betas,
-                                          eps, weight_decay)
+    try:
+        run_dir, res = validate_optimizer_map(params, ratios, data, optimizer, steps, dt, init, seed, K, M, out, betas,
+                                              eps, weight_decay, **where)
+    except RunsFailed as exc:
+        raise click.ClickException(str(exc)) from None
     if as_json:
         click.echo(json.dumps({"run_dir": str(run_dir), "runs": res}, indent=2, default=float))
     else:
@@ -68,18 +73,24 @@ def optimizer_map_run(params, ratios, data, optimizer, steps, dt, init, seed, K,
 @click.option("--eps", type=Number(0.0, 1e3, lo_open=True), default=1e-8, show_default=True, help="Adam's eps.")
 @click.option("--weight-decay", type=Number(0.0, 1e3), default=0.0, show_default=True,
               help="Decoupled weight decay of --optimizer adam (AdamW).")
+@executor_options()
 def synthetic(params, ratios, data: str, optimizer: str, steps: int | None, dt: float | None,
               init: str | None, seed: int, K: int, M: int, as_json: bool, out: Path, progress: bool | None,
-              betas: str, eps: float, weight_decay: float) -> None:
+              betas: str, eps: float, weight_decay: float, scheduler: str | None = None,
+              workers: int | None = None) -> None:
     """Train QK/OV attention models and compare them with the ODE, closed forms and DTAP heatmaps.
 
     The run goes to OUT/runs/synthetic-<key>/.
     """
+    where = {"scheduler": scheduler, "workers": workers}
     if optimizer in OPTIMIZER_MAP_CHOICES:
         return optimizer_map_run(params, ratios, data, optimizer, steps, dt, init, seed, K, M, as_json, out,
-                                 _betas(betas), eps, weight_decay)
+                                 _betas(betas), eps, weight_decay, **where)
     cfg = build_config(params, ratios, data, optimizer, steps, dt, init, seed, K, M)
-    res = validate_synthetic(cfg, out, progress=progress)
+    try:
+        res = validate_synthetic(cfg, out, progress=progress, **where)
+    except RunsFailed as exc:
+        raise click.ClickException(str(exc)) from None
     if as_json:
         m = res.metrics
         brief = {"run_dir": str(res.run_dir), "ode_all_within_tolerance": m["ode_all_within_tolerance"],

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from qkov.study.context import DEFAULT_CONTEXT, RunContext
+
 from pathlib import Path
 
 from qkov.core.config import PARAMETRIZATIONS
@@ -12,7 +14,7 @@ def study_runs(quick: bool, data_dir: Path | None) -> list[tuple[str, dict]]:
     return [("derive", {"params": list(PARAMETRIZATIONS), "formats": ["md", "html", "tex"], "thorough": not quick})]
 
 
-def execute(kind: str, config: dict, run_dir: Path) -> None:
+def execute(kind: str, config: dict, run_dir: Path, ctx: RunContext = DEFAULT_CONTEXT) -> None:
     """Write the derive run (derivation.json, reports, metrics, claims) into ``run_dir``."""
     from qkov.study.derive_command import DeriveConfig, write_derivation
     from qkov.core.config import parse_config

@@ -11,12 +11,10 @@ from __future__ import annotations
 from pathlib import Path
 
 import json
-import os
-
-import torch
 
 from qkov.core.config import parse_config
 from qkov.core.runstore import RunWriter
+from qkov.study.context import DEFAULT_CONTEXT, RunContext
 
 from validation.real.config import DATASETS, RealRunConfig, default_config, default_ratios, default_seeds
 from validation.real import datasets
@@ -104,32 +102,22 @@ def skipped_runs(quick: bool, data_dir: Path | None) -> list[str]:
     return [f"real data {ds}: {why}" for ds in DATASETS if (why := missing_data(ds, data_dir)) is not None]
 
 
-DEVICE_ENV, BF16_ENV = "QKOV_DEVICE", "QKOV_BF16"
-"""The study engine calls :func:`execute` with ``(kind, config, run_dir)`` only; the device of the real
-stage comes from ``$QKOV_DEVICE`` (``auto | cpu | cuda[:N] | mps``, default ``auto``) and bf16 autocast
-from ``$QKOV_BF16=1``, read in each worker (a worker process inherits the environment of ``qkov
-reproduce``). :func:`stage_device` checks them before any work."""
-
-
-def stage_device() -> tuple[str, bool]:
-    """``(device request, bf16)`` of the real stage from the environment, checked present (a
-    ``DeviceError``, one line, otherwise)."""
-    from validation.device import check_autocast, parse_device, resolve_device
-
-    text = parse_device(os.environ.get(DEVICE_ENV, "auto") or "auto")
-    bf16 = os.environ.get(BF16_ENV, "") not in ("", "0")
-    check_autocast(resolve_device(text), bf16)
-    return text, bf16
-
-
-def execute(kind: str, config: dict, run_dir: Path) -> None:
-    """Perform one run (``kind`` must be :data:`KIND`) on the device of :func:`stage_device`."""
+def execute(kind: str, config: dict, run_dir: Path, ctx: RunContext = DEFAULT_CONTEXT) -> None:
+    """Perform one run (``kind`` must be :data:`KIND`) on ``ctx.device`` at ``ctx.precision`` (checked by
+    whoever built the context: :func:`qkov.study.context.device_context`); torch threads are the engine's
+    (``ctx.thread_scope``)."""
     if kind != KIND:
         raise ValueError(f"kind {kind!r}: qkov.study.real_stage runs only {KIND!r}")
-    torch.set_num_threads(1)
-    device, bf16 = stage_device()
-    execute_run(parse_config(RealRunConfig, **config), Path(run_dir), kind=kind, progress=False, device=device,
-                bf16=bf16)
+    execute_run(parse_config(RealRunConfig, **config), Path(run_dir), kind=kind, progress=bool(ctx.progress),
+                device=ctx.device, bf16=ctx.bf16)
+
+
+def execute_group(kind: str, configs: list[dict], run_dirs: list[Path], ctx: RunContext = DEFAULT_CONTEXT) -> None:
+    """Perform the runs ``configs`` together (:func:`execute_runs_stacked`; one :func:`group_key`) on ``ctx.device``."""
+    if kind != KIND:
+        raise ValueError(f"kind {kind!r}: qkov.study.real_stage runs only {KIND!r}")
+    execute_runs_stacked([parse_config(RealRunConfig, **c) for c in configs], [Path(d) for d in run_dirs], kind=kind,
+                         device=ctx.device)
 
 
 def execute_run(cfg: RealRunConfig, run_dir: Path, *, kind: str = KIND, progress: bool = True,
@@ -154,15 +142,20 @@ def execute_runs_stacked(cfgs: list[RealRunConfig], run_dirs: list[Path], *, kin
     return [o["metrics"] for o in outs]
 
 
+def group_key(kind: str, config: dict) -> str:
+    """What runs trained together must share: the config without ``ratio``, ``seed`` and ``recipe`` (JSON text)."""
+    d = dict(config)
+    for k in ("ratio", "seed", "recipe"):
+        d.pop(k, None)
+    return json.dumps(d, sort_keys=True)
+
+
 def stack_groups(cfgs: list[RealRunConfig]) -> list[list[int]]:
-    """Indices of ``cfgs`` grouped by everything but ``ratio``, ``seed`` and ``recipe`` (the runs that
-    :func:`execute_runs_stacked` can train together), in first-seen order."""
+    """Indices of ``cfgs`` grouped by :func:`group_key` (the runs that :func:`execute_runs_stacked` can train
+    together), in first-seen order."""
     groups: dict[str, list[int]] = {}
     for i, c in enumerate(cfgs):
-        d = c.to_json_dict()
-        for k in ("ratio", "seed", "recipe"):
-            d.pop(k, None)
-        groups.setdefault(json.dumps(d, sort_keys=True), []).append(i)
+        groups.setdefault(group_key(KIND, c.to_json_dict()), []).append(i)
     return list(groups.values())
 
 

@@ -16,8 +16,6 @@ the report is built from the complete runs. Progress lines go to ``echo``.
 
 from __future__ import annotations
 
-import contextlib
-
 import dataclasses
 import os
 import re
@@ -29,6 +27,7 @@ from pydantic import AfterValidator, Field
 from qkov.core.config import ConfigError, StrictConfig, field_error, parse_config, resolve_data_dir
 from qkov.core.lock import results_lock
 from qkov.study import engine
+from qkov.study.context import RunContext, device_context
 from qkov.study.stages import STAGE_NAMES
 
 PRESETS: dict[str, bool] = {"quick": True, "full": False}
@@ -121,7 +120,8 @@ def reproduce(preset: str = "quick", out: str | os.PathLike[str] = "qkov-results
               data_dir: str | os.PathLike[str] | None = None, scheduler: str | None = None,
               workers: int | None = None, retries: int = 2, only: Sequence[str] | None = None,
               stages: Sequence[engine.Stage] | None = None, progress: bool = False,
-              echo: Echo = _print, device: str | None = None, bf16: bool = False) -> ReproduceResult:
+              echo: Echo = _print, device: str | None = None, bf16: bool = False,
+              heartbeat_s: float | None = None) -> ReproduceResult:
     """Run every stage of the study into ``out``, resumably, and build ``out/report.html``.
 
     ``preset``: ``quick`` or ``full`` (:data:`PRESETS`); ``data_dir``: the real-data directory (else
@@ -134,14 +134,14 @@ def reproduce(preset: str = "quick", out: str | os.PathLike[str] = "qkov-results
     saying how many runs are complete and kept. Failed runs and an unwritable report are *returned*
     (``result.failed``, ``result.report_error``), not raised.
 
-    ``device`` (``auto | cpu | cuda[:N] | mps``; default ``$QKOV_DEVICE``, else ``auto``) and ``bf16`` are where
-    the real stage trains (each run's manifest records them); an absent device, or bf16 off CUDA, is a
-    :class:`ConfigError` before anything is written. They reach the local cluster's workers through
-    ``$QKOV_DEVICE``/``$QKOV_BF16`` (restored afterwards); workers of an external ``scheduler`` read their own
-    environment. The synthetic, Figure 2 and optimizer runs train on the CPU in float64 by design (models of
-    a few hundred parameters, where a GPU only adds launch overhead) and ignore it.
+    ``device`` (``auto | cpu | cuda[:N] | mps``; default ``auto``) and ``bf16`` are where the real stage trains
+    (each run's manifest records them); an absent device, or bf16 off CUDA, is a :class:`ConfigError` before
+    anything is written. They reach every run in its :class:`~qkov.study.context.RunContext` (pickled with
+    the task to the workers, local or an external ``scheduler``'s; nothing goes through the environment). The
+    synthetic, Figure 2 and optimizer runs train on the CPU in float64 by design (models of a few hundred
+    parameters, where a GPU only adds launch overhead) and ignore it. ``heartbeat_s``: seconds between two
+    heartbeat lines while planning or running without a bar (default :data:`qkov.study.engine.HEARTBEAT_S`).
     """
-    env = _device_env(device, bf16)
     names = STAGE_NAMES if stages is None else tuple(s.name for s in stages)
     selected = tuple(only) if only is not None else names
     bad = [s for s in selected if s not in names]
@@ -149,48 +149,30 @@ def reproduce(preset: str = "quick", out: str | os.PathLike[str] = "qkov-results
         raise field_error("stages", ",".join(selected), f"must be 'all' or comma-separated values from "
                                                         f"{', '.join(names)}")
     cfg = config_for(preset, out, scheduler=scheduler, workers=workers, retries=retries, stages=selected)
+    ctx = run_context(device, bf16, cfg.out)
     data = resolve_data_dir(data_dir)
     with results_lock(cfg.out, "qkov reproduce"):  # before planning: a busy --out is refused at once
-        plan = engine.plan_study(cfg.out, cfg.quick, data, stages=stages, only=cfg.stages)  # writes nothing
+        plan = engine.plan_study(cfg.out, cfg.quick, data, stages=stages, only=cfg.stages,  # writes nothing
+                                 echo=echo, heartbeat_s=heartbeat_s)
         engine.check_run_dirs(plan)  # symbolic links as run directories: refused, one line
         if cfg.scheduler:
             from qkov.study.connect import check_scheduler
 
             check_scheduler(cfg.scheduler)  # unreachable / not Dask / unresolvable: one line within seconds
-        with _environment(env):
-            return _run(cfg, plan, data, progress, echo)
+        return _run(cfg, plan, data, progress, echo, ctx, heartbeat_s)
 
 
-def _device_env(device: str | None, bf16: bool) -> dict[str, str]:
-    """The real stage's ``$QKOV_DEVICE``/``$QKOV_BF16`` for ``device``/``bf16``, checked present first
-    (:class:`ConfigError`, one line); ``{}`` when neither is asked for (the caller's environment stands)."""
-    if device is None and not bf16:
-        return {}
-    from qkov.study.real_stage import BF16_ENV, DEVICE_ENV
-    from validation.device import DeviceError, check_autocast, parse_device, resolve_device
+def run_context(device: str | None, bf16: bool, out: Path) -> RunContext:
+    """The study's :class:`RunContext` (``device`` ``None``: ``auto``; one torch thread per run, no per-run bars),
+    the device checked present first (:class:`ConfigError`, one line)."""
+    if device is None and not bf16:  # auto is always present: nothing to check (and torch not imported)
+        return RunContext(device="auto", threads=1, progress=False, store=out)
+    from validation.device import DeviceError
 
-    text = device if device is not None else os.environ.get(DEVICE_ENV, "auto") or "auto"
     try:
-        text = parse_device(text)
-        check_autocast(resolve_device(text), bf16)
+        return device_context(device, bf16, threads=1, progress=False, store=out)
     except DeviceError as exc:
-        raise field_error("bf16" if bf16 and "bf16" in exc.why else "device", text, exc.why) from None
-    return {DEVICE_ENV: text, BF16_ENV: "1" if bf16 else "0"}
-
-
-@contextlib.contextmanager
-def _environment(values: dict[str, str]):
-    """``os.environ`` updated with ``values`` for the body, restored afterwards."""
-    old = {k: os.environ.get(k) for k in values}
-    os.environ.update(values)
-    try:
-        yield
-    finally:
-        for k, v in old.items():
-            if v is None:
-                os.environ.pop(k, None)
-            else:
-                os.environ[k] = v
+        raise field_error("bf16" if bf16 and "bf16" in exc.why else "device", device or "auto", exc.why) from None
 
 
 def _announce(cfg: ReproduceConfig, plan: engine.StudyPlan, data: Path | None, echo: Echo) -> None:
@@ -204,7 +186,7 @@ def _announce(cfg: ReproduceConfig, plan: engine.StudyPlan, data: Path | None, e
 
 
 def _run(cfg: ReproduceConfig, plan: engine.StudyPlan, data: Path | None, progress: bool,
-         echo: Echo) -> ReproduceResult:
+         echo: Echo, ctx: RunContext, heartbeat_s: float | None) -> ReproduceResult:
     """The study itself, run while holding ``out``'s lock."""
     _announce(cfg, plan, data, echo)
     todo = engine.pending(plan)
@@ -218,9 +200,10 @@ def _run(cfg: ReproduceConfig, plan: engine.StudyPlan, data: Path | None, progre
     try:
         if todo:
             with engine.StudyCluster(cfg.scheduler, n_workers) as client:
-                result = engine.run_study(plan, client, retries=cfg.retries, progress=progress)
+                result = engine.run_study(plan, client, retries=cfg.retries, progress=progress, ctx=ctx, echo=echo,
+                                          heartbeat_s=heartbeat_s)
         else:
-            result = engine.run_study(plan, None, retries=cfg.retries, progress=False)
+            result = engine.run_study(plan, None, retries=cfg.retries, progress=False, ctx=ctx)
     except KeyboardInterrupt:
         done = sum(engine.is_complete(r.run_dir) for r in plan.runs)
         echo(f"interrupted: {done} of {len(plan.runs)} runs are complete and kept; "

@@ -15,6 +15,8 @@ Runs (each independent, written with :class:`qkov.core.runstore.RunWriter`, ``cl
 
 from __future__ import annotations
 
+from qkov.study.context import DEFAULT_CONTEXT, RunContext
+
 from pathlib import Path
 
 import numpy as np
@@ -51,7 +53,7 @@ def study_runs(quick: bool, data_dir: Path | None) -> list[tuple[str, dict]]:
     ]
 
 
-def execute(kind: str, config: dict, run_dir: Path) -> None:
+def execute(kind: str, config: dict, run_dir: Path, ctx: RunContext = DEFAULT_CONTEXT) -> None:
     """Perform one run of the stage into ``run_dir``."""
     fn = {"simulate-reduction": _reduction, "simulate-asymptotics": _asymptotics,
           "simulate-sharpness": _sharpness, "simulate-paper": _paper}.get(kind)

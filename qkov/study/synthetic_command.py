@@ -2,12 +2,15 @@
 
 :func:`build_config` fills what the user left out from the presets (:data:`DEFAULT_STEPS`,
 :data:`DEFAULT_DT`, the paper data's settings); :func:`validate_synthetic` trains the grid and writes
-``OUT/runs/synthetic-<key>/`` holding ``OUT``'s lock (taken before training).
+``OUT/runs/synthetic-<key>/`` holding ``OUT``'s lock (taken before training), through the study engine
+(:func:`run_one`: the run is planned and executed like a study's, in this process by default, on Dask when
+asked), with the same stage code (:func:`qkov.study.synthetic_stage.execute`).
 """
 
 from __future__ import annotations
 
 import dataclasses
+import functools
 from pathlib import Path
 from typing import Any
 
@@ -49,48 +52,74 @@ class SyntheticResult:
     evidence: list
 
 
-def validate_synthetic(cfg: SyntheticConfig, out: Path, progress: bool | None = None) -> SyntheticResult:
-    """Train every (parametrization, ratio) of ``cfg`` and write the run ``out/runs/synthetic-<key>/``."""
-    from qkov.core.lock import results_lock
-    from qkov.core.runstore import RunWriter, run_dir_for
-    from qkov.study.synthetic_stage import write_synthetic_run
-    from validation.synthetic.experiment import run_grid
+def _planned(runs: list[tuple[str, dict]], quick: bool, data_dir: Path | None) -> list[tuple[str, dict]]:
+    return runs
 
-    config = cfg.to_json_dict()
-    run_dir = run_dir_for(out, "synthetic", config)
+
+def command_stage(kind: str, config: dict[str, Any]) -> Any:
+    """The one run ``(kind, config)`` of a ``qkov validate synthetic`` call as a study stage: planned as given,
+    executed by :func:`qkov.study.synthetic_stage.execute` (the same code as the study's runs)."""
+    from qkov.study import synthetic_stage
+    from qkov.study.engine import Stage
+
+    return Stage("synthetic", functools.partial(_planned, [(kind, config)]), synthetic_stage.execute, kinds=(kind,))
+
+
+def run_one(kind: str, config: dict[str, Any], out: Path, progress: bool | None, executor: Any = None,
+            scheduler: str | None = None, workers: int | None = None) -> Path:
+    """Plan the run ``(kind, config)`` into ``out`` and execute it through the study engine, holding ``out``'s
+    lock (taken before training); a complete run is reused. In this process unless ``executor``,
+    ``scheduler`` or ``workers`` say otherwise (:func:`qkov.study.engine.open_executor`). Returns its directory;
+    a failed run raises :class:`qkov.study.engine.RunsFailed`."""
+    from qkov.core.lock import results_lock
+    from qkov.study import engine
+    from qkov.study.context import RunContext
+
+    out = Path(out)
     with results_lock(out, "qkov validate synthetic"):  # one writer per results directory, before training
-        runs = run_grid(cfg, progress=progress)
-        with RunWriter(run_dir, kind="synthetic", config=config, seed=cfg.seed) as run:
-            res = write_synthetic_run(cfg, runs, run)
-    return SyntheticResult(run_dir, res["metrics"], res["evidence"])
+        plan = engine.plan_study(out, True, None, stages=(command_stage(kind, config),))
+        engine.check_run_dirs(plan)
+        with engine.open_executor(executor, scheduler, workers, n_pending=len(engine.pending(plan))) as client:
+            ctx = RunContext(progress=progress if isinstance(client, engine.InProcess) else False, store=out)
+            result = engine.run_study(plan, client, retries=0, progress=False, ctx=ctx, summary=None)
+    if result.failed:
+        raise engine.RunsFailed(result.failed, len(plan.runs))
+    return plan.runs[0].run_dir
+
+
+def validate_synthetic(cfg: SyntheticConfig, out: Path, progress: bool | None = None, *, executor: Any = None,
+                       scheduler: str | None = None, workers: int | None = None) -> SyntheticResult:
+    """Train every (parametrization, ratio) of ``cfg`` and write the run ``out/runs/synthetic-<key>/`` through the
+    study engine (:func:`run_one`: in this process by default; a complete run is reused); return what it holds."""
+    from qkov.core.runstore import load_run
+    from qkov.study.claims import CLAIMS_FILE, read_evidence
+
+    run_dir = run_one("synthetic", cfg.to_json_dict(), out, progress, executor, scheduler, workers)
+    run = load_run(run_dir)
+    return SyntheticResult(run_dir, run.metrics, read_evidence(run.json.get(CLAIMS_FILE, {}))[0])
 
 
 def validate_optimizer_map(params, ratios, data: str, optimizer: str, steps: int | None, dt: float | None,
                            init: str | None, seed: int, K: int, M: int, out: Path, betas: tuple[float, float],
-                           eps: float, weight_decay: float) -> tuple[Path, list[dict]]:
+                           eps: float, weight_decay: float, *, executor: Any = None, scheduler: str | None = None,
+                           workers: int | None = None) -> tuple[Path, list[dict]]:
     """``validate synthetic --optimizer adam|momentum``: from the symmetric start, the measured ``1 - p`` and the
     distance from the symmetric set at matched loss, against the optimizer's exact reduced map
     (:func:`validation.synthetic.adam_compare.optimizer_matched_loss`). Writes the run; returns ``(run_dir, runs)``."""
-    from qkov.core.lock import results_lock
-    from qkov.core.runstore import RunWriter, run_dir_for
+    from qkov.core.runstore import load_run
 
     if data != "population":
         raise field_error("data", data, f"--optimizer {optimizer} trains MODEL.md's population: use population")
     if init not in (None, "symmetric"):
         raise field_error("init", init, f"--optimizer {optimizer} starts on the symmetric set: use symmetric")
     from qkov.study import optimizer_run
-    from validation.synthetic.optimizer_map_run import OptimizerMapConfig, without_curves
+    from validation.synthetic.optimizer_map_run import OptimizerMapConfig
 
     cfg = parse_config(OptimizerMapConfig, optimizer=optimizer, betas=tuple(betas), eps=eps,
                        weight_decay=weight_decay, params=tuple(params), ratios=tuple(ratios),
                        steps=1000 if steps is None else steps, dt=0.01 if dt is None else dt, K=K, M=M, seed=seed)
-    config = cfg.to_json_dict()
-    run_dir = run_dir_for(out, optimizer_run.KIND, config)
-    with results_lock(out, "qkov validate synthetic"):
-        runs = cfg.data(curves=True)
-        with RunWriter(run_dir, kind=optimizer_run.KIND, config=config, seed=seed) as run:
-            optimizer_run.write_run(cfg, runs, run)
-    res = without_curves(runs)
+    run_dir = run_one(optimizer_run.KIND, cfg.to_json_dict(), out, False, executor, scheduler, workers)
+    res = load_run(run_dir).metrics["runs"]
     return run_dir, res
 
 

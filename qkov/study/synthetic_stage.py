@@ -15,6 +15,8 @@ claims it tests: :func:`evidence` turns the run's summaries into typed evidence,
 
 from __future__ import annotations
 
+from qkov.study.context import DEFAULT_CONTEXT, RunContext
+
 import pathlib
 from typing import TYPE_CHECKING, Any
 
@@ -235,8 +237,9 @@ def write_synthetic_run(cfg: SyntheticConfig, runs: list, run: RunWriter) -> dic
     return {"metrics": res["metrics"], "evidence": ev}
 
 
-def execute(kind: str, config: dict, run_dir: pathlib.Path) -> None:
-    """Perform one run of :func:`study_runs` into ``run_dir``."""
+def execute(kind: str, config: dict, run_dir: pathlib.Path, ctx: RunContext = DEFAULT_CONTEXT) -> None:
+    """Perform one run of :func:`study_runs` into ``run_dir`` (``ctx.progress``: bars while training; CPU float64
+    by design, so ``ctx.device`` is not used)."""
     if kind in RUN_KINDS:
         RUN_KINDS[kind].execute(config, run_dir)
         return
@@ -244,6 +247,6 @@ def execute(kind: str, config: dict, run_dir: pathlib.Path) -> None:
         raise ValueError(f"kind {kind!r}: qkov.study.synthetic_stage runs 'synthetic', {', '.join(map(repr, RUN_KINDS))} "
                          "only")
     cfg = parse_config(SyntheticConfig, **config)
-    runs = run_grid(cfg, progress=False)
+    runs = run_grid(cfg, progress=ctx.progress)
     with RunWriter(run_dir, kind=kind, config=config, seed=cfg.seed) as run:
         write_synthetic_run(cfg, runs, run)

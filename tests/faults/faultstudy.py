@@ -52,7 +52,7 @@ def executions(scratch: Path, name: str) -> int:
     return len(p.read_text().splitlines()) if p.exists() else 0
 
 
-def execute(kind: str, config: dict, run_dir: Path) -> None:
+def execute(kind: str, config: dict, run_dir: Path, ctx: object = None) -> None:
     scratch, i = config["scratch"], config["index"]
     b = behaviour(scratch)
     counts = Path(scratch) / "counts"

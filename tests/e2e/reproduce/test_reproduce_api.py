@@ -58,30 +58,28 @@ def test_reproduce_rejects_bad_options_before_any_work(tmp_path, fake_stages, kw
     assert not (tmp_path / "out").exists()
 
 
-def test_device_reaches_the_workers_environment_for_the_run_and_is_restored(tmp_path, fake_stages, monkeypatch):
-    """The real stage's workers read $QKOV_DEVICE/$QKOV_BF16 (qkov.study.real_stage.stage_device): reproduce sets
-    them while the study runs (the local cluster starts inside) and puts the caller's values back."""
+def test_device_reaches_the_runs_in_their_context_not_the_environment(tmp_path, fake_stages, monkeypatch):
+    """The device and bf16 travel in the RunContext that every run receives (qkov.study.context); reproduce
+    leaves os.environ as it found it."""
+    import os
+
     from qkov.study import reproduce, reproduce_study
 
     seen = {}
 
-    def fake_run(cfg, plan, data, progress, echo):
-        import os
-
-        seen.update(device=os.environ.get("QKOV_DEVICE"), bf16=os.environ.get("QKOV_BF16"))
+    def fake_run(cfg, plan, data, progress, echo, ctx, heartbeat_s):
+        seen.update(device=ctx.device, precision=ctx.precision, store=ctx.store)
         return "ran"
 
     monkeypatch.setattr(reproduce_study, "_run", fake_run)
-    monkeypatch.setenv("QKOV_DEVICE", "auto")
-    monkeypatch.delenv("QKOV_BF16", raising=False)
+    monkeypatch.delenv("QKOV_DEVICE", raising=False)
+    before = dict(os.environ)
     assert reproduce("quick", tmp_path / "out", stages=FAKE_STAGES, device="CPU") == "ran"
-    assert seen == {"device": "cpu", "bf16": "0"}
-    import os
-
-    assert os.environ["QKOV_DEVICE"] == "auto" and "QKOV_BF16" not in os.environ
+    assert seen == {"device": "cpu", "precision": "float32", "store": tmp_path / "out"}
+    assert dict(os.environ) == before
     seen.clear()
-    reproduce("quick", tmp_path / "out", stages=FAKE_STAGES)       # not asked: the caller's environment stands
-    assert seen == {"device": "auto", "bf16": None}
+    reproduce("quick", tmp_path / "out", stages=FAKE_STAGES)       # not asked: auto
+    assert seen["device"] == "auto"
 
 
 def test_cli_device_absent_is_one_line_exit_2_with_nothing_written(tmp_path, fake_stages, capsys):

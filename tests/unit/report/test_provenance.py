@@ -52,7 +52,7 @@ def test_a_run_executed_by_the_engine_records_its_whole_time_in_the_manifest(tmp
     from qkov.core.runstore import RunWriter
     from qkov.study.engine import execute_run
 
-    def execute(kind, config, path):
+    def execute(kind, config, path, ctx):
         time.sleep(1.2)   # the work, done before anything is written (as every stage does)
         with RunWriter(path, kind=kind, config=config) as w:
             w.write_json("metrics.json", {})

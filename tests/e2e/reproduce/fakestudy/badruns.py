@@ -5,5 +5,5 @@ def study_runs(quick, data_dir):
     return [("ok", {"a": 1}), ("bad", "not a dict")]
 
 
-def execute(kind, config, run_dir):  # pragma: no cover - never planned
+def execute(kind, config, run_dir, ctx):  # pragma: no cover - never planned
     raise AssertionError

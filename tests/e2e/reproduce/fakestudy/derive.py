@@ -30,7 +30,7 @@ def derivation() -> dict:
     return {"ledger": ledger, "displays": displays, "summary": "Fake derivation for tests."}
 
 
-def execute(kind: str, config: dict, run_dir: Path) -> None:
+def execute(kind: str, config: dict, run_dir: Path, ctx: object = None) -> None:
     from qkov.study.derive_stage import derivation_evidence
 
     d = derivation()

@@ -20,7 +20,7 @@ def skipped_runs(quick, data_dir):
     return []
 
 
-def execute(kind: str, config: dict, run_dir: Path) -> None:
+def execute(kind: str, config: dict, run_dir: Path, ctx: object = None) -> None:
     x = numbers(config["seed"])
     write_run(kind, config, run_dir, metrics={"accuracy": 0.9 + x[0] / 100, "ac": 0.1 * config["ratio"] ** 0.3},
               claims=[ev("real-data", "real", "supports", "AC rises with the ratio", "dtap_real")], figure="dtap_real")

@@ -11,7 +11,7 @@ def study_runs(quick, data_dir):
     return [("simulate", {"ratio": r, "seed": 0, "behaviour": behaviour()}) for r in (0.1, 1.0, 10.0)]
 
 
-def execute(kind: str, config: dict, run_dir: Path) -> None:
+def execute(kind: str, config: dict, run_dir: Path, ctx: object = None) -> None:
     x = numbers(int(config["ratio"] * 10))
     write_run(kind, config, run_dir, metrics={"final_loss": abs(x[0]), "alpha": 1 / (1 + abs(x[1]))},
               claims=[ev("growth-rates", "simulate", "supports", f"slope {x[2]:.3f}", "asymptotic_errors",

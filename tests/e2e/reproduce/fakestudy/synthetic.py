@@ -20,7 +20,7 @@ def study_runs(quick, data_dir):
     return runs
 
 
-def execute(kind: str, config: dict, run_dir: Path) -> None:
+def execute(kind: str, config: dict, run_dir: Path, ctx: object = None) -> None:
     x = numbers(config["seed"])
     write_run(kind, config, run_dir, metrics={"loss": abs(x[0]), "attention": {"distinct": 0.5 + x[1] / 10}},
               claims=[ev("sharpness-ratio", "synthetic", "supports", f"attention {0.5 + x[1] / 10:.3f}",
