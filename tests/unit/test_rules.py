@@ -69,7 +69,7 @@ CASES = {
                          (et.ReducedAgreement((2.0,), 1e-3), C), (et.ReducedAgreement((), 1e-7), N)],
     rules.growth_rule: [(et.Growth((_cell(), _cell(ku=0.53, p="CAFO"))), S),   # u/log t 2.01 is no failure
                         (et.Growth((_cell(), _cell(kv=2.6))), C), (et.Growth((_cell(ku=1.5),)), C),
-                        (et.Growth((_cell(shrink=False),)), C), (et.Growth((_cell(ku=None),)), N)],
+                        (et.Growth((_cell(shrink=False),)), S), (et.Growth((_cell(ku=None),)), N)],
     rules.ratio_trend_rule: [(_trend("residual", 0.1, 0.05, 0.01), S), (_trend("residual", 0.1, 0.05, 0.2), C),
                              (_trend("residual", 0.1, 0.10001), N), (_trend("residual", 0.1, None), N),
                              (_trend("attention", 0.5, 0.7), S), (_trend("attention", 0.7, 0.5), C),
@@ -141,8 +141,9 @@ def test_real_data_evidence_is_one_record_per_group_and_names_the_task_metric_in
 
 
 def test_growth_rates_reports_the_loose_bound_as_its_finding():
-    out = rules.growth_rule(et.Growth((_cell(kv=0.2), _cell(kv=0.35))))
+    out = rules.growth_rule(et.Growth((_cell(kv=0.2), _cell(kv=0.35, shrink=False, p="CAFO", r=0.1))))
     assert out.verdict == S and "0.20-0.35" in out.number and "loose" in out.caveat
+    assert "not yet converged by the last time at CAFO r=0.1" in out.caveat     # named, not judged
 
 
 def test_combination_never_folds_a_contradiction_and_outcomes_are_named():
