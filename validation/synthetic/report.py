@@ -204,7 +204,8 @@ def attention_vs_loss_figure(cfg: SyntheticConfig, runs: list[PairRun]) -> Figur
         ax.plot(loss, att, color=RATIO_COLORS[list(cfg.ratios).index(run.ratio) % len(RATIO_COLORS)],
                 label=f"eta_QK/eta_OV = {run.ratio:g}" + ("" if moved else " (did not train)"))
         if not moved:
-            ax.text(0.5, 0.5, f"ratio {run.ratio:g}: did not train\n(loss fell < {LEFT_START_FRACTION:.0%})",
+            ax.text(0.5, 0.6 - 0.15 * list(cfg.ratios).index(run.ratio),
+                    f"ratio {run.ratio:g}: did not train (loss fell < {LEFT_START_FRACTION:.0%})",
                     transform=ax.transAxes, ha="center", va="center", fontsize=8, color="0.35")
         lo, hi = np.nanmin(loss), np.nanmax(loss)
         if lo > 0 and hi / lo > 10:                      # log axis only where the losses span decades
