@@ -93,10 +93,18 @@ THRESHOLDS: dict[str, Threshold] = {t.name: t for t in (
               "|measured 1-p / predicted 1-p - 1| allowed for a prediction (reduced map on the set, or a broken-set "
               "predictor off it): on the set the two agree to ~1e-6; 5% leaves room for the ~1e-3 off-set part, "
               "not for another optimizer (Adam and GD differ 2-10x in 1-p)", inclusive=True),
-    Threshold("adam-sharpen-margin", 2.0,
+    Threshold("adam-sharpen-margin", 1.1,
               "Adam's measured sharpening 1-p(r_lo)/1-p(r_hi) must exceed gradient flow's at the same loss by this "
-              "factor to count as 'more than under gradient flow' (a factor 2 is far outside the 5% map tolerance)",
+              "factor to count as 'more than under gradient flow': 10% is beyond the 5% map tolerance at each of "
+              "the two ratios (1.05^2 = 1.10), so a hit is no artefact of it; the claim states no larger factor",
               "bound"),
+    Threshold("on-set-spread", 0.05,
+              "a trained state counts as on the symmetric set (for the time it reaches it, reported, not judged) once "
+              "the relative spreads of u and v across classes/tokens are below 5%: the attraction of the set from "
+              "random starts is visible long before round-off", "bound"),
+    Threshold("left-start-fraction", 0.05,
+              "a figure marks a run 'did not train' when its (test) loss fell by less than 5% of its first logged "
+              "value: a loss that barely moved carries no attention-vs-loss curve worth reading", "bound"),
     Threshold("chance-margin", 0.05,
               "a model predicts beyond chance once its held-out p_true exceeds chance 1/K by 5 points (absolute): "
               "well beyond the sampling error of 500 held-out sequences (~0.01)"),
@@ -179,8 +187,9 @@ CLAIMS: dict[str, Claim] = {c.id: c for c in (
           ("growth",),
           (("derive", "growth-law limits pass"),
            ("simulate", "at every integrated ratio: the local exponents d log u/d log log t <= 1 and d log v/d log log t "
-                        "<= 2 (up to growth-exponent-margin) between t = 1e10 and 1e12, theory's laws' errors "
-                        "shrinking; the finding reported: v grows like log log t, so O(log^2 t) is loose")),
+                        "<= 2 (up to growth-exponent-margin) between t = 1e10 and 1e12; reported, not judged: theory's "
+                        "sharper laws' convergence, and the finding that v grows like log log t (O(log^2 t) is "
+                        "loose)")),
           ("growth-exponent-margin",), "asymptotics"),
     Claim("sharpness-ratio", "Faster QK learning (larger eta_QK/eta_OV) concentrates attention at comparable loss.",
           "paper, claim 3", ("derive", "simulate", "synthetic"), "residual_vs_ratio",

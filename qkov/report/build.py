@@ -13,13 +13,16 @@ from qkov.report.render_markdown import render_markdown
 HTML_NAME = "report.html"
 MD_NAME = "report.md"
 REAL_SUMMARY = "validate-real-summary"
+SUMMARY_SCHEMA = 2
+"""Version of the summary's evidence: 2 = one ``real-data`` record per group with its number and scope
+(:func:`qkov.study.rules.real_data_evidence`). A summary of an older version is rebuilt."""
 
 
 def summarise_real_runs(out: Path) -> Path | None:
     """Summarise the complete real-data runs under ``<out>/runs`` (tables, paired tests, DTAP, claim).
 
     The summary is a run of its own, ``<out>/runs/validate-real-summary``; it is rebuilt only when the
-    set of complete real-data runs changed. Returns its path, or None when there are no such runs.
+    set of complete real-data runs changed, or when it was written by an older :data:`SUMMARY_SCHEMA`. Returns its path, or None when there are no such runs.
     """
     import json
 
@@ -31,7 +34,7 @@ def summarise_real_runs(out: Path) -> Path | None:
     if not runs:
         return None
     target = out / "runs" / REAL_SUMMARY
-    config = {"runs": [p.name for p in runs]}
+    config = {"runs": [p.name for p in runs], "schema": SUMMARY_SCHEMA}
     if is_complete(target):
         try:
             if json.loads((target / "config.json").read_text()) == config:

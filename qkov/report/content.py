@@ -94,8 +94,15 @@ def claim_lines(rows: list[LedgerRow]) -> list[ClaimLine]:
         d = r.deciding
         stage, e = (d[0], d[2]) if d else ("", None)
         c = CLAIMS.get(r.id)
+        caveat = e.caveat if e else ""
+        if r.outcome == "holds in part" and (e is None or e.verdict != "supports in part"):
+            # say which part: the first evidence that supports only in part, else the derivation's note
+            part = next((f"{STAGE_TITLES.get(s, s)}: {x.caveat or x.number or _short(x.numbers, 120)}"
+                         for s, _, x in r.ordered_evidence if x.verdict == "supports in part"),
+                        "the derivation: holds in part" if r.holds == "in part" else "")
+            caveat = "; ".join(x for x in (caveat, f"in part: {part}" if part else "") if x)
         out.append(ClaimLine(r.id, r.outcome, (e.number or _short(e.numbers, 160)) if e else "",
-                             STAGE_TITLES.get(stage, stage), e.scope if e else "", e.caveat if e else "",
+                             STAGE_TITLES.get(stage, stage), e.scope if e else "", caveat,
                              c.paper_number if c else "", c.full_preset if c else "", len(r.against)))
     return out
 

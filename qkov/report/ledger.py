@@ -14,7 +14,7 @@ import dataclasses
 
 from qkov.report.collect import Figure, RunRecord, StudyResults
 from qkov.study.claims import CLAIMS, STAGES, Evidence
-from qkov.study.rules import combine, outcome_of
+from qkov.study.rules import AGAINST, combine, outcome_of
 
 STAGE_TITLES = {"derive": "derivation", "simulate": "simulation", "synthetic": "synthetic training",
                 "real": "real data"}
@@ -33,7 +33,7 @@ class StageVerdict:
         first supporting, then inconclusive evidence (else the first); and how many more runs."""
         if not self.evidence:
             return ""
-        against = [e for _, e in self.evidence if e.verdict in ("contradicts", "mixed")]
+        against = [e for _, e in self.evidence if e.verdict in AGAINST]
         if against:
             more = f" (+{len(self.evidence) - 1} more runs, {len(against)} against)" if len(self.evidence) > 1 else ""
             return "against: " + against[0].numbers + more
@@ -46,7 +46,7 @@ class StageVerdict:
     @property
     def contradiction(self) -> Evidence | None:
         """The first contradicting evidence of the stage, if any."""
-        return next((e for _, e in self.evidence if e.verdict in ("contradicts", "mixed")), None)
+        return next((e for _, e in self.evidence if e.verdict in AGAINST), None)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -77,7 +77,7 @@ class LedgerRow:
     def against(self) -> list[tuple[str, RunRecord, Evidence]]:
         """``(stage, run, evidence)`` of every contradicting line (one per run and setting, none merged)."""
         return [(s, run, e) for s, v in self.stages.items() for run, e in v.evidence
-                if e.verdict in ("contradicts", "mixed")]
+                if e.verdict in AGAINST]
 
     @property
     def deciding(self) -> tuple[str, RunRecord, Evidence] | None:

@@ -16,6 +16,7 @@ from matplotlib.figure import Figure
 from matplotlib.ticker import NullFormatter
 
 from simulation.plots import OKABE_ITO
+from theory.claims import THRESHOLDS
 from validation.attention import circuit_kinds
 from validation.metrics.dtap import SYNTH_EDGES, acmc, attention_confidence, dtap_histogram, plot_dtap
 from validation.synthetic.compare import (closed_form_residuals, conserved_drift, measured_rescaling,
@@ -25,8 +26,8 @@ from validation.synthetic.reference import ode_tolerance, reference_trajectory
 
 LOSS_LEVELS = np.array([0.5, 0.3, 0.2, 0.1, 0.05])
 """Loss levels at which attention is compared across ratios and parametrizations."""
-SYMMETRIC_SPREAD = 0.05
-"""A state counts as on the symmetric set once the relative spreads of u and v are below this."""
+SYMMETRIC_SPREAD = THRESHOLDS["on-set-spread"].bound
+"""A state counts as on the symmetric set once the relative spreads of u and v are below this (theory.claims)."""
 
 
 def _f(x: Any) -> Any:
@@ -93,9 +94,7 @@ def rescaling_check(cfg: SyntheticConfig, runs: list[PairRun], n_states: int = 3
     return {"states": rows, "max_rel_err": max((r["rel_err"] for r in rows), default=None)}
 
 
-RESCALING_TOL = 1e-3
-"""Relative tolerance of the measured rescaling (one GD step, forward difference) against theory's."""
-LEFT_START_FRACTION = 0.05
+LEFT_START_FRACTION = THRESHOLDS["left-start-fraction"].bound
 """A run has left its start once its (test) loss fell by at least this fraction of its first logged value."""
 
 
@@ -205,7 +204,8 @@ def attention_vs_loss_figure(cfg: SyntheticConfig, runs: list[PairRun]) -> Figur
         ax.plot(loss, att, color=RATIO_COLORS[list(cfg.ratios).index(run.ratio) % len(RATIO_COLORS)],
                 label=f"eta_QK/eta_OV = {run.ratio:g}" + ("" if moved else " (did not train)"))
         if not moved:
-            ax.text(0.5, 0.5, f"ratio {run.ratio:g}: did not train\n(loss fell < {LEFT_START_FRACTION:.0%})",
+            ax.text(0.5, 0.6 - 0.15 * list(cfg.ratios).index(run.ratio),
+                    f"ratio {run.ratio:g}: did not train (loss fell < {LEFT_START_FRACTION:.0%})",
                     transform=ax.transAxes, ha="center", va="center", fontsize=8, color="0.35")
         lo, hi = np.nanmin(loss), np.nanmax(loss)
         if lo > 0 and hi / lo > 10:                      # log axis only where the losses span decades

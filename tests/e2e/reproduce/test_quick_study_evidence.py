@@ -18,7 +18,7 @@ import pytest
 
 from qkov.study.claims import Evidence, read_evidence
 
-DISCRIMINATING = ("supports", "contradicts", "mixed")
+DISCRIMINATING = ("supports", "supports in part", "contradicts", "mixed")
 _PAIR = re.compile(r"\b(\d+)/(\d+)\b")
 _UNREACHED = re.compile(r"no (common )?loss level|not reached by|train longer", re.I)
 _ORDER = re.compile(r"((?:[A-Z]{4} -?[0-9.]+(?:e[-+]?\d+)? [<>] )+[A-Z]{4} -?[0-9.]+(?:e[-+]?\d+)?)")

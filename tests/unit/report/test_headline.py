@@ -92,3 +92,14 @@ def test_headline_cuts_a_long_line_of_numbers_between_clauses_not_inside_a_numbe
     cut = _short(numbers, 90)   # the limit falls inside '0.44'
     assert cut == "attention at loss 1e-2, paper's equations: 0.12, 0.22; derived flow: 0.09, 0.11 ..."
     assert not any(_short(numbers, n).endswith(("0 ...", "0. ...", "0....")) for n in range(20, len(numbers)))
+
+
+def test_first_screen_states_which_part_holds_for_a_claim_that_holds_in_part():
+    runs = [run("d", "derive", [Evidence("growth-rates", "derive", "supports in part", "refined",
+                                         caveat="holds in part: a limit only")]),
+            run("s", "simulate", [Evidence("growth-rates", "simulate", "supports", "12/12", number="v exp 0.3",
+                                           scope="reduced flow, K=6, M=9")])]
+    (line,) = [c for c in claim_lines(list(_rows(runs).values())) if c.id == "growth-rates"]
+    assert (line.outcome, line.number, line.stage, line.scope) == ("holds in part", "v exp 0.3", "simulation",
+                                                                   "reduced flow, K=6, M=9")
+    assert line.caveat == "in part: derivation: holds in part: a limit only"
