@@ -53,21 +53,42 @@ def test_the_scan_sees_a_violation(tmp_path):
                                              "simulation/bad.py:1 imports validation (a later layer than simulation)"]
 
 
-NO_CLI = ("theory", "simulation", "validation", "qkov/core", "qkov/study", "qkov/report")
-"""Everything below the command line: none of it may import ``qkov.cli`` (the CLI parses, calls, prints)."""
+CLI_MODULES = ("qkov/cli/", "qkov/__main__.py")
+"""The command line itself (``qkov/cli/`` and ``python -m qkov``): the only modules that may import ``qkov.cli``."""
+
+
+def below_the_cli(root: Path = ROOT) -> list[Path]:
+    """Every module below the command line: all of theory, simulation, validation and qkov (``qkov/__init__.py``
+    included) except :data:`CLI_MODULES`."""
+    return [f for layer in LAYERS for f in sorted((root / layer).rglob("*.py"))
+            if not f.relative_to(root).as_posix().startswith(CLI_MODULES)]
+
+
+def _absolute(node: ast.ImportFrom, module: str) -> str:
+    """The absolute module of a (possibly relative) ``from ... import``, seen from ``module`` (dotted)."""
+    if node.level == 0:
+        return node.module or ""
+    base = module.split(".")[:-node.level]
+    return ".".join(base + ([node.module] if node.module else []))
 
 
 def cli_imports(root: Path = ROOT) -> list[str]:
-    """``path:line`` of every import of ``qkov.cli`` (module level or in a function) below the CLI."""
+    """``path:line`` of every import of ``qkov.cli`` (module level or in a function, absolute or relative) below
+    the CLI."""
     bad = []
-    for sub in NO_CLI:
-        for f in sorted((root / sub).rglob("*.py")):
-            for node in ast.walk(ast.parse(f.read_text(), filename=str(f))):
-                names = ([a.name for a in node.names] if isinstance(node, ast.Import) else
-                         [node.module] + [f"{node.module}.{a.name}" for a in node.names]
-                         if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module else [])
-                if any(n == "qkov.cli" or n.startswith("qkov.cli.") for n in names):
-                    bad.append(f"{f.relative_to(root)}:{node.lineno}")
+    for f in below_the_cli(root):
+        rel = f.relative_to(root)
+        module = ".".join(rel.with_suffix("").parts)  # a package's __init__ counts as a module inside it
+        for node in ast.walk(ast.parse(f.read_text(), filename=str(f))):
+            if isinstance(node, ast.Import):
+                names = [a.name for a in node.names]
+            elif isinstance(node, ast.ImportFrom):
+                base = _absolute(node, module)
+                names = [base] + [f"{base}.{a.name}" for a in node.names]
+            else:
+                continue
+            if any(n == "qkov.cli" or n.startswith("qkov.cli.") for n in names):
+                bad.append(f"{rel.as_posix()}:{node.lineno}")
     return bad
 
 
@@ -75,12 +96,23 @@ def test_nothing_below_the_cli_imports_it():
     assert cli_imports() == []
 
 
+def test_the_cli_scan_covers_every_module_of_qkov_but_the_cli():
+    scanned = {f.relative_to(ROOT).as_posix() for f in below_the_cli()}
+    qkov = {f.relative_to(ROOT).as_posix() for f in (ROOT / "qkov").rglob("*.py")}
+    assert "qkov/__init__.py" in scanned and "qkov/study/engine.py" in scanned
+    assert qkov - scanned == {m for m in qkov if m.startswith(CLI_MODULES)}
+
+
 def test_the_cli_scan_sees_an_import(tmp_path):
-    for sub in NO_CLI:
+    for sub in ("theory", "simulation", "validation", "qkov/core", "qkov/study", "qkov/report", "qkov/cli"):
         (tmp_path / sub).mkdir(parents=True)
     (tmp_path / "qkov/study/bad.py").write_text("def f():\n    from qkov.cli.derive import DeriveConfig\n")
     (tmp_path / "qkov/report/bad.py").write_text("from qkov import cli\nimport qkov.cli.main\n")
-    assert cli_imports(tmp_path) == ["qkov/study/bad.py:2", "qkov/report/bad.py:1", "qkov/report/bad.py:2"]
+    (tmp_path / "qkov/__init__.py").write_text("def v():\n    from .cli.main import _version\n")
+    (tmp_path / "qkov/core/rel.py").write_text("from ..cli import options\nfrom .. import cli\n")
+    (tmp_path / "qkov/cli/ok.py").write_text("from qkov.cli import options\n")   # the CLI itself may
+    assert sorted(cli_imports(tmp_path)) == ["qkov/__init__.py:2", "qkov/core/rel.py:1", "qkov/core/rel.py:2",
+                                             "qkov/report/bad.py:1", "qkov/report/bad.py:2", "qkov/study/bad.py:2"]
 
 
 def test_no_module_name_string_imports_of_project_modules():
