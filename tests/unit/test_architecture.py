@@ -115,6 +115,33 @@ def test_the_cli_scan_sees_an_import(tmp_path):
                                              "qkov/report/bad.py:1", "qkov/report/bad.py:2", "qkov/study/bad.py:2"]
 
 
+def environ_uses(root: Path = ROOT) -> list[str]:
+    """``path:line`` of every use of ``os.environ`` (or ``os.getenv``/``os.putenv``) in the engine and the stages
+    (``qkov/study``) and every one in ``qkov/core`` other than a read (``os.environ.get``): nothing travels
+    from the engine to a run through the environment (the run's ``RunContext`` carries it)."""
+    bad = []
+    for sub in ("qkov/study", "qkov/core"):
+        for f in sorted((root / sub).rglob("*.py")):
+            tree = ast.parse(f.read_text(), filename=str(f))
+            reads = {id(n.func.value) for n in ast.walk(tree) if isinstance(n, ast.Call)
+                     and isinstance(n.func, ast.Attribute) and n.func.attr == "get"}
+            for n in ast.walk(tree):
+                if (isinstance(n, ast.Attribute) and isinstance(n.value, ast.Name) and n.value.id == "os"
+                        and n.attr in ("environ", "getenv", "putenv", "unsetenv")
+                        and (sub == "qkov/study" or id(n) not in reads)):
+                    bad.append(f"{f.relative_to(root).as_posix()}:{n.lineno}")
+    return bad
+
+
+def test_no_environment_hand_off_between_the_engine_and_the_stages(tmp_path):
+    assert environ_uses() == []
+    for sub in ("qkov/study", "qkov/core"):
+        (tmp_path / sub).mkdir(parents=True)
+    (tmp_path / "qkov/study/bad.py").write_text("import os\nos.environ['QKOV_DEVICE'] = 'cuda'\nos.environ.get('X')\n")
+    (tmp_path / "qkov/core/ok.py").write_text("import os\nx = os.environ.get('QKOV_DATA_DIR')\nos.environ.update({})\n")
+    assert environ_uses(tmp_path) == ["qkov/study/bad.py:2", "qkov/study/bad.py:3", "qkov/core/ok.py:3"]
+
+
 def test_no_module_name_string_imports_of_project_modules():
     for layer in LAYERS:
         for f in (ROOT / layer).rglob("*.py"):
