@@ -24,7 +24,15 @@ def __getattr__(name: str):
 
         return getattr(runstore, name)
     if name == "__version__":
-        from qkov.cli.main import _version
-
         return _version()
     raise AttributeError(name)
+
+
+def _version() -> str:
+    """The installed distribution's version (``0+unknown`` from a source tree that is not installed)."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("qkov")
+    except PackageNotFoundError:
+        return "0+unknown"

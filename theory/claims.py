@@ -17,7 +17,8 @@ import dataclasses
 import math
 
 STAGES: tuple[str, ...] = ("derive", "simulate", "synthetic", "real")
-"""Stages that may test a claim (qkov.study.engine.STAGE_NAMES)."""
+"""Stages that may test a claim: the names of ``qkov.study.stages.STAGE_NAMES``, in its order (theory cannot import
+the app; ``tests/unit/theory/test_claims_table.py`` checks that the two agree)."""
 
 
 @dataclasses.dataclass(frozen=True)

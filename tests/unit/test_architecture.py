@@ -53,21 +53,42 @@ def test_the_scan_sees_a_violation(tmp_path):
                                              "simulation/bad.py:1 imports validation (a later layer than simulation)"]
 
 
-NO_CLI = ("theory", "simulation", "validation", "qkov/core", "qkov/study", "qkov/report")
-"""Everything below the command line: none of it may import ``qkov.cli`` (the CLI parses, calls, prints)."""
+CLI_MODULES = ("qkov/cli/", "qkov/__main__.py")
+"""The command line itself (``qkov/cli/`` and ``python -m qkov``): the only modules that may import ``qkov.cli``."""
+
+
+def below_the_cli(root: Path = ROOT) -> list[Path]:
+    """Every module below the command line: all of theory, simulation, validation and qkov (``qkov/__init__.py``
+    included) except :data:`CLI_MODULES`."""
+    return [f for layer in LAYERS for f in sorted((root / layer).rglob("*.py"))
+            if not f.relative_to(root).as_posix().startswith(CLI_MODULES)]
+
+
+def _absolute(node: ast.ImportFrom, module: str) -> str:
+    """The absolute module of a (possibly relative) ``from ... import``, seen from ``module`` (dotted)."""
+    if node.level == 0:
+        return node.module or ""
+    base = module.split(".")[:-node.level]
+    return ".".join(base + ([node.module] if node.module else []))
 
 
 def cli_imports(root: Path = ROOT) -> list[str]:
-    """``path:line`` of every import of ``qkov.cli`` (module level or in a function) below the CLI."""
+    """``path:line`` of every import of ``qkov.cli`` (module level or in a function, absolute or relative) below
+    the CLI."""
     bad = []
-    for sub in NO_CLI:
-        for f in sorted((root / sub).rglob("*.py")):
-            for node in ast.walk(ast.parse(f.read_text(), filename=str(f))):
-                names = ([a.name for a in node.names] if isinstance(node, ast.Import) else
-                         [node.module] + [f"{node.module}.{a.name}" for a in node.names]
-                         if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module else [])
-                if any(n == "qkov.cli" or n.startswith("qkov.cli.") for n in names):
-                    bad.append(f"{f.relative_to(root)}:{node.lineno}")
+    for f in below_the_cli(root):
+        rel = f.relative_to(root)
+        module = ".".join(rel.with_suffix("").parts)  # a package's __init__ counts as a module inside it
+        for node in ast.walk(ast.parse(f.read_text(), filename=str(f))):
+            if isinstance(node, ast.Import):
+                names = [a.name for a in node.names]
+            elif isinstance(node, ast.ImportFrom):
+                base = _absolute(node, module)
+                names = [base] + [f"{base}.{a.name}" for a in node.names]
+            else:
+                continue
+            if any(n == "qkov.cli" or n.startswith("qkov.cli.") for n in names):
+                bad.append(f"{rel.as_posix()}:{node.lineno}")
     return bad
 
 
@@ -75,12 +96,50 @@ def test_nothing_below_the_cli_imports_it():
     assert cli_imports() == []
 
 
+def test_the_cli_scan_covers_every_module_of_qkov_but_the_cli():
+    scanned = {f.relative_to(ROOT).as_posix() for f in below_the_cli()}
+    qkov = {f.relative_to(ROOT).as_posix() for f in (ROOT / "qkov").rglob("*.py")}
+    assert "qkov/__init__.py" in scanned and "qkov/study/engine.py" in scanned
+    assert qkov - scanned == {m for m in qkov if m.startswith(CLI_MODULES)}
+
+
 def test_the_cli_scan_sees_an_import(tmp_path):
-    for sub in NO_CLI:
+    for sub in ("theory", "simulation", "validation", "qkov/core", "qkov/study", "qkov/report", "qkov/cli"):
         (tmp_path / sub).mkdir(parents=True)
     (tmp_path / "qkov/study/bad.py").write_text("def f():\n    from qkov.cli.derive import DeriveConfig\n")
     (tmp_path / "qkov/report/bad.py").write_text("from qkov import cli\nimport qkov.cli.main\n")
-    assert cli_imports(tmp_path) == ["qkov/study/bad.py:2", "qkov/report/bad.py:1", "qkov/report/bad.py:2"]
+    (tmp_path / "qkov/__init__.py").write_text("def v():\n    from .cli.main import _version\n")
+    (tmp_path / "qkov/core/rel.py").write_text("from ..cli import options\nfrom .. import cli\n")
+    (tmp_path / "qkov/cli/ok.py").write_text("from qkov.cli import options\n")   # the CLI itself may
+    assert sorted(cli_imports(tmp_path)) == ["qkov/__init__.py:2", "qkov/core/rel.py:1", "qkov/core/rel.py:2",
+                                             "qkov/report/bad.py:1", "qkov/report/bad.py:2", "qkov/study/bad.py:2"]
+
+
+def environ_uses(root: Path = ROOT) -> list[str]:
+    """``path:line`` of every use of ``os.environ`` (or ``os.getenv``/``os.putenv``) in the engine and the stages
+    (``qkov/study``) and every one in ``qkov/core`` other than a read (``os.environ.get``): nothing travels
+    from the engine to a run through the environment (the run's ``RunContext`` carries it)."""
+    bad = []
+    for sub in ("qkov/study", "qkov/core"):
+        for f in sorted((root / sub).rglob("*.py")):
+            tree = ast.parse(f.read_text(), filename=str(f))
+            reads = {id(n.func.value) for n in ast.walk(tree) if isinstance(n, ast.Call)
+                     and isinstance(n.func, ast.Attribute) and n.func.attr == "get"}
+            for n in ast.walk(tree):
+                if (isinstance(n, ast.Attribute) and isinstance(n.value, ast.Name) and n.value.id == "os"
+                        and n.attr in ("environ", "getenv", "putenv", "unsetenv")
+                        and (sub == "qkov/study" or id(n) not in reads)):
+                    bad.append(f"{f.relative_to(root).as_posix()}:{n.lineno}")
+    return bad
+
+
+def test_no_environment_hand_off_between_the_engine_and_the_stages(tmp_path):
+    assert environ_uses() == []
+    for sub in ("qkov/study", "qkov/core"):
+        (tmp_path / sub).mkdir(parents=True)
+    (tmp_path / "qkov/study/bad.py").write_text("import os\nos.environ['QKOV_DEVICE'] = 'cuda'\nos.environ.get('X')\n")
+    (tmp_path / "qkov/core/ok.py").write_text("import os\nx = os.environ.get('QKOV_DATA_DIR')\nos.environ.update({})\n")
+    assert environ_uses(tmp_path) == ["qkov/study/bad.py:2", "qkov/study/bad.py:3", "qkov/core/ok.py:3"]
 
 
 def test_no_module_name_string_imports_of_project_modules():
