@@ -96,8 +96,15 @@ def describe(holder: dict[str, Any] | None) -> str:
     """``qkov reproduce (pid 123 on host h, since 2026-...)`` for messages."""
     if not holder:
         return "another qkov process (it has not written its name yet)"
-    return (f"{holder.get('command', 'qkov')} (pid {holder.get('pid', '?')} on host {holder.get('host', '?')}, "
-            f"since {holder.get('started', '?')})")
+    return (f"{_field(holder, 'command', 'qkov')} (pid {_field(holder, 'pid')} on host {_field(holder, 'host')}, "
+            f"since {_field(holder, 'started')})")
+
+
+def _field(holder: dict[str, Any], key: str, default: str = "?") -> str:
+    """One field of a holder record for a message: at most 80 characters, control characters escaped (a
+    record is a file anyone may have written: a newline in it must not split the error line)."""
+    text = str(holder.get(key, default))[:80]
+    return text if text.isprintable() else repr(text)
 
 
 def holder_alive(holder: dict[str, Any]) -> bool | None:

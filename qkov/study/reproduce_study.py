@@ -26,7 +26,9 @@ from typing import Annotated, Any, Callable, Sequence
 
 from pydantic import AfterValidator, Field
 
-from qkov.core.config import ConfigError, StrictConfig, field_error, parse_config, resolve_data_dir
+from qkov.core.config import (ConfigError, StrictConfig, check_device_env, check_study_arguments, field_error,
+                              parse_config, resolve_data_dir)
+from qkov.core.runstore import check_results_tree, incomplete_lines
 from qkov.core.lock import results_lock
 from qkov.study import engine
 from qkov.study.stages import STAGE_NAMES
@@ -141,6 +143,12 @@ def reproduce(preset: str = "quick", out: str | os.PathLike[str] = "qkov-results
     environment. The synthetic, Figure 2 and optimizer runs train on the CPU in float64 by design (models of
     a few hundred parameters, where a GPU only adds launch overhead) and ignore it.
     """
+    # --- issue 35 (store): the API as guarded as the CLI, before anything is made --------------------------
+    check_study_arguments(preset, out, stages=stages, only=only, workers=workers, retries=retries,
+                          data_dir=data_dir, device=device, bf16=bf16, progress=progress, presets=tuple(PRESETS))
+    check_device_env(device)  # a bad $QKOV_DEVICE before any cluster starts
+    check_results_tree(out)  # OUT, OUT/runs or a run directory as a symbolic link: refused, one line
+    # --- end issue 35 ---------------------------------------------------------------------------------------
     env = _device_env(device, bf16)
     names = STAGE_NAMES if stages is None else tuple(s.name for s in stages)
     selected = tuple(only) if only is not None else names
@@ -207,6 +215,8 @@ def _run(cfg: ReproduceConfig, plan: engine.StudyPlan, data: Path | None, progre
          echo: Echo) -> ReproduceResult:
     """The study itself, run while holding ``out``'s lock."""
     _announce(cfg, plan, data, echo)
+    for line in incomplete_lines([r.run_dir for r in plan.runs]):  # issue 35: name each run redone, and why
+        echo(line)
     todo = engine.pending(plan)
     n_workers = max(1, min(cfg.workers, len(todo)))  # no idle worker processes
     where = cfg.scheduler or f"local cluster, {n_workers} worker processes"
