@@ -3,7 +3,11 @@
 A derivation is a pure function of the code in ``theory/`` and of sympy, so its JSON payload is
 cached under ``$QKOV_CACHE_DIR`` (default ``~/.cache/qkov``) with a key that changes whenever a
 theory source file, the sympy version or the request (parametrizations, thoroughness) changes.
-Writes are atomic; a corrupt entry is ignored and recomputed.
+Writes are atomic; a corrupt entry is ignored and recomputed: one that is not JSON, nested too deeply to
+parse, or not the shape of a payload (:func:`payload_problem`: every section present with its type, so a
+renderer never meets ``{"ledger": 7}``), and a pickled derivation that is not a
+:class:`~theory.derivation.Derivation` of the asked parametrization. sympy is imported on use only, so
+:func:`payload_problem` costs a reader of results nothing.
 """
 
 from __future__ import annotations
@@ -13,8 +17,6 @@ import json
 import os
 from pathlib import Path
 from typing import Any
-
-import sympy as sp
 
 from theory.files import atomic_write_bytes
 from theory.parametrization import Parametrization
@@ -33,9 +35,73 @@ def source_key(params: tuple[str, ...], full_matrix: bool) -> str:
     for f in sorted(THEORY_DIR.glob("*.py")):
         h.update(f.name.encode())
         h.update(f.read_bytes())
+    import sympy as sp
+
     h.update(sp.__version__.encode())
     h.update(json.dumps([list(params), full_matrix]).encode())
     return h.hexdigest()[:16]
+
+
+PAYLOAD_SECTIONS: dict[str, type | tuple[type, ...]] = {
+    "model": str, "parametrizations": dict, "symmetric_subspace": dict, "rescaling_general": dict,
+    "paper_mapping": dict, "ordering": dict, "ledger": list, "displays": list, "summary": (dict, str),
+}
+"""The derive payload's top-level keys (:func:`theory.derivation.derivation_json`) and their JSON types."""
+
+_CHECKED_SECTIONS = ("symmetric_subspace", "rescaling_general", "paper_mapping")
+"""Sections whose ``checks`` list the renderers iterate."""
+
+
+def payload_problem(data: Any, required: bool = True) -> str | None:
+    """``None`` when ``data`` has the derive payload's shape, else one line saying what is wrong.
+
+    The payload is an object whose :data:`PAYLOAD_SECTIONS` have their types (``required``: every one present,
+    as in a cache entry; else only those present are checked, as in a run's ``derivation.json``), whose
+    ``ledger`` and ``displays`` entries are objects, each ledger entry's ``statements`` (if any) a list of
+    objects, and whose checked sections (and ``ordering``, when required) hold a ``checks`` list.
+    """
+    if not isinstance(data, dict):
+        return "not a JSON object"
+    for key, kind in PAYLOAD_SECTIONS.items():
+        if key not in data:
+            if required:
+                return f"{key}: missing"
+            continue
+        if not isinstance(data[key], kind):
+            return f"{key}: not a {kind.__name__ if isinstance(kind, type) else ' or '.join(k.__name__ for k in kind)}"
+    for key in ("ledger", "displays"):
+        if any(not isinstance(e, dict) for e in data.get(key, ())):
+            return f"{key}: every entry must be an object"
+    for entry in data.get("ledger", ()):
+        st = entry.get("statements")
+        if st is not None and not (isinstance(st, list) and all(isinstance(x, dict) for x in st)):
+            return "ledger: statements must be a list of objects"
+    for key in _CHECKED_SECTIONS + (("ordering",) if required else ()):
+        if key in data and not isinstance(data[key].get("checks"), list) and (required or "checks" in data[key]):
+            return f"{key}: checks must be a list"
+    return _renderable_problem(data) if required else None
+
+
+_LEDGER_TEXT = ("claim", "source", "status", "derived")
+
+
+def _renderable_problem(data: dict[str, Any]) -> str | None:
+    """What the derivation renderers (``qkov.report.derivation``) index beyond the top level, checked."""
+    params = data["parametrizations"]
+    if not all(isinstance(p, dict) and isinstance(p.get("checks"), list) for p in params.values()):
+        return "parametrizations: every entry must be an object with a checks list"
+    checks = [c for key in _CHECKED_SECTIONS + ("ordering",) for c in data[key]["checks"]]
+    checks += [c for p in params.values() for c in p["checks"]]
+    if not all(isinstance(c, dict) and isinstance(c.get("name"), str) for c in checks):
+        return "checks: every check must be an object with a name"
+    if not all(isinstance(d.get("section"), str) for d in data["displays"]):
+        return "displays: every entry must name its section"
+    if not all(all(isinstance(e.get(k), str) for k in _LEDGER_TEXT) for e in data["ledger"]):
+        return f"ledger: every entry must have the texts {', '.join(_LEDGER_TEXT)}"
+    s = data["summary"]
+    if not (isinstance(s, dict) and all(isinstance(s.get(k), int) for k in ("passed", "checks", "numeric_fallbacks"))):
+        return "summary: must count passed, checks and numeric_fallbacks"
+    return None
 
 
 def cached_derivation_json(params: tuple[str, ...], full_matrix: bool = False, use_cache: bool = True,
@@ -46,9 +112,11 @@ def cached_derivation_json(params: tuple[str, ...], full_matrix: bool = False, u
     path = cache_dir() / f"derive-{source_key(params, full_matrix)}.json"
     if use_cache and path.is_file():
         try:
-            return json.loads(path.read_text()), True
-        except (OSError, ValueError):
-            pass
+            entry = json.loads(path.read_text())
+        except (OSError, ValueError, RecursionError):  # unreadable, not JSON, nested too deeply
+            entry = None
+        if entry is not None and payload_problem(entry) is None:
+            return entry, True
     payload = derivation_json(params, full_matrix, workers)
     if use_cache:
         try:
@@ -56,6 +124,13 @@ def cached_derivation_json(params: tuple[str, ...], full_matrix: bool = False, u
         except OSError:  # a read-only home is not an error: the cache is an optimisation
             pass
     return payload, False
+
+
+def _is_derivation_of(entry: Any, param: Any) -> bool:
+    """A cached pickle is used only when it is a :class:`~theory.derivation.Derivation` of ``param``."""
+    from theory.derivation import Derivation
+
+    return isinstance(entry, Derivation) and str(getattr(entry, "param", param)) == str(param)
 
 
 def cached_derive(param: Parametrization, use_cache: bool = True):
@@ -71,9 +146,11 @@ def cached_derive(param: Parametrization, use_cache: bool = True):
     path = cache_dir() / f"derivation-{param}-{source_key((param,), False)}.pickle"
     if use_cache and path.is_file():
         try:
-            return pickle.loads(path.read_bytes())
-        except Exception:  # noqa: BLE001 - any unreadable entry is a miss
-            pass
+            entry = pickle.loads(path.read_bytes())
+        except Exception:  # noqa: BLE001 - any unreadable entry is a miss (RecursionError included)
+            entry = None
+        if _is_derivation_of(entry, param):
+            return entry
     d = derive(param)
     if use_cache:
         try:

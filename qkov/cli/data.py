@@ -26,10 +26,17 @@ def _fail(message: str) -> None:
 
 
 def _data_dir(value: str | None) -> Path:
+    from qkov.core.config import ConfigError, check_path
+
+    if value is not None and value.strip() == "":
+        _fail("--data-dir: '': must be a directory path, not empty")
     raw = value or os.environ.get("QKOV_DATA_DIR")
     if not raw:
         _fail("--data-dir: (none): give a directory or set QKOV_DATA_DIR")
-    path = Path(raw)
+    try:
+        path = check_path("data-dir", raw)  # a component over 255 bytes: one line, not ENAMETOOLONG
+    except ConfigError as exc:
+        _fail(str(exc))
     if path.exists() and not path.is_dir():
         _fail(f"--data-dir: {raw}: must be a directory")
     return path

@@ -74,8 +74,50 @@ def cli() -> None:
     """qkov: derive, simulate and validate how faster query-key learning sharpens attention."""
 
 
+WRITERS: dict[str, str] = {"reproduce": "qkov reproduce", "derive": "qkov derive", "report": "qkov report",
+                           "validate": "qkov validate", "simulate": "qkov simulate"}
+"""Commands that take ``--out``'s lock (``simulate`` only with ``--save``/``--plot``): probed early."""
+
+
+def _out_of(args: list[str]) -> str:
+    """The ``--out`` value among ``args`` (``--out X`` or ``--out=X``), else the default ``qkov-results``."""
+    out = "qkov-results"
+    for i, a in enumerate(args):
+        if a == "--out" and i + 1 < len(args):
+            out = args[i + 1]
+        elif a.startswith("--out="):
+            out = a[len("--out="):]
+    return out
+
+
+def busy_refusal(args: list[str]) -> str | None:
+    """The one-line refusal for a writing command whose ``--out`` is locked by a running qkov, found before the
+    command's modules (numpy, pydantic, Dask) are imported; ``None`` when the command must run its full checks.
+    Reads only (:func:`qkov.core.lock.busy_message`)."""
+    words = [a for a in args if not a.startswith("-")]
+    if not words or words[0] not in WRITERS or any(a in ("-h", "--help", "--json") for a in args):
+        return None
+    if words[0] == "simulate" and not {"--save", "--plot"} & set(args):
+        return None
+    from qkov.core.lock import busy_message
+
+    try:
+        return busy_message(_out_of(args), WRITERS[words[0]])
+    except (OSError, ValueError):
+        return None
+
+
 def main(args: list[str] | None = None, obj: dict | None = None) -> None:
-    """Console-script entry point of ``qkov`` (``obj``: see :func:`qkov.cli.support.injected`)."""
+    """Console-script entry point of ``qkov`` (``obj``: see :func:`qkov.cli.support.injected`).
+
+    A second writer of a busy ``--out`` is refused here, before its command is imported (issue 35: 3-8 s
+    under load before; see docs/reliability.md)."""
+    from qkov.cli.support import one_line
+
+    refusal = busy_refusal(sys.argv[1:] if args is None else list(args))
+    if refusal is not None:
+        click.echo(f"qkov: error: {one_line(refusal)}", err=True)
+        sys.exit(2)
     sys.exit(run_cli(cli, args, obj=obj))
 
 

@@ -124,18 +124,26 @@ class Choice(_Type):
         return "[" + "|".join(self.choices) + "]"
 
 
+MAX_VALUES = 1000
+"""Most values one list option (``--ratios``, ``--seeds``, ...) may hold; the message states the limit."""
+
+
 class ListOf(_Type):
-    """A comma-separated, non-empty list of ``item`` values (``"all"`` for every choice of a Choice item)."""
+    """A comma-separated, non-empty list of at most :data:`MAX_VALUES` ``item`` values (``"all"`` for every
+    choice of a Choice item)."""
 
     name = "list"
 
     def __init__(self, item: _Type, *, unique: bool = True):
         self.item, self.unique = item, unique
-        self.allowed = f"must be comma-separated values, each {item.allowed.removeprefix('must be ')}"
+        self.allowed = (f"must be at most {MAX_VALUES} comma-separated values, each "
+                        f"{item.allowed.removeprefix('must be ')}")
         if isinstance(item, Choice):
             self.allowed = f"must be 'all' or comma-separated values from {', '.join(item.choices)}"
 
     def parse(self, text: str) -> tuple:
+        if text.count(",") >= MAX_VALUES:  # before parsing: a huge list costs nothing to refuse
+            raise ValueError
         items = [x.strip() for x in text.split(",") if x.strip()]
         if isinstance(self.item, Choice) and items == ["all"]:
             return self.item.choices
@@ -184,21 +192,35 @@ class IncreasingTimes(ListOf):
 
 
 def check_out_dir(value: str | os.PathLike[str], field: str = "out") -> Path:
-    """A results directory that can be written: not empty, not a file or device, writable.
+    """A results directory that can be written: not empty, not a file or device, not a symbolic link, writable,
+    within the system's path limits (:func:`qkov.core.config.check_path`).
 
     It need not exist; its nearest existing ancestor must be a directory we may write into.
     """
+    from qkov.core.config import check_path
+
     text = str(value)
-    if text.strip() == "":
-        raise field_error(field, text, "must be a directory path, not empty")
-    p = Path(text).expanduser()
-    if p.exists() or p.is_symlink():
+    p = check_path(field, text)  # empty, NUL, a component over 255 bytes: one line before any system call
+    try:
+        return _check_out_path(p, text, field)
+    except OSError as exc:  # whatever the filesystem says (EACCES on a parent, ELOOP): one line
+        raise field_error(field, text, f"cannot be used ({exc.strerror or type(exc).__name__})") from None
+
+
+def _check_out_path(p: Path, text: str, field: str) -> Path:
+    if p.is_symlink():
+        raise field_error(field, text, "is a symbolic link: qkov never writes results through a link; give the "
+                                       "directory it points to")
+    if p.exists():
         if not p.is_dir():
             kind = "a file" if p.is_file() else "not a directory (a device, socket or broken link)"
             raise field_error(field, text, f"must be a directory (or not exist yet), but it is {kind}")
         why = _cannot_write_into(p)
         if why:
             raise field_error(field, text, f"cannot write there ({why}): must be a writable directory")
+        from qkov.core.runstore import check_results_tree
+
+        check_results_tree(p)  # OUT/runs or a run directory as a link: refused before any work
         return p
     parent = p.parent
     while not parent.exists():
@@ -314,4 +336,4 @@ def json_option() -> Callable:
 __all__ = ["Number", "Integer", "Choice", "ListOf", "ParamList", "IncreasingTimes", "OutDir", "check_out_dir",
            "field_error", "param_option", "size_options", "ratios_option", "seed_option", "seeds_option",
            "out_option", "json_option", "Device", "device_option", "ETA", "RATIO", "ETA_MIN", "ETA_MAX", "T_MAX",
-           "SIZE_MAX", "MAX_TIMES"]
+           "SIZE_MAX", "MAX_TIMES", "MAX_VALUES"]

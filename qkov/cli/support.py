@@ -2,11 +2,14 @@
 
 Every rejected value prints exactly one line, ``qkov: error: <field>: <value>: <what is allowed>``, and exits
 with status 2 before any work: a :class:`theory.errors.InputError` raised by a command (configs, data files)
-and the usage errors click detects itself (a bad choice, a non-number, an unknown option) alike.
+and the usage errors click detects itself (a bad choice, a non-number, an unknown option) alike. An
+``OSError`` that reaches the command line (a full or read-only disk while writing) is one line too, exit 1
+(``ENAMETOOLONG``: exit 2). Control characters in any such line are shown escaped (:func:`one_line`).
 """
 
 from __future__ import annotations
 
+import errno
 from typing import Any, Callable
 
 import click
@@ -54,6 +57,26 @@ def _usage_line(exc: click.UsageError) -> str:
     return msg
 
 
+def one_line(text: str, limit: int = 2000) -> str:
+    """``text`` as one printable line: a newline, tab or other control character is shown escaped (``\\n``),
+    so a path or a lock holder's record holding one cannot split the error line or drive the terminal; cut
+    at ``limit`` characters."""
+    if not text.isprintable():
+        text = "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
+    return text if len(text) <= limit else text[:limit] + f"... ({len(text)} characters)"
+
+
+def os_error_line(exc: OSError) -> str:
+    """One line for an ``OSError`` that reached the command line: the file, the system's reason, the fix."""
+    where = f"{exc.filename}: " if exc.filename else ""
+    why = exc.strerror or str(exc) or type(exc).__name__
+    fix = {errno.ENAMETOOLONG: "a path component may have at most 255 bytes",
+           errno.ENOSPC: "the disk is full: free space and rerun; incomplete runs are redone",
+           errno.EDQUOT: "over the disk quota: free space and rerun; incomplete runs are redone",
+           errno.EROFS: "a read-only filesystem: give a writable --out"}.get(exc.errno or 0)
+    return one_line(f"{where}{why}" + (f" ({fix})" if fix else ""))
+
+
 def injected(name: str) -> Any:
     """What the caller of :func:`run_cli` passed as ``obj[name]`` (``None`` if nothing).
 
@@ -76,12 +99,15 @@ def run_cli(group: click.Command, args: list[str] | None = None, prog_name: str 
         # With standalone_mode=False click returns ctx.exit(n)'s code instead of exiting: keep it.
         rv = group.main(args=args, prog_name=prog_name, standalone_mode=False, obj=obj)
     except InputError as exc:
-        click.echo(f"{prog_name}: error: {exc}", err=True)
+        click.echo(f"{prog_name}: error: {one_line(str(exc))}", err=True)
         return 2
+    except OSError as exc:  # a path over the system's limits (exit 2), a full or read-only disk (exit 1)
+        click.echo(f"{prog_name}: error: {os_error_line(exc)}", err=True)
+        return 2 if exc.errno == errno.ENAMETOOLONG else 1
     except click.exceptions.Exit as exc:
         return exc.exit_code
     except click.UsageError as exc:
-        click.echo(f"{prog_name}: error: {_usage_line(exc)}", err=True)
+        click.echo(f"{prog_name}: error: {one_line(_usage_line(exc))}", err=True)
         return 2
     except click.ClickException as exc:
         exc.show()

@@ -96,8 +96,15 @@ def describe(holder: dict[str, Any] | None) -> str:
     """``qkov reproduce (pid 123 on host h, since 2026-...)`` for messages."""
     if not holder:
         return "another qkov process (it has not written its name yet)"
-    return (f"{holder.get('command', 'qkov')} (pid {holder.get('pid', '?')} on host {holder.get('host', '?')}, "
-            f"since {holder.get('started', '?')})")
+    return (f"{_field(holder, 'command', 'qkov')} (pid {_field(holder, 'pid')} on host {_field(holder, 'host')}, "
+            f"since {_field(holder, 'started')})")
+
+
+def _field(holder: dict[str, Any], key: str, default: str = "?") -> str:
+    """One field of a holder record for a message: at most 80 characters, control characters escaped (a
+    record is a file anyone may have written: a newline in it must not split the error line)."""
+    text = str(holder.get(key, default))[:80]
+    return text if text.isprintable() else repr(text)
 
 
 def holder_alive(holder: dict[str, Any]) -> bool | None:
@@ -352,6 +359,41 @@ def _remove_empty(created: list[Path]) -> None:
             return
 
 
+def busy_message(out: str | os.PathLike[str], command: str = "qkov") -> str | None:
+    """The one-line refusal a writer of ``out`` would get, when ``out``'s lock is held in flock mode right now;
+    ``None`` otherwise (free, absent, a link, lease mode: the full :func:`results_lock` decides those).
+
+    Cheap and read-only: opens an existing lock file without following a link, asks for a *shared* flock
+    without blocking (refused while a holder has its exclusive one; dropped at once when granted) and creates
+    nothing. The CLI calls it before importing a command's modules, so a second writer is refused before
+    the imports a busy machine makes slow (issue 35)."""
+    if os.environ.get(LOCK_ENV, "flock") != "flock":
+        return None
+    import fcntl
+
+    directory = Path(out)
+    try:
+        fd = os.open(directory / LOCK_NAME, os.O_RDONLY | _NOFOLLOW | getattr(os, "O_NONBLOCK", 0))
+    except OSError:
+        return None
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return None
+        try:
+            fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        except BlockingIOError:
+            holder = _read(fd)
+            lock = _Lock.__new__(_Lock)  # only its message: no record of this process is made
+            lock.directory, lock.path = directory, directory / LOCK_NAME
+            return str(lock._busy(holder))
+        except OSError:
+            return None
+        fcntl.flock(fd, fcntl.LOCK_UN)
+        return None
+    finally:
+        os.close(fd)
+
+
 def read_holder(out: str | os.PathLike[str]) -> dict[str, Any] | None:
     """The holder recorded in ``out``'s lock file, or None when there is none."""
     try:
@@ -364,4 +406,5 @@ def read_holder(out: str | os.PathLike[str]) -> dict[str, Any] | None:
         os.close(fd)
 
 
-__all__ = ["LOCK_NAME", "LOCK_ENV", "ResultsLocked", "results_lock", "read_holder", "holder_alive", "describe"]
+__all__ = ["LOCK_NAME", "LOCK_ENV", "ResultsLocked", "results_lock", "read_holder", "holder_alive", "describe",
+           "busy_message"]

@@ -12,7 +12,15 @@ A run directory holds::
 Every file is written atomically (temporary file in the same directory, fsync,
 ``os.replace``), and ``COMPLETE`` is written only after every other file, so an
 interrupted run never reads as complete: :func:`is_complete` checks the marker
-*and* each listed file's hash, so a result truncated after the fact is detected too.
+*and* each listed file's hash, so a result truncated after the fact is detected too, and each listed JSON
+file's shape (:mod:`qkov.core.schema`), so a well-hashed but wrong-shaped file reads as an incomplete run.
+
+The guarded store: nothing is written, read or deleted through a symbolic link. The results root, its
+``runs/`` and each run directory are checked with ``lstat`` (never followed) before a run is written
+(:func:`prepare_run_dir`, called by :class:`RunWriter`) and by :func:`check_results_tree` before a command
+plans; a link at any level is refused with one line (:class:`LinkRefused`, an ``InputError``: exit 2). Every
+run directory the store makes holds a marker (``.qkov-run``), and :func:`remove_run` deletes only a real
+directory that holds it, reached without a link.
 """
 
 from __future__ import annotations
@@ -34,6 +42,7 @@ from typing import Any, BinaryIO, Iterator, Mapping
 
 import numpy as np
 
+from theory.errors import InputError
 from theory.files import atomic_write_bytes
 
 COMPLETE_MARKER = "COMPLETE"
@@ -148,6 +157,114 @@ def run_clock() -> Iterator[str]:
         _RUN_STARTED.reset(token)
 
 
+RUN_MARKER = ".qkov-run"
+"""The marker the store writes into every run directory it makes: proof that :func:`remove_run` may delete it."""
+
+RUNS_DIR = "runs"
+"""Every command writes its runs under ``OUT/runs/``."""
+
+
+class LinkRefused(InputError):
+    """A results root, ``runs/`` or run directory that is a symbolic link (or not a directory): one line."""
+
+
+def _show(path: Path) -> str:
+    text = str(path)
+    return text if text.isprintable() else repr(text)
+
+
+def _level(path: Path, what: str) -> bool:
+    """``lstat`` ``path`` (never following a link): True when it is a real directory, False when it does not
+    exist; :class:`LinkRefused` when it is a symbolic link or something else."""
+    try:
+        st = os.lstat(path)
+    except FileNotFoundError:
+        return False
+    except OSError as exc:  # ENAMETOOLONG, EACCES, ENOTDIR: one line, not a traceback
+        raise LinkRefused(f"out: {_show(path)}: cannot be read ({exc.strerror or exc})") from None
+    if stat.S_ISLNK(st.st_mode):
+        try:
+            target = f" (to {os.readlink(path)!r})"
+        except OSError:
+            target = ""
+        raise LinkRefused(f"out: {_show(path)}: a symbolic link{target}; qkov never writes, reads or deletes "
+                          f"results through a link ({what} must be a real directory): remove the link, or replace "
+                          "it by a copy of its target")
+    if not stat.S_ISDIR(st.st_mode):
+        raise LinkRefused(f"out: {_show(path)}: not a directory ({what} must be a directory)")
+    return True
+
+
+def _levels(run_dir: Path) -> list[tuple[Path, str]]:
+    """The directories a run directory is reached through: ``OUT``, ``OUT/runs`` and the run itself (when its
+    parent is a ``runs`` folder), else its parent and itself."""
+    levels = [(run_dir.parent, "the results directory"), (run_dir, "a run directory")]
+    if run_dir.parent.name == RUNS_DIR:
+        levels[0] = (run_dir.parent, "OUT/runs")
+        levels.insert(0, (run_dir.parent.parent, "the results directory"))
+    return levels
+
+
+def check_results_tree(out: str | os.PathLike[str]) -> None:
+    """Refuse (:class:`LinkRefused`, one line) a results directory ``out``, or its ``runs/``, or any entry of
+    ``runs/`` that is a symbolic link; missing levels are fine (they will be made). Called before a command
+    plans or computes, so a link is refused before any work."""
+    out = Path(out)
+    if not _level(out, "the results directory"):
+        return
+    runs = out / RUNS_DIR
+    if not _level(runs, "OUT/runs"):
+        return
+    try:
+        entries = list(os.scandir(runs))
+    except OSError as exc:
+        raise LinkRefused(f"out: {_show(runs)}: cannot be listed ({exc.strerror or exc})") from None
+    for entry in entries:
+        if entry.is_symlink():
+            _level(runs / entry.name, "a run directory")
+
+
+def prepare_run_dir(path: str | os.PathLike[str]) -> Path:
+    """Make the run directory ``path`` (and ``OUT``, ``OUT/runs``) without following a link at any level, and
+    mark it as the store's (:data:`RUN_MARKER`); :class:`LinkRefused` when a level is a link."""
+    path = Path(path)
+    for i, (level, what) in enumerate(_levels(path)):
+        if _level(level, what):
+            continue
+        try:
+            if i == 0:
+                level.mkdir(parents=True, exist_ok=True)
+            else:
+                os.mkdir(level)  # not following: a link made in between makes this fail (EEXIST)
+        except FileExistsError:
+            pass
+        _level(level, what)  # made by us, or raced by someone: check again without following
+    marker = path / RUN_MARKER
+    fd = os.open(marker, os.O_WRONLY | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0),
+                 0o666)
+    os.close(fd)
+    return path
+
+
+def remove_run(path: str | os.PathLike[str]) -> bool:
+    """Delete the run directory ``path`` if the store made it: every level reached without a link and its
+    :data:`RUN_MARKER` a regular file. Returns True when removed, False when there was nothing; raises
+    :class:`LinkRefused` for a link and ``InputError`` for a directory the store cannot prove it made."""
+    path = Path(path)
+    for level, what in _levels(path):
+        if not _level(level, what):
+            return False
+    try:
+        st = os.lstat(path / RUN_MARKER)
+    except OSError:
+        st = None
+    if st is None or not stat.S_ISREG(st.st_mode):
+        raise InputError(f"out: {_show(path)}: not removed: it holds no {RUN_MARKER} marker, so qkov cannot "
+                         "tell it made it; move it away if it is not yours")
+    shutil.rmtree(path)  # Linux: the fd-based rmtree, which never follows a link inside
+    return True
+
+
 class RunWriter:
     """Writes one run directory in the results convention.
 
@@ -159,7 +276,9 @@ class RunWriter:
             run.write_figure("u_of_t", fig)
 
     Entering a directory that already holds files clears the old ``COMPLETE``
-    marker first, so a rerun that dies halfway is not mistaken for the old result.
+    marker first, so a rerun that dies halfway is not mistaken for the old result. Entering refuses
+    (:class:`LinkRefused`) a results directory, ``runs/`` or run directory that is a symbolic link
+    (:func:`prepare_run_dir`).
     """
 
     def __init__(self, path: str | os.PathLike[str], *, kind: str, config: Mapping[str, Any], seed: int | None = None,
@@ -173,7 +292,7 @@ class RunWriter:
         self._files: list[str] = []
 
     def __enter__(self) -> "RunWriter":
-        self.path.mkdir(parents=True, exist_ok=True)
+        prepare_run_dir(self.path)  # OUT, OUT/runs and the run: never through a link
         with contextlib.suppress(FileNotFoundError):
             (self.path / COMPLETE_MARKER).unlink()
         self.write_json("config.json", self.config)
@@ -268,7 +387,10 @@ def completeness(path: str | os.PathLike[str]) -> tuple[dict[str, str] | None, s
     plain file name inside the run (no ``/``, no ``..``, no absolute path, not hidden), every digest is 64
     lower-case hex digits, and every listed file is a regular file (not a link) whose SHA-256 matches.
     Files the marker does not list are ignored: never read, never shown, and they do not change the
-    answer. ``reason`` is one short line (for the report's list of incomplete runs).
+    answer. Every listed ``*.json`` file must also parse and have its shape (:func:`qkov.core.schema.run_file_problem`:
+    objects where objects are read, numbers inside the float range), so a wrong-shaped file with its true hash
+    makes the run incomplete instead of crashing a reader. ``reason`` is one short line (for the report's list
+    of incomplete runs).
     """
     path = Path(path)
     try:
@@ -300,12 +422,47 @@ def completeness(path: str | os.PathLike[str]) -> tuple[dict[str, str] | None, s
         if not (isinstance(digest, str) and len(digest) == 64 and set(digest) <= _HEX):
             return None, f"COMPLETE gives {name} no SHA-256"
     for name, digest in listing.items():
-        try:
-            if _sha256_nofollow(path / name) != digest:
-                return None, f"{name} changed after the run completed"
-        except OSError:
-            return None, f"{name} is missing or not a regular file"
+        why = _listed_file_problem(path, name, digest)
+        if why:
+            return None, why
     return dict(listing), ""
+
+
+def _listed_file_problem(path: Path, name: str, digest: str) -> str | None:
+    """Why the listed file ``name`` of run ``path`` spoils the run (missing, a link, changed, a bad JSON file)."""
+    try:
+        if not name.endswith(".json"):
+            return None if _sha256_nofollow(path / name) == digest else f"{name} changed after the run completed"
+        raw = read_nofollow(path / name)
+    except OSError:
+        return f"{name} is missing or not a regular file"
+    if hashlib.sha256(raw).hexdigest() != digest:
+        return f"{name} changed after the run completed"
+    return _json_shape(name, raw)
+
+
+def _json_shape(name: str, raw: bytes) -> str | None:
+    """Why the listed JSON file ``name`` (its bytes) cannot be read by the report and the engine, or None."""
+    from qkov.core.schema import run_file_problem
+
+    try:
+        data = json.loads(raw)
+    except (ValueError, RecursionError):
+        return f"{name}: not valid JSON"
+    why = run_file_problem(name, data)
+    return f"{why} (a bad file)" if why else None
+
+
+def incomplete_lines(run_dirs: Iterator[Path] | list[Path]) -> list[str]:
+    """One line ``redoing <run>: <why it is incomplete>`` per run directory that exists but is not complete
+    (a bad file, an interrupted run), for ``qkov reproduce`` to name what it redoes."""
+    out = []
+    for path in run_dirs:
+        if os.path.lexists(path):
+            listing, why = completeness(path)
+            if listing is None:
+                out.append(f"redoing {Path(path).name}: {why}")
+    return out
 
 
 def is_complete(path: str | os.PathLike[str]) -> bool:
@@ -314,14 +471,13 @@ def is_complete(path: str | os.PathLike[str]) -> bool:
 
 
 def discard_incomplete(path: str | os.PathLike[str]) -> bool:
-    """Remove a run directory that is not complete; return True if one was removed."""
+    """Remove a run directory that is not complete; return True if one was removed (see :func:`remove_run`)."""
     path = Path(path)
     if path.is_symlink() and not is_complete(path):
         path.unlink()  # never delete through a link: only the link goes
         return True
-    if path.exists() and not is_complete(path):
-        shutil.rmtree(path)
-        return True
+    if os.path.lexists(path) and not is_complete(path):
+        return remove_run(path)  # only a directory the store made, reached without a link
     return False
 
 
@@ -330,10 +486,6 @@ def open_run(path: str | os.PathLike[str], *, kind: str, config: Mapping[str, An
     """Functional form of :class:`RunWriter`."""
     with RunWriter(path, kind=kind, config=config, seed=seed) as run:
         yield run
-
-
-RUNS_DIR = "runs"
-"""Every command writes its runs under ``OUT/runs/``."""
 
 
 def run_dir_for(out: str | os.PathLike[str], kind: str, config: Mapping[str, Any]) -> Path:

@@ -14,6 +14,7 @@ import collections
 import datetime as _dt
 from typing import Any
 
+from qkov.core.schema import as_float
 from qkov.report.collect import RunRecord, StudyResults
 
 
@@ -73,7 +74,8 @@ def run_seconds(run: RunRecord) -> tuple[float | None, str]:
     time). ``source`` is ``"run"`` or ``"training"``, whichever was longer; ``(None, "")`` with neither."""
     m = run.metrics.get("metrics") if isinstance(run.metrics.get("metrics"), dict) else {}
     wall = m.get("wall_s") if isinstance(m, dict) else None
-    training = float(wall) if isinstance(wall, (int, float)) and not isinstance(wall, bool) and wall >= 0 else None
+    training = as_float(wall)  # issue 35: None for a bool, text or an integer beyond the float range
+    training = training if training is not None and training >= 0 else None
     span = _span_seconds(run.manifest)
     if training is not None and (span is None or training > span):
         return training, "training"

@@ -14,6 +14,7 @@ import json
 import math
 from typing import Any, Iterable
 
+from qkov.core.schema import as_float
 from qkov.report.collect import RunRecord
 
 SEED_FIELDS = frozenset({"seed", "seeds", "run_seed"})
@@ -47,7 +48,7 @@ class MetricTable:
 
 
 def _is_number(v: Any) -> bool:
-    return isinstance(v, (int, float)) and not isinstance(v, bool)
+    return as_float(v) is not None  # issue 35: an integer beyond the float range is a bad value, not a number
 
 
 def flatten_metrics(metrics: dict[str, Any]) -> dict[str, Any]:

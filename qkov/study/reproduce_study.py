@@ -24,7 +24,9 @@ from typing import Annotated, Any, Callable, Sequence
 
 from pydantic import AfterValidator, Field
 
-from qkov.core.config import ConfigError, StrictConfig, field_error, parse_config, resolve_data_dir
+from qkov.core.config import (ConfigError, StrictConfig, check_study_arguments, field_error, parse_config,
+                              resolve_data_dir)
+from qkov.core.runstore import check_results_tree, incomplete_lines
 from qkov.core.lock import results_lock
 from qkov.study import engine
 from qkov.study.context import RunContext, device_context
@@ -142,6 +144,9 @@ def reproduce(preset: str = "quick", out: str | os.PathLike[str] = "qkov-results
     parameters, where a GPU only adds launch overhead) and ignore it. ``heartbeat_s``: seconds between two
     heartbeat lines while planning or running without a bar (default :data:`qkov.study.engine.HEARTBEAT_S`).
     """
+    check_study_arguments(preset, out, stages=stages, only=only, workers=workers, retries=retries,
+                          data_dir=data_dir, device=device, bf16=bf16, progress=progress, presets=tuple(PRESETS))
+    check_results_tree(out)  # OUT, OUT/runs or a run directory as a symbolic link: refused, one line
     names = STAGE_NAMES if stages is None else tuple(s.name for s in stages)
     selected = tuple(only) if only is not None else names
     bad = [s for s in selected if s not in names]
@@ -189,6 +194,8 @@ def _run(cfg: ReproduceConfig, plan: engine.StudyPlan, data: Path | None, progre
          echo: Echo, ctx: RunContext, heartbeat_s: float | None) -> ReproduceResult:
     """The study itself, run while holding ``out``'s lock."""
     _announce(cfg, plan, data, echo)
+    for line in incomplete_lines([r.run_dir for r in plan.runs]):  # issue 35: name each run redone, and why
+        echo(line)
     todo = engine.pending(plan)
     n_workers = max(1, min(cfg.workers, len(todo)))  # no idle worker processes
     where = cfg.scheduler or f"local cluster, {n_workers} worker processes"

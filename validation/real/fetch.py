@@ -163,6 +163,26 @@ def _refuse_link(path: Path) -> None:
                          "remove it")
 
 
+def _refuse_linked_folders(data_dir: Path, dest: Path) -> None:
+    """Refuse (one line) a folder between ``data_dir`` and ``dest`` (a dataset folder such as ``DATA/sva``) that
+    is a symbolic link: checked with ``lstat``, never followed, so no file is written outside the data
+    directory (before: ``wiki-*.txt`` went into the link's target)."""
+    folder = data_dir
+    for part in dest.relative_to(data_dir).parts[:-1]:
+        folder = folder / part
+        try:
+            st = os.lstat(folder)
+        except FileNotFoundError:
+            return  # made by the download, below a real directory
+        except OSError as exc:
+            raise FetchError(f"{folder}: cannot read ({exc.strerror or exc})") from None
+        if stat.S_ISLNK(st.st_mode):
+            raise FetchError(f"{folder}: a symbolic link (to {os.readlink(folder)}); qkov never writes through a "
+                             "link: remove it, or replace it by a copy of its target")
+        if not stat.S_ISDIR(st.st_mode):
+            raise FetchError(f"{folder}: cannot write (a file stands where a directory should be)")
+
+
 def _open_part(part: Path, append: bool) -> int:
     flags = os.O_WRONLY | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
     flags |= os.O_APPEND if append else os.O_TRUNC
@@ -368,6 +388,7 @@ def fetch(data_dir: Path, datasets: Iterable[str] | None = None, *, include_opti
             if not (rf.required or include_optional):
                 continue
             dest = data_dir / rf.dest
+            _refuse_linked_folders(data_dir, dest)
             _refuse_link(dest)
             validate = None if rf.sha256 is not None else (lambda p, _rel=rf.dest: validate_file(p, _rel, counts))
             try:
