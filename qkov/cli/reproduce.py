@@ -20,7 +20,7 @@ import click
 
 from qkov.cli.options import device_option, out_option
 from qkov.cli.support import CONTEXT_SETTINGS, injected
-from qkov.core.config import ConfigError, as_choice_list
+from qkov.core.config import ConfigError, as_choice_list, clip, field_error
 from qkov.study.stages import STAGE_NAMES
 
 
@@ -42,7 +42,7 @@ def reproduce(quick: bool, out: Path, data_dir: str | None, scheduler: str | Non
     from qkov.study.reproduce_study import reproduce as run_study
 
     if device is None:  # the environment is read here, at the edge, once: runs get the device in their context
-        device = os.environ.get("QKOV_DEVICE") or None
+        device = _device_from_env()
     study = injected("stages")  # the registry's stages unless the caller passed others (tests: fake stages)
     names = STAGE_NAMES if study is None else tuple(s.name for s in study)
     result = run_study("quick" if quick else "full", out, data_dir=data_dir, scheduler=scheduler, workers=workers,
@@ -55,6 +55,20 @@ def reproduce(quick: bool, out: Path, data_dir: str | None, scheduler: str | Non
     if result.failed:
         raise click.ClickException(f"{len(result.failed)} runs failed (listed above); rerun the same command "
                                    "to retry them, finished runs are kept")
+
+
+def _device_from_env() -> str | None:
+    """``$QKOV_DEVICE`` (None if unset or empty), refused in one line naming the variable when it is no device
+    spelling, before anything starts (``QKOV_DEVICE=garbage`` once failed 24 runs in 25 lines)."""
+    text = os.environ.get("QKOV_DEVICE") or None
+    if text is not None:
+        from validation.device import DeviceError, parse_device
+
+        try:
+            parse_device(text)
+        except DeviceError as exc:
+            raise field_error("device", clip(text, 80), f"{exc.why} (from $QKOV_DEVICE)") from None
+    return text
 
 
 __all__ = ["reproduce", "ConfigError"]
