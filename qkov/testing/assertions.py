@@ -59,7 +59,8 @@ def _as_remainder(remainder: RemainderLike) -> Remainder:
     if callable(remainder):
         return Remainder(getattr(remainder, "__name__", "remainder"), remainder)
     value = np.asarray(remainder, dtype=float)
-    return Remainder(f"{np.array2string(value, precision=3)} (given)", lambda c, tr: value)
+    text = f"{float(value):.3g}" if value.ndim == 0 else np.array2string(value, precision=3)
+    return Remainder(f"{text} (given)", lambda c, tr: value)
 
 
 def assert_law_within_remainder(law: Law, trajectory: CaseTrajectory, remainder: RemainderLike) -> None:
@@ -73,6 +74,7 @@ def assert_law_within_remainder(law: Law, trajectory: CaseTrajectory, remainder:
 
     A NaN law, solution or bound fails (a law that says nothing is not within anything).
     """
+    __tracebackhide__ = True  # pytest shows the caller's line, not this function's body
     rem = _as_remainder(remainder)
     case = trajectory.case
     pred, sol, err = law.errors(trajectory)
@@ -95,6 +97,7 @@ def assert_first_integral_conserved(trajectory: CaseTrajectory, tol: float | Non
     r"""Assert the first integral :math:`H = G_{QK}(v) - R\,G_{OV}(u)` keeps its first value along ``trajectory``:
     relative drift :math:`\le` ``tol`` (default the integrator's accumulated error,
     ``rtol *`` :data:`INTEGRATION_STEPS`) of :math:`\max(|G_{QK}|, |R\,G_{OV}|, 1)`."""
+    __tracebackhide__ = True  # pytest shows the caller's line, not this function's body
     tol = trajectory.rtol * INTEGRATION_STEPS if tol is None else tol
     drift = first_integral_drift(trajectory)
     if np.all(drift <= tol):
@@ -111,6 +114,7 @@ def assert_first_integral_conserved(trajectory: CaseTrajectory, tol: float | Non
 def assert_on_symmetric_set(run: FullRun, tol: float = SYMMETRIC_SET_TOL) -> None:
     r"""Assert a full-matrix run stays on the symmetric set: :math:`\max(\text{asym}_{QK}, \text{asym}_{OV}) \le`
     ``tol`` at every recorded time (relative distances of :func:`simulation.full_matrix.symmetric_projection_distance`)."""
+    __tracebackhide__ = True  # pytest shows the caller's line, not this function's body
     dist = np.maximum(run.run.asym_qk, run.run.asym_ov)
     if np.all(dist <= tol):
         return
@@ -129,6 +133,7 @@ def assert_sharper_at_matched_loss(a: CaseTrajectory, b: CaseTrajectory,
 
     Raises :class:`InsufficientEvidence` (an ``AssertionError``) for a level a run does not reach.
     """
+    __tracebackhide__ = True  # pytest shows the caller's line, not this function's body
     levels = np.atleast_1d(np.asarray(level, dtype=float))
     res = matched_residuals([a, b], levels)
     names = f"a: {a.case.describe()}\n  b: {b.case.describe()}"
@@ -155,6 +160,7 @@ def assert_matches_reduced_map(run: OptimizerRun, *, rtol: float = MAP_RTOL, on_
 
     Fewer than ``min_steps`` steps on the set raises :class:`InsufficientEvidence`.
     """
+    __tracebackhide__ = True  # pytest shows the caller's line, not this function's body
     tor, red = run.torch, run.reduced_map()
     on = tor.distance <= on_set
     first_off = int(np.argmin(on)) if not on.all() else on.size
