@@ -29,7 +29,6 @@ Names load on first use (``import qkov.testing`` imports neither numpy nor Hypot
 
 from __future__ import annotations
 
-import importlib
 from typing import TYPE_CHECKING, Any
 
 _EXPORTS = {
@@ -61,11 +60,31 @@ if TYPE_CHECKING:
     from qkov.testing.profiles import property_settings  # noqa: F401
 
 
+def _module(name: str) -> Any:
+    if name == "cases":
+        import qkov.testing.cases as cases
+        return cases
+    if name == "helpers":
+        import qkov.testing.helpers as helpers
+        return helpers
+    if name == "laws":
+        import qkov.testing.laws as laws
+        return laws
+    if name == "assertions":
+        import qkov.testing.assertions as assertions
+        return assertions
+    if name == "profiles":
+        import qkov.testing.profiles as profiles
+        return profiles
+    import qkov.testing.strategies as strategies
+    return strategies
+
+
 def __getattr__(name: str) -> Any:
     if name == "strategies":
-        return importlib.import_module("qkov.testing.strategies")
+        return _module("strategies")
     if name in _WHERE:
-        return getattr(importlib.import_module(f"qkov.testing.{_WHERE[name]}"), name)
+        return getattr(_module(_WHERE[name]), name)
     raise AttributeError(f"module 'qkov.testing' has no attribute {name!r}")
 
 

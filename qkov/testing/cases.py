@@ -42,6 +42,11 @@ class Case:
             raise ValueError(f"ratio={self.ratio}, eta_ov={self.eta_ov}: need ratio >= 0 and eta_ov > 0")
 
     @property
+    def parametrization(self) -> Parametrization:
+        """The registry's :class:`theory.Parametrization` of ``param``."""
+        return Parametrization(self.param)
+
+    @property
     def eta_qk(self) -> float:
         r""":math:`\eta_{QK} = r\,\eta_{OV}`."""
         return self.ratio * self.eta_ov

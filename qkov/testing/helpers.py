@@ -98,7 +98,7 @@ def trajectory(case: Case, t: Sequence[float] | np.ndarray | float, *, rtol: flo
 def _trajectory(case: Case, t: tuple[float, ...], rtol: float) -> CaseTrajectory:
     from simulation import solve
 
-    sol = solve(case.param, K=case.K, M=case.M, eta_qk=case.eta_qk, eta_ov=case.eta_ov, u0=case.u0, v0=case.v0,
+    sol = solve(case.parametrization, K=case.K, M=case.M, eta_qk=case.eta_qk, eta_ov=case.eta_ov, u0=case.u0, v0=case.v0,
                 t=np.array(t), rtol=rtol)
     return CaseTrajectory(case, sol, rtol)
 
@@ -112,7 +112,7 @@ def trajectories(cases: Sequence[Case], t: Sequence[float] | np.ndarray, *, rtol
     if len(params) != 1:
         raise ValueError(f"trajectories: one parametrization at a time, got {sorted(params)}")
     col = lambda name: np.array([getattr(c, name) for c in cases], dtype=float)  # noqa: E731
-    batch = solve_batch(cases[0].param, K=col("K"), M=col("M"), eta_qk=col("eta_qk"), eta_ov=col("eta_ov"),
+    batch = solve_batch(cases[0].parametrization, K=col("K"), M=col("M"), eta_qk=col("eta_qk"), eta_ov=col("eta_ov"),
                         u0=col("u0"), v0=col("v0"), t=np.asarray(t, dtype=float), rtol=rtol)
     out = []
     for b, c in enumerate(cases):
@@ -132,7 +132,7 @@ def next_order_law(case: Case, t: Sequence[float] | np.ndarray | float) -> dict[
 def _next_order(case: Case, t: tuple[float, ...]) -> dict[str, np.ndarray]:
     from simulation.next_order import next_order_law as law
 
-    return law(case.param, case.K, case.M, case.eta_qk, case.eta_ov, case.u0, case.v0, np.array(t))
+    return law(case.parametrization, case.K, case.M, case.eta_qk, case.eta_ov, case.u0, case.v0, np.array(t))
 
 
 def leading_law(case: Case, t: Sequence[float] | np.ndarray | float) -> dict[str, np.ndarray]:
@@ -140,7 +140,7 @@ def leading_law(case: Case, t: Sequence[float] | np.ndarray | float) -> dict[str
     ``residual_of_u`` at that ``u``; ``{"u", "v", "residual"}``, each ``(T,)``."""
     from simulation.next_order import leading_law as law
 
-    return law(case.param, case.K, case.M, case.eta_qk, case.eta_ov, np.array(_times(t)))
+    return law(case.parametrization, case.K, case.M, case.eta_qk, case.eta_ov, np.array(_times(t)))
 
 
 def law_of_u(case: Case, name: str, t: np.ndarray, u: np.ndarray) -> np.ndarray:
@@ -157,8 +157,8 @@ def level_curve_v(case: Case, u: Sequence[float] | np.ndarray | float) -> np.nda
     from simulation.closed_forms import level_curve
     from simulation.reduced import initial_states
 
-    state0 = initial_states(case.param, case.u0, case.v0, case.K)[:, 0]
-    return level_curve(case.param, state0, case.K, case.M, case.eta_qk, case.eta_ov,
+    state0 = initial_states(case.parametrization, case.u0, case.v0, case.K)[:, 0]
+    return level_curve(case.parametrization, state0, case.K, case.M, case.eta_qk, case.eta_ov,
                        np.atleast_1d(np.asarray(u, dtype=float)))
 
 
@@ -168,7 +168,7 @@ def first_integral_drift(tr: CaseTrajectory) -> np.ndarray:
     from simulation.closed_forms import first_integral_drift as drift
 
     c = tr.case
-    return np.ravel(drift(c.param, tr.state, c.K, c.M, c.eta_qk, c.eta_ov))
+    return np.ravel(drift(c.parametrization, tr.state, c.K, c.M, c.eta_qk, c.eta_ov))
 
 
 def loss_levels(runs: Sequence[CaseTrajectory], n: int = 5, *, below_start: float = 1e-3) -> np.ndarray:
@@ -214,9 +214,9 @@ def full_run(case: Case, t: Sequence[float] | np.ndarray, dt: float, *, start: R
     symmetric start (``start=None``) or a random one; observed at ``t`` (multiples of ``dt``)."""
     from simulation.full_matrix import balanced_state, random_state, simulate_full
 
-    state = (balanced_state(case.param, case.K, case.M, case.u0, case.v0) if start is None
-             else random_state(case.param, case.K, case.M, start.scale, start.seed))
-    run = simulate_full(case.param, case.K, case.M, case.eta_qk, case.eta_ov, np.asarray(t, dtype=float), dt,
+    state = (balanced_state(case.parametrization, case.K, case.M, case.u0, case.v0) if start is None
+             else random_state(case.parametrization, case.K, case.M, start.scale, start.seed))
+    run = simulate_full(case.parametrization, case.K, case.M, case.eta_qk, case.eta_ov, np.asarray(t, dtype=float), dt,
                         state=state, method=method)  # type: ignore[arg-type]
     return FullRun(case, start, float(dt), method, run)
 

@@ -34,7 +34,7 @@ Bounds are keyword arguments (pairs ``(lo, hi)``), so a property narrows them wh
 
 from __future__ import annotations
 
-from typing import Any, Iterable, Sequence
+from typing import Any, Iterable, Mapping, Sequence
 
 import numpy as np
 
@@ -59,8 +59,9 @@ def _has(name: str, requirement: str) -> bool:
         return name in generated_optim.ORBIT_GRAD
     from simulation import generated
 
-    table = {"first_integral": generated.FIRST_INTEGRALS, "laws": generated.LAWS,
-             "next_order": generated.NEXT_ORDER}[requirement]
+    tables: dict[str, Mapping[str, Any]] = {"first_integral": generated.FIRST_INTEGRALS, "laws": generated.LAWS,
+                                            "next_order": generated.NEXT_ORDER}
+    table = tables[requirement]
     return name in table
 
 
