@@ -99,3 +99,23 @@ def test_reduced_map_matches_torch_and_another_optimizers_map_does_not():
     with pytest.raises(AssertionError, match="optimizer=adam betas=") as err:
         assert_matches_reduced_map(wrong)
     assert "step=" in str(err.value) and "K=3 M=2 ratio=2" in str(err.value)
+
+
+def test_the_entry_point_loads_the_plugin_and_p_does_not_load_it_twice(tmp_path):
+    """An installed distribution's ``pytest11`` entry point (a dist-info on the path, as pip writes it) loads the
+    plugin by itself, and ``-p qkov.testing.pytest_plugin`` (pyproject's addopts) next to it is a no-op."""
+    meta = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["entry-points"]["pytest11"]
+    dist = tmp_path / "site" / "qkov_probe-0.0.dist-info"
+    dist.mkdir(parents=True)
+    (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: qkov-probe\nVersion: 0.0\n")
+    (dist / "entry_points.txt").write_text("[pytest11]\n" + "".join(f"{k} = {v}\n" for k, v in meta.items()))
+    (tmp_path / "test_profile.py").write_text(PROFILE_TEST)
+    path = f"{dist.parent}{os.pathsep}{ROOT}"
+    env = {"EXPECT_GLOBAL": "300", "EXPECT_QKOV": "300"}
+    full = {k: v for k, v in os.environ.items() if k != "QKOV_HYPOTHESIS_PROFILE"}
+    full.update(env, PYTHONPATH=path)
+    for extra in ((), ("-p", PLUGIN)):
+        run = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *extra, "--rootdir",
+                              str(tmp_path), "--qkov-hypothesis-profile=thorough"], cwd=tmp_path, env=full,
+                             capture_output=True, text=True, timeout=300)
+        assert run.returncode == 0, (extra, run.stdout + run.stderr)
