@@ -1,25 +1,17 @@
-"""Hypothesis profiles of the property tier (``pytest -m property``), chosen by ``QKOV_HYPOTHESIS_PROFILE``.
+"""The property tier (``pytest -m property``) runs under qkov.testing's Hypothesis profiles.
 
-* ``ci`` (default): few examples per property, sized so the whole tier runs in under 2 minutes on an
-  idle 2-core machine (each example integrates the reduced flow to ``t = 1e12``);
-* ``thorough``: 300 examples per property (``QKOV_HYPOTHESIS_PROFILE=thorough pytest -m property``).
-
-The profiles are registered as ``property-ci``/``property-thorough`` and applied only to this directory's
-tests (:data:`PROPERTY_SETTINGS`), so the rest of the suite keeps the root conftest's profile.
+Each test module decorates its properties with :func:`qkov.testing.profiles.property_settings` (taken at the module's
+import, after the command line is read): ``ci`` (default: 6 examples per
+property, derandomized, sized so the whole tier runs in under 2 minutes on an idle 2-core machine; each example
+integrates the reduced flow to ``t = 1e12``) or ``thorough`` (300 examples), chosen by
+``--qkov-hypothesis-profile`` (the plugin :mod:`qkov.testing.pytest_plugin`) or ``QKOV_HYPOTHESIS_PROFILE``. It
+decorates this directory's tests only, so the rest of the suite keeps the root conftest's profile.
 Every test here is marked ``property``.
 """
 
 import os
 
 import pytest
-from hypothesis import HealthCheck, settings
-
-PROFILE = os.environ.get("QKOV_HYPOTHESIS_PROFILE", "ci")
-settings.register_profile("property-ci", max_examples=6, deadline=None, derandomize=True,
-                          suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
-settings.register_profile("property-thorough", max_examples=300, deadline=None,
-                          suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
-PROPERTY_SETTINGS = settings.get_profile("property-thorough" if PROFILE == "thorough" else "property-ci")
 
 
 def pytest_collection_modifyitems(config, items):

@@ -18,9 +18,9 @@ from validation.synthetic.data import population_batch
 from validation.synthetic.models import symmetric_model
 from validation.synthetic.observables import measure
 
-pytestmark = pytest.mark.property
+from qkov.testing import strategies as qst
 
-PARAMS = ("CACO", "FACO", "CAFO", "FAFO")
+pytestmark = pytest.mark.property
 
 
 def _adam_run(param, K, M, u0, v0, ratio, steps, dt, eps, betas=(0.0, 0.0), optimizer="adam", every=5):
@@ -55,7 +55,7 @@ def _adam_run(param, K, M, u0, v0, ratio, steps, dt, eps, betas=(0.0, 0.0), opti
 
 
 @settings(max_examples=15)   # each example trains 5-40 Adam steps on full matrices
-@given(param=st.sampled_from(PARAMS), K=st.integers(2, 5), M=st.integers(1, 5),
+@given(param=qst.parametrizations(), K=st.integers(2, 5), M=st.integers(1, 5),
        u0=st.floats(0.3, 1.5), v0=st.floats(0.3, 1.5), ratio=st.floats(0.25, 4.0), steps=st.integers(5, 40))
 def test_adam_beta0_tiny_eps_follows_the_derived_sign_descent_trajectory(param, K, M, u0, v0, ratio, steps):
     dt, eps = 0.02, 1e-14
@@ -106,7 +106,7 @@ def test_matched_loss_exponent_of_the_sign_law(param, ratio, K, M):
 
 
 @settings(max_examples=8)    # two 20-step runs per example
-@given(param=st.sampled_from(PARAMS), ratio=st.floats(0.5, 4.0), log_eps=st.floats(1.0, 3.0))
+@given(param=qst.parametrizations(), ratio=st.floats(0.5, 4.0), log_eps=st.floats(1.0, 3.0))
 def test_large_eps_adam_is_gradient_descent_at_rate_eta_over_eps(param, ratio, log_eps):
     """The late phase: every |g| << eps, so Adam(0,0) equals GD with rates eta/eps."""
     eps, dt, steps = 10.0 ** log_eps, 0.05, 20

@@ -20,9 +20,9 @@ from hypothesis import given, note, strategies as st
 from simulation.figures import crossover_level, level_curve_crossover
 from simulation.reduced import integrate_many
 from simulation.sweep import dense_times, residual_at_loss
-from tests.property.conftest import PROPERTY_SETTINGS
-from tests.property.strategies import log_uniform
+from qkov.testing import property_settings, strategies as qst
 
+PROPERTY_SETTINGS = property_settings()
 LEVELS = np.logspace(-1, -25, 240)
 
 
@@ -37,7 +37,7 @@ def integrated_crossover(K: int, M: int, ratio: float, scale: float) -> float | 
 
 
 @PROPERTY_SETTINGS
-@given(st.integers(2, 12), st.integers(1, 20), log_uniform(0.3, 10.0), st.floats(0.1, 1.0))
+@given(st.integers(2, 12), st.integers(1, 20), qst.ratios(0.3, 10.0), st.floats(0.1, 1.0))
 def test_caco_fafo_crossover_from_first_integrals_matches_the_integrator(K, M, ratio, scale):
     solved = integrated_crossover(K, M, ratio, scale)
     fine = level_curve_crossover(K, M, ratio, scale, levels=LEVELS, n_v=3000)
