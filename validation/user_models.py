@@ -651,9 +651,18 @@ def qk_ov_param_groups(model: nn.Module, lr: float, ratio: float, lr_other: floa
         opt = torch.optim.AdamW(qk_ov_param_groups(model, lr=5e-5, ratio=30))
     """
     check_rates(lr, ratio, lr_other)
-    _check_wrapper(model)
-    qk, ov = qk_ov_parameters(model, qk_bias=qk_bias, embeddings=embeddings, strict=strict,
-                              example_inputs=example_inputs, verify=verify)
+    if _check_wrapper(model):  # DDP / FSDP(use_orig_params=True): read the split made before wrapping
+        import contextlib
+
+        fsdp = _fsdp_class()
+        roots = [m for m in model.modules() if fsdp is not None and isinstance(m, fsdp)][:1]
+        ctx = fsdp.summon_full_params(roots[0], writeback=False) if roots else contextlib.nullcontext()
+        with ctx:  # full (unsharded) views, so shapes are those of the plain model; collective under FSDP
+            _unsplit_fused_in_wrapper(model, strict)
+            qk, ov = qk_ov_parameters(model, qk_bias=qk_bias, embeddings=embeddings, strict=strict, verify=False)
+    else:
+        qk, ov = qk_ov_parameters(model, qk_bias=qk_bias, embeddings=embeddings, strict=strict,
+                                  example_inputs=example_inputs, verify=verify)
     if qk and not any(p.requires_grad for p in qk):
         warnings.warn(f"qkov: every W_Q/W_K found ({len(qk)} tensors) is frozen and no trainable adapter sits on "
                       "them: the QK rate moves nothing; unfreeze them or put adapters (e.g. LoRA) on the q and k "
@@ -663,17 +672,42 @@ def qk_ov_param_groups(model: nn.Module, lr: float, ratio: float, lr_other: floa
     return circuit_param_groups(qk, ov, other, lr_ov=lr, ratio=ratio, lr_other=lr_other, **group_options)
 
 
-def _check_wrapper(model: nn.Module) -> None:
-    """Refuse FSDP that flattens parameters: per-group rates need ``use_orig_params=True``."""
+def _fsdp_class() -> Any:
     try:
-        from torch.distributed.fsdp import FullyShardedDataParallel as FSDP
+        from torch.distributed.fsdp import FullyShardedDataParallel
     except ImportError:  # pragma: no cover - torch without distributed
-        return
+        return None
+    return FullyShardedDataParallel
+
+
+def _check_wrapper(model: nn.Module) -> bool:
+    """Whether ``model`` holds a DDP/FSDP wrapper; refuses FSDP that flattens parameters.
+
+    Per-group rates need each W_Q/W_K/W_V/W_O part to stay its own Parameter: DDP keeps them,
+    FSDP does with ``use_orig_params=True`` only.
+    """
+    fsdp = _fsdp_class()
+    wrapped = False
     for name, m in model.named_modules():
-        if isinstance(m, FSDP) and not getattr(m, "_use_orig_params", True):
-            raise InputError(f"{name or '<root>'} (FullyShardedDataParallel): use_orig_params=False flattens W_Q, "
-                             "W_K, W_V and W_O into one FlatParameter, which one optimizer group cannot split; wrap "
-                             "with FullyShardedDataParallel(..., use_orig_params=True)")
+        if fsdp is not None and isinstance(m, fsdp):
+            wrapped = True
+            if not getattr(m, "_use_orig_params", True):
+                raise InputError(f"{name or '<root>'} (FullyShardedDataParallel): use_orig_params=False flattens "
+                                 "W_Q, W_K, W_V and W_O into one FlatParameter, which per-circuit rates cannot "
+                                 "split; wrap with FullyShardedDataParallel(..., use_orig_params=True)")
+        elif isinstance(m, nn.parallel.DistributedDataParallel):
+            wrapped = True
+    return wrapped
+
+
+def _unsplit_fused_in_wrapper(model: nn.Module, strict: bool) -> None:
+    """Refuse a fused q/k/v tensor not split before DDP/FSDP wrapped the model (one line, naming it)."""
+    for s in find_attention_sites(model, strict=strict):
+        for ft in s.fused:
+            if not parametrize.is_parametrized(ft.module, ft.attr):
+                raise InputError(f"model: {s.name} has a fused q/k/v projection not split before wrapping in "
+                                 "DDP/FSDP; call qk_ov_param_groups(model, ...) on the plain model first, then wrap "
+                                 "it (see docs/tutorials/distributed.md)")
 
 
 def qkov_param_groups(model: nn.Module, lr_ov: float, ratio: float, lr_other: float | None = None,
