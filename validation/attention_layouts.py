@@ -244,10 +244,19 @@ def fused_candidates(n: int, m: nn.Module, attr: str, in_features: int | None) -
     per_head = []
     if hd and n % (3 * hd) == 0:
         per_head.append((f"per head [q; k; v] ({n // (3 * hd)} heads of {hd})", neox_labels(n, hd)))
+    kv = _int_attr(m, "num_key_value_heads", "kv_n_heads", "num_kv_heads", "kv_heads")
+    if heads and kv and hd and heads % kv == 0 and (heads + 2 * kv) * hd == n:
+        g = heads // kv  # Falcon new_decoder_architecture (GQA): per KV group, its g queries, then k, then v
+        per_head.append((f"per KV group [q x {g}; k; v] ({kv} groups, head size {hd})",
+                         _blocks(("q", "k", "v"), (g * hd, hd, hd), kv)))
     other = []
     mp = _int_attr(m, "mp_num")
-    if mp and n % (3 * mp) == 0:
-        other.append((f"CodeGen: {mp} groups of [q; v; k]", _blocks(("q", "v", "k"), (n // (3 * mp),) * 3, mp)))
+    # CodeGen: mp_num groups of [q; v; k]; transformers 4.x keeps mp_num = 4 local to forward, so
+    # a qkv_proj also gets the 4-group candidate (the probe keeps whichever the forward confirms)
+    for groups in dict.fromkeys([g for g in (mp, 4 if attr == "qkv_proj" else None) if g]):
+        if n % (3 * groups) == 0:
+            other.append((f"CodeGen: {groups} groups of [q; v; k]",
+                          _blocks(("q", "v", "k"), (n // (3 * groups),) * 3, groups)))
     cands = per_head + contiguous + other if attr == "query_key_value" else contiguous + per_head + other
     if mp:  # a module that says mp_num is CodeGen-style first
         cands = other + [c for c in cands if c not in other]

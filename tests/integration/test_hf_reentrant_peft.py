@@ -118,3 +118,23 @@ def test_lora_on_fused_c_attn_is_refused_in_one_line_naming_it():
         qk_ov_param_groups(model, 1e-3, 10.0)
     msg = str(e.value)
     assert "\n" not in msg and "transformer.h.0.attn.c_attn" in msg and "fused" in msg
+
+
+@pytest.mark.parametrize("kv", [1, 2])
+def test_falcon_new_decoder_architecture_gqa_gets_the_exact_ratio(kv):
+    """Falcon's grouped query_key_value: per KV group [q x g; k; v] (transformers' own view), rows at 10 : 1."""
+    torch.manual_seed(0)
+    heads, hd = 4, 8
+    model = transformers.FalconForCausalLM(transformers.FalconConfig(
+        vocab_size=V, hidden_size=heads * hd, num_hidden_layers=1, num_attention_heads=heads, num_kv_heads=kv,
+        new_decoder_architecture=True, bos_token_id=0, eos_token_id=0))
+    qkv = model.transformer.h[0].self_attention.query_key_value
+    before = qkv.weight.detach().clone()
+    opt = torch.optim.AdamW(qk_ov_param_groups(model, 1e-3, 10.0), weight_decay=0.0)
+    ids = torch.randint(0, V, (2, 8), generator=torch.Generator().manual_seed(1))
+    model(input_ids=ids, labels=ids).loss.backward()
+    opt.step()
+    step = (qkv.weight.detach() - before).abs().mean(dim=1)  # per fused row
+    g = heads // kv
+    is_v = torch.tensor([(r % ((g + 2) * hd)) // hd == g + 1 for r in range(before.shape[0])])
+    assert step[~is_v].mean() / step[is_v].mean() == pytest.approx(10.0, rel=0.01)

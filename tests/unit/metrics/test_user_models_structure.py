@@ -175,3 +175,33 @@ def test_every_qk_weight_frozen_and_no_adapter_warns():
     with pytest.warns(UserWarning, match="every W_Q/W_K found .* is frozen"):
         groups = qk_ov_param_groups(model, 1e-3, 10.0)
     assert not any(g["circuit"] == "qk" for g in groups)
+
+
+class CodeGen457Attention(nn.Module):
+    """CodeGen's attention as in transformers 4.x: ``mp_num = 4`` local to forward, no attribute."""
+
+    def __init__(self):
+        super().__init__()
+        self.num_attention_heads, self.head_dim = H, E // H
+        self.qkv_proj, self.out_proj = nn.Linear(E, 3 * E, bias=False), nn.Linear(E, E, bias=False)
+
+    def forward(self, x):
+        b, n, _ = x.shape
+        mp_num = 4
+        split = self.qkv_proj(x).reshape(b, n, mp_num, -1)
+        q, v, k = torch.split(split, E // mp_num, dim=-1)
+        q, k, v = (t.reshape(b, n, E) for t in (q, k, v))
+        return self.out_proj(_attend(q, k, v))
+
+
+def test_codegen_4x_groups_found_without_an_mp_num_attribute():
+    model = Hybrid(CodeGen457Attention())
+    groups = qk_ov_param_groups(model, 1e-3, 10.0, example_inputs=X)
+    pl = model.second.qkv_proj.parametrizations.weight
+    assert pl[0].roles == ("q", "k", "v")
+    where = _circuit_of(groups)
+    assert [where[id(getattr(pl, f"original{i}"))] for i in range(3)] == ["qk", "qk", "ov"]
+    # rows: 4 groups of [q; v; k], E/4 rows each -> the v part holds rows [E/4, E/2) of each group of 3E/4
+    w = E // 4
+    v_rows = [g * 3 * w + w + i for g in range(4) for i in range(w)]
+    torch.testing.assert_close(pl.original2, model.second.qkv_proj.weight[v_rows])
