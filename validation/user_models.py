@@ -96,6 +96,12 @@ def _retire(p: Any) -> None:
     _REPLACED[key] = weakref.ref(p, lambda _r, k=key: _REPLACED.pop(k, None))
 
 
+def check_model(model: Any) -> None:
+    """Refuse a ``model`` that is not a ``torch.nn.Module`` (one line naming its type)."""
+    if not isinstance(model, nn.Module):
+        raise InputError(f"model: a {type(model).__name__}: must be a torch.nn.Module")
+
+
 def check_rates(lr: Any, ratio: Any, lr_other: Any = None) -> None:
     """Refuse, before anything is touched, a rate that is not a finite number (``lr``, ``ratio`` > 0; ``lr_other`` >= 0)."""
     for field_, v, low in (("lr", lr, "> 0"), ("ratio", ratio, "> 0"), ("lr_other", lr_other, ">= 0")):
@@ -580,6 +586,7 @@ def describe_param_groups(model: nn.Module, lr: float, ratio: float, lr_other: f
     Changes nothing in ``model``. Columns: learning rate, circuit, parameter name, rows, shape,
     attention site and layout.
     """
+    check_model(model)
     check_rates(lr, ratio, lr_other)
     lrs = {"qk": ratio * lr, "ov": lr, "other": lr if lr_other is None else lr_other}
     plan = plan_qk_ov(model, qk_bias=qk_bias, embeddings=embeddings, strict=strict,
@@ -650,6 +657,7 @@ def qk_ov_param_groups(model: nn.Module, lr: float, ratio: float, lr_other: floa
 
         opt = torch.optim.AdamW(qk_ov_param_groups(model, lr=5e-5, ratio=30))
     """
+    check_model(model)
     check_rates(lr, ratio, lr_other)
     if _check_wrapper(model):  # DDP / FSDP(use_orig_params=True): read the split made before wrapping
         import contextlib

@@ -155,6 +155,14 @@ def test_bad_rates_raise_before_the_model_is_touched(field, kw):
         describe_param_groups(model, **args)
 
 
+@pytest.mark.parametrize("model", [None, object(), "gpt2"])
+def test_a_model_that_is_no_module_is_refused_in_one_line(model):
+    with pytest.raises(InputError, match="^model: a .*: must be a torch.nn.Module$"):
+        qk_ov_param_groups(model, 1e-3, 10.0)
+    with pytest.raises(InputError, match="^model: "):
+        describe_param_groups(model, 1e-3, 10.0)
+
+
 def test_an_optimizer_built_before_the_split_raises_naming_the_fix():
     model = nn.TransformerEncoderLayer(E, H, dim_feedforward=16, batch_first=True)
     stale = torch.optim.AdamW(model.parameters(), lr=1e-3)
