@@ -480,7 +480,7 @@ def _check_site(site: AttentionSite, rec: layout_probe.SiteRecord) -> tuple[Atte
         return site, None
     eff = layout_probe.row_effects(rec, tensors)
     if eff is None:
-        if not weights and not any(ft.declared for ft in site.fused):
+        if not weights and not any(ft.declared and not ft.verified for ft in site.fused):
             return site, None  # separate projections named as in a known layout: nothing contradicts them
         return site, "recorded no attention scores (no softmax or scaled_dot_product_attention ran in it)"
     chosen: dict[int, tuple[str, tuple[str, ...]]] = {}

@@ -68,6 +68,12 @@ def run(rank: int, world: int, port: int, out: str) -> None:
         results["refusal"] = None
     except InputError as e:
         results["refusal"] = str(e)
+    late = DDP(tiny_gpt2())  # wrapped before the split: refused, the parts would not be synchronised
+    try:
+        qk_ov_param_groups(late, 1e-3, 10.0)
+        results["unsplit"] = None
+    except InputError as e:
+        results["unsplit"] = str(e)
     with open(os.path.join(out, f"rank{rank}.json"), "w") as f:
         json.dump(results, f)
     dist.destroy_process_group()

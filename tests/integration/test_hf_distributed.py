@@ -41,6 +41,8 @@ def test_ddp_and_fsdp_keep_the_ratio_on_both_ranks_and_rank0_checkpoints_reload(
                 assert ratio == pytest.approx(10.0, rel=0.01), (r, mode, res[mode])
         msg = res["refusal"]
         assert msg is not None and "\n" not in msg and "use_orig_params=True" in msg
+        late = res["unsplit"]
+        assert late is not None and "\n" not in late and "not split before wrapping" in late
     for mode in ("ddp", "fsdp"):
         saved = torch.load(tmp_path / f"{mode}.pt")
         plain = tiny_gpt2().eval()
