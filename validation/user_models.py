@@ -20,6 +20,15 @@ the module's own forward (:func:`resolve_sites`, :mod:`validation.layout_probe`)
 forward contradicts is refused in one line naming the module. :func:`describe_param_groups` prints, without changing the model, which tensor
 (or which rows of a fused tensor) gets which rate.
 
+Every entry point is re-entrant: on a model split earlier, the layout is read back from the
+split (:func:`validation.attention_layouts.split_labels`) and the same groups come back. PEFT
+adapters (LoRA A/B, ...) on a separate projection take that projection's circuit
+(:func:`adapter_parameters`); an adapter on a fused q/k/v projection is refused. An optimizer
+built before the split raises at its first ``step()`` (a global step pre-hook sees the retired
+fused Parameter); rates that are not finite numbers raise ``InputError`` before the model is
+touched; DDP / FSDP(``use_orig_params=True``) wrappers are read, FSDP that flattens is refused
+(:mod:`validation.distributed`).
+
 Why the split: ``nn.MultiheadAttention`` stores :math:`W_Q, W_K, W_V` stacked in one
 ``in_proj_weight`` Parameter :math:`(3E, E)`, and an optimizer's learning rate is per
 Parameter. Scaling the gradient of the q/k rows would give the right rates under SGD
@@ -51,6 +60,7 @@ import torch
 from torch import nn
 from torch.nn.utils import parametrize
 
+from theory.errors import InputError
 from validation.attention_layouts import (
     AttentionSite,
     FusedTensor,
@@ -58,7 +68,6 @@ from validation.attention_layouts import (
     find_attention_sites,
     verify_sites,
 )
-from theory.errors import InputError
 from validation.layout_probe import default_inputs
 from validation.param_groups import circuit_param_groups
 
@@ -76,8 +85,8 @@ def _stale_optimizer_check(optimizer: torch.optim.Optimizer, _args: Any, _kwargs
             ref = _REPLACED.get(id(p))
             if ref is not None and ref() is p:
                 raise RuntimeError(
-                    f"qkov: this {type(optimizer).__name__} holds a tensor of shape {tuple(p.shape)} that "
-                    "qk_ov_param_groups split out of the model (a fused q/k/v projection): it was built before the "
+                    f"qkov: this {type(optimizer).__name__} holds a tensor of shape {tuple(p.shape)} that qkov took "
+                    "out of the model (the split of a fused q/k/v projection, or merge_all): it was built before the "
                     "split and would never move those weights; build it after the split, from "
                     "qk_ov_param_groups(model, lr, ratio) (or from model.parameters() called after it)")
 
