@@ -15,6 +15,7 @@ from tests.paths import ROOT
 OWN_TESTS: dict[str, Path] = {
     "own-model.md": ROOT / "tests" / "integration" / "test_own_model_tutorial.py",
     "trainer.md": ROOT / "tests" / "integration" / "test_trainer_tutorial.py",
+    "distributed.md": ROOT / "tests" / "integration" / "test_distributed_tutorial.py",
 }
 """Tutorial page -> the test that runs it and checks its printed output."""
 

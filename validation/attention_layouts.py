@@ -49,7 +49,7 @@ from torch import nn
 
 from validation import layout_probe
 
-OUT_NAMES = ("o_proj", "out_proj", "dense", "c_proj", "out_lin", "o", "Wo")
+OUT_NAMES = ("o_proj", "out_proj", "dense", "c_proj", "out_lin", "o", "Wo", "proj")
 """Child names taken as the output projection W_O, in order of preference."""
 
 SEPARATE_LAYOUTS: tuple[tuple[str, tuple[str, str, str], tuple[str, ...]], ...] = (
@@ -57,10 +57,12 @@ SEPARATE_LAYOUTS: tuple[tuple[str, tuple[str, str, str], tuple[str, ...]], ...] 
     ("bert-query", ("query", "key", "value"), ()),
     ("distilbert-q_lin", ("q_lin", "k_lin", "v_lin"), ("out_lin",)),
     ("t5-q", ("q", "k", "v"), ("o",)),
+    ("meta-wq", ("wq", "wk", "wv"), ("wo",)),
+    ("diffusers-to_q", ("to_q", "to_k", "to_v"), ("to_out.0", "to_out")),
 )
 """``(layout name, (q, k, v) child names, output child names)``; BERT's output is the parent's ``output.dense``."""
 
-FUSED_NAMES = ("c_attn", "query_key_value", "qkv_proj", "Wqkv")
+FUSED_NAMES = ("c_attn", "query_key_value", "qkv_proj", "Wqkv", "qkv")
 
 
 class UnknownAttentionLayout(ValueError):
@@ -128,11 +130,55 @@ def _params_of(m: nn.Module, circuit: str, role: str) -> list[WholeTensor]:
 
 
 def _first_child(m: nn.Module, names: Iterable[str]) -> nn.Module | None:
+    """The first of ``names`` (dotted paths allowed, e.g. diffusers' ``to_out.0``) that is a projection."""
     for n in names:
-        c = getattr(m, n, None)
+        try:
+            c = m.get_submodule(n) if "." in n else getattr(m, n, None)
+        except AttributeError:
+            c = None
         if _is_projection(c):
             return c
     return None
+
+
+def transposed_weight(proj: nn.Module) -> bool:
+    """Whether ``proj.weight`` is stored ``(in, out)`` (GPT-2's ``Conv1D``) rather than ``(out, in)``.
+
+    Decided by structure, not by the class name (a split ``Conv1D`` becomes ``ParametrizedConv1D``):
+    an ``nn.Linear`` is ``(out, in)``; a module that records ``nf`` (its output size, as
+    ``transformers``' ``Conv1D`` does) with ``weight.shape[-1] == nf`` is ``(in, out)``; otherwise a
+    class named ``Conv1D`` anywhere in its MRO.
+    """
+    if isinstance(proj, nn.Linear):
+        return False
+    base = getattr(proj, "base_layer", None)  # a PEFT adapter layer wraps the projection
+    if isinstance(base, nn.Module) and base is not proj:
+        return transposed_weight(base)
+    w = getattr(proj, "weight", None)
+    nf, nx = getattr(proj, "nf", None), getattr(proj, "nx", None)
+    if isinstance(nf, int) and isinstance(w, torch.Tensor) and w.dim() == 2:
+        return tuple(w.shape) == (nx, nf) if isinstance(nx, int) else w.shape[1] == nf
+    return any(c.__name__ == "Conv1D" for c in type(proj).__mro__)
+
+
+def split_labels(proj: nn.Module, attr: str) -> tuple[int, tuple[str, ...]] | None:
+    """``(fused axis, labels)`` of a tensor qkov already split (a ``FusedSlices`` parametrization), else ``None``.
+
+    Read back from the parametrization itself, so a second call neither guesses nor probes again
+    (the split tensor is recomputed on each access and has no gradient of its own).
+    """
+    plist = getattr(proj, "parametrizations", None)
+    if plist is None or attr not in plist:
+        return None
+    pz = plist[attr][0]
+    order, sizes, roles = getattr(pz, "order", None), getattr(pz, "sizes", None), getattr(pz, "roles", None)
+    if order is None or sizes is None or roles is None:
+        return None
+    cat_roles = [r for r, n in zip(roles, sizes) for _ in range(n)]
+    labels = [""] * len(cat_roles)
+    for j, i in enumerate(order.tolist()):
+        labels[i] = cat_roles[j]
+    return int(pz.dim), tuple(labels)
 
 
 def _int_attr(m: nn.Module, *names: str) -> int | None:
@@ -198,10 +244,19 @@ def fused_candidates(n: int, m: nn.Module, attr: str, in_features: int | None) -
     per_head = []
     if hd and n % (3 * hd) == 0:
         per_head.append((f"per head [q; k; v] ({n // (3 * hd)} heads of {hd})", neox_labels(n, hd)))
+    kv = _int_attr(m, "num_key_value_heads", "kv_n_heads", "num_kv_heads", "kv_heads")
+    if heads and kv and hd and heads % kv == 0 and (heads + 2 * kv) * hd == n:
+        g = heads // kv  # Falcon new_decoder_architecture (GQA): per KV group, its g queries, then k, then v
+        per_head.append((f"per KV group [q x {g}; k; v] ({kv} groups, head size {hd})",
+                         _blocks(("q", "k", "v"), (g * hd, hd, hd), kv)))
     other = []
     mp = _int_attr(m, "mp_num")
-    if mp and n % (3 * mp) == 0:
-        other.append((f"CodeGen: {mp} groups of [q; v; k]", _blocks(("q", "v", "k"), (n // (3 * mp),) * 3, mp)))
+    # CodeGen: mp_num groups of [q; v; k]; transformers 4.x keeps mp_num = 4 local to forward, so
+    # a qkv_proj also gets the 4-group candidate (the probe keeps whichever the forward confirms)
+    for groups in dict.fromkeys([g for g in (mp, 4 if attr == "qkv_proj" else None) if g]):
+        if n % (3 * groups) == 0:
+            other.append((f"CodeGen: {groups} groups of [q; v; k]",
+                          _blocks(("q", "v", "k"), (n // (3 * groups),) * 3, groups)))
     cands = per_head + contiguous + other if attr == "query_key_value" else contiguous + per_head + other
     if mp:  # a module that says mp_num is CodeGen-style first
         cands = other + [c for c in cands if c not in other]
@@ -216,7 +271,7 @@ def fused_candidates(n: int, m: nn.Module, attr: str, in_features: int | None) -
 
 def _fused_site(name: str, m: nn.Module, attr: str) -> AttentionSite | None:
     proj = getattr(m, attr)
-    is_conv1d = type(proj).__name__ == "Conv1D"  # GPT-2's transposed linear: weight (in, out)
+    is_conv1d = transposed_weight(proj)  # GPT-2's transposed linear: weight (in, out)
     wdim = 1 if is_conv1d else 0
     n = proj.weight.shape[wdim]
     in_features = proj.weight.shape[1 - wdim] if proj.weight.dim() == 2 else None
@@ -229,9 +284,15 @@ def _fused_site(name: str, m: nn.Module, attr: str) -> AttentionSite | None:
     layout = f"fused-{attr}" + (" (Conv1D, fused axis 1)" if is_conv1d else "")
     out = _first_child(m, OUT_NAMES)
     site = AttentionSite(name, m, f"{layout}: {cands[0][0]}")
-    site.fused.append(FusedTensor(proj, "weight", wdim, cands[0][1], tuple(cands)))
-    if isinstance(getattr(proj, "bias", None), torch.Tensor):
-        site.fused.append(FusedTensor(proj, "bias", 0, cands[0][1], tuple(cands)))
+    for a, dim in (("weight", wdim), ("bias", 0)):
+        if not isinstance(getattr(proj, a, None), torch.Tensor):
+            continue
+        done = split_labels(proj, a)
+        if done is not None:  # split by an earlier call: its confirmed labels, nothing to probe
+            site.fused.append(FusedTensor(proj, a, done[0], done[1], ((f"split earlier ({cands[0][0]})", done[1]),),
+                                          verified=True, declared=True))
+        else:
+            site.fused.append(FusedTensor(proj, a, dim, cands[0][1], tuple(cands)))
     if _is_projection(getattr(m, "q_attn", None)) and attr == "c_attn":
         site.whole += _params_of(m.q_attn, "qk", "q")
     if out is None:
@@ -409,15 +470,17 @@ def _inside(parent: nn.Module, child: nn.Module) -> bool:
 
 def _check_site(site: AttentionSite, rec: layout_probe.SiteRecord) -> tuple[AttentionSite, str | None]:
     """Match ``site`` against what its forward did; ``(site with confirmed labels, problem or None)``."""
-    weights = [ft for ft in site.fused if ft.attr != "bias"]
-    wholes = [wt for wt in site.whole if wt.attr == "weight" and _inside(site.module, wt.module)]
+    # a tensor split earlier is recomputed on each access (no gradient of its own); its labels are known
+    weights = [ft for ft in site.fused if ft.attr != "bias" and not (ft.verified and ft.declared)]
+    wholes = [wt for wt in site.whole if wt.attr == "weight" and _inside(site.module, wt.module)
+              and getattr(wt.module, wt.attr).requires_grad]  # a frozen (e.g. PEFT base) weight cannot be probed
     tensors = [(getattr(ft.module, ft.attr), ft.dim) for ft in weights] + [(getattr(wt.module, wt.attr), 0)
                                                                              for wt in wholes]
     if not tensors:
         return site, None
     eff = layout_probe.row_effects(rec, tensors)
     if eff is None:
-        if not weights and not any(ft.declared for ft in site.fused):
+        if not weights and not any(ft.declared and not ft.verified for ft in site.fused):
             return site, None  # separate projections named as in a known layout: nothing contradicts them
         return site, "recorded no attention scores (no softmax or scaled_dot_product_attention ran in it)"
     chosen: dict[int, tuple[str, tuple[str, ...]]] = {}

@@ -25,7 +25,8 @@ from typing import Any
 
 from torch import nn
 
-from validation.user_models import qk_ov_param_groups
+from theory.errors import InputError
+from validation.user_models import check_rates, qk_ov_param_groups
 
 try:
     import transformers
@@ -82,12 +83,16 @@ class QKOVTrainer(transformers.Trainer):
 
     def __init__(self, *args: Any, qk_ov_ratio: float, qk_ov_lr_other: float | None = None,
                  qk_ov_options: dict[str, Any] | None = None, **kwargs: Any):
-        if not (isinstance(qk_ov_ratio, (int, float)) and qk_ov_ratio > 0):
-            raise ValueError(f"qk_ov_ratio: {qk_ov_ratio!r}: must be a number > 0")
+        try:
+            check_rates(1.0, qk_ov_ratio, qk_ov_lr_other)
+        except InputError as e:
+            raise InputError(f"qk_ov_{e}") from None
         self.qk_ov_ratio = float(qk_ov_ratio)
         self.qk_ov_lr_other = qk_ov_lr_other
         self.qk_ov_options = dict(qk_ov_options or {})
+        self._qk_ov_rates: dict[str, float] = {}
         super().__init__(*args, **kwargs)
+        self.add_callback(_RatesAtStep(self))
 
     def create_optimizer(self, model: nn.Module | None = None) -> Any:
         """The optimizer Trainer would build (``args.optim`` and its kwargs) on the QK/OV groups."""
@@ -103,18 +108,44 @@ class QKOVTrainer(transformers.Trainer):
         return self.optimizer
 
     def log(self, logs: dict[str, float], *args: Any, **kwargs: Any) -> None:
-        """Trainer's log, plus each circuit's current rate on training logs."""
+        """Trainer's log, plus each circuit's rate and any pending ``sharpness/*`` scalars.
+
+        The rates are those the last optimizer step used (read before the scheduler stepped, as
+        Trainer's own ``learning_rate``); scalars from callbacks with ``take_scalars()``
+        (:class:`SharpnessCallback`, :class:`~validation.update_monitor.UpdateMonitorCallback`)
+        join the same record, so every ``report_to`` logger (TensorBoard, W&B, MLflow) sees them.
+        """
         if "loss" in logs and self.optimizer is not None:
-            logs = {**logs, **group_rates(self.optimizer)}
-        super().log(logs, *args, **kwargs)
+            logs = {**logs, **(self._qk_ov_rates or group_rates(self.optimizer))}
+        extra: dict[str, float] = {}
+        for cb in self.callback_handler.callbacks:
+            take = getattr(cb, "take_scalars", None)
+            if callable(take):
+                extra.update(take())
+        super().log({**logs, **extra}, *args, **kwargs)
+
+
+class _RatesAtStep(transformers.TrainerCallback):
+    """Reads each circuit's rate right after the optimizer step, before the scheduler moves it."""
+
+    def __init__(self, trainer: QKOVTrainer):
+        self.trainer = trainer
+
+    def on_optimizer_step(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
+        if self.trainer.optimizer is not None:
+            self.trainer._qk_ov_rates = group_rates(self.trainer.optimizer)
 
 
 class SharpnessCallback(transformers.TrainerCallback):
     """Trainer callback: a :class:`~validation.sharpness_log.SharpnessLogger` on a fixed probe batch.
 
     Records every ``every`` optimizer steps (and at step 0, before training) into
-    ``self.logger.history``; with ``log_scalars`` the means over layers and heads also go into
-    Trainer's ``log_history`` (keys ``sharpness/<measure>``). Arguments as for
+    ``self.logger.history``. With ``log_scalars`` the means over layers and heads (keys
+    ``sharpness/<measure>``) go through the Trainer's ``log()``: a record asks Trainer to log at
+    that step, and :class:`QKOVTrainer` puts the scalars into that log, so ``report_to``
+    loggers (TensorBoard, W&B, MLflow) receive them. Under a plain ``Trainer`` (no ``log()``
+    hook) they are appended to ``state.log_history`` only. Padded keys and padded query rows of
+    the probe batch are excluded (its ``attention_mask``). Arguments as for
     :class:`~validation.sharpness_log.SharpnessLogger`.
     """
 
@@ -123,20 +154,35 @@ class SharpnessCallback(transformers.TrainerCallback):
 
         self.logger = SharpnessLogger(inputs, every=every, **logger_options)
         self.log_scalars = log_scalars
+        self._pending: dict[str, float] = {}
 
-    def _record(self, state: Any, model: Any) -> None:
+    def take_scalars(self) -> dict[str, float]:
+        """The scalars of the latest record not yet logged (then cleared)."""
+        out, self._pending = self._pending, {}
+        return out
+
+    def _record(self, state: Any, model: Any, control: Any) -> None:
         device = next(model.parameters()).device
         inputs = self.logger.inputs
         if hasattr(inputs, "items"):
             self.logger.inputs = {k: v.to(device) if hasattr(v, "to") else v for k, v in inputs.items()}
         rec = self.logger.record(model, state.global_step)
-        if self.log_scalars:
-            state.log_history.append({"step": state.global_step, **self.logger.scalars(rec)})
+        if not self.log_scalars:
+            return
+        if state.global_step == 0:  # before training: no log() call can carry it
+            state.log_history.append({"step": 0, **self.logger.scalars(rec)})
+        else:
+            self._pending = self.logger.scalars(rec)
+            control.should_log = True
 
     def on_train_begin(self, args: Any, state: Any, control: Any, model: Any = None, **kwargs: Any) -> None:
         if model is not None and state.global_step == 0:
-            self._record(state, model)
+            self._record(state, model, control)
 
     def on_step_end(self, args: Any, state: Any, control: Any, model: Any = None, **kwargs: Any) -> None:
         if model is not None and self.logger.due(state.global_step):
-            self._record(state, model)
+            self._record(state, model, control)
+
+    def on_log(self, args: Any, state: Any, control: Any, logs: Any = None, **kwargs: Any) -> None:
+        if self._pending:  # not taken by QKOVTrainer.log: a plain Trainer
+            state.log_history.append({"step": state.global_step, **self.take_scalars()})

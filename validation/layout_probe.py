@@ -190,3 +190,65 @@ def ranges(mask: torch.Tensor) -> str:
             runs.append([i, i + 1])
     head = ", ".join(f"{a}:{b}" for a, b in runs[:4]) + (f", ... ({len(runs)} runs)" if len(runs) > 4 else "")
     return f"[{head}]"
+
+
+def _is_attention_op(name: str, out: Any) -> bool:
+    """``scaled_dot_product_attention``, or a softmax over scores ``(..., L_q, L_k)``.
+
+    A softmax counts when its output has at least 4 dimensions (``(B, H, L_q, L_k)``) or 3 with
+    ``L_q == L_k`` (``(B*H, L, L)``); a router's ``(B, T, n_experts)`` softmax does not.
+    """
+    if name == "scaled_dot_product_attention":
+        return True
+    if name in ("softmax", "_softmax") and isinstance(out, torch.Tensor):
+        return out.dim() >= 4 or (out.dim() == 3 and out.shape[-1] == out.shape[-2] and out.shape[-1] > 1)
+    return False
+
+
+class _Finder(TorchFunctionMode):
+    """Names the innermost module with parameters active at each attention op."""
+
+    def __init__(self, stack: list[str]) -> None:
+        super().__init__()
+        self.stack = stack
+        self.found: list[str] = []
+
+    def __torch_function__(self, func: Any, types: Any, args: tuple = (), kwargs: dict | None = None) -> Any:
+        out = func(*args, **(kwargs or {}))
+        if self.stack and _is_attention_op(getattr(func, "__name__", ""), out) and self.stack[-1] not in self.found:
+            self.found.append(self.stack[-1])
+        return out
+
+
+def attention_modules(model: nn.Module, inputs: Any) -> list[str]:
+    """Names of the modules that compute attention scores in one forward of ``model`` on ``inputs``.
+
+    Structure, not names: each module is the innermost one *with parameters* that was running
+    when ``scaled_dot_product_attention`` or a scores-shaped softmax (:func:`_is_attention_op`)
+    was called, in call order. ``""`` is the root model. Eval mode, grad off.
+    """
+    stack: list[str] = []
+    owns = {id(m): any(True for _ in m.parameters()) for m in model.modules()}
+
+    def pre(name: str, m: nn.Module):
+        def hook(_m: nn.Module, _args: Any) -> None:
+            stack.append(name if owns.get(id(m)) or not stack else stack[-1])
+        return hook
+
+    def post(_m: nn.Module, _args: Any, _out: Any) -> None:
+        if stack:
+            stack.pop()
+
+    handles = [h for name, m in model.named_modules()
+               for h in (m.register_forward_pre_hook(pre(name, m)), m.register_forward_hook(post))]
+    finder = _Finder(stack)
+    was_training = model.training
+    model.eval()
+    try:
+        with torch.no_grad(), finder:
+            _call(model, inputs)
+    finally:
+        for h in handles:
+            h.remove()
+        model.train(was_training)
+    return finder.found

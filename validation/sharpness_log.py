@@ -62,7 +62,11 @@ class SharpnessLogger:
         finally:
             model.train(was_training)
         rec: dict[str, Any] = {"step": int(step)}
-        rec.update({k: v for k, v in sharpness_summary(attn, self.valid, mass=self.mass).items() if k in MEASURES})
+        queries = None  # self-attention: a padded position is no query either (its row is not averaged)
+        if self.valid is not None and getattr(self.valid, "dim", lambda: 0)() == 2 and attn.shape[-2] == attn.shape[-1]:
+            queries = self.valid
+        summary = sharpness_summary(attn, self.valid, mass=self.mass, queries=queries)
+        rec.update({k: v for k, v in summary.items() if k in MEASURES})
         if self.relevant is not None:
             m = attention_metrics(attn, self.relevant, query=self.query, valid=self.valid)
             rec["relevant_mass"] = m["mass"].mean(axis=-1)

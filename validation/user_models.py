@@ -20,6 +20,15 @@ the module's own forward (:func:`resolve_sites`, :mod:`validation.layout_probe`)
 forward contradicts is refused in one line naming the module. :func:`describe_param_groups` prints, without changing the model, which tensor
 (or which rows of a fused tensor) gets which rate.
 
+Every entry point is re-entrant: on a model split earlier, the layout is read back from the
+split (:func:`validation.attention_layouts.split_labels`) and the same groups come back. PEFT
+adapters (LoRA A/B, ...) on a separate projection take that projection's circuit
+(:func:`adapter_parameters`); an adapter on a fused q/k/v projection is refused. An optimizer
+built before the split raises at its first ``step()`` (a global step pre-hook sees the retired
+fused Parameter); rates that are not finite numbers raise ``InputError`` before the model is
+touched; DDP / FSDP(``use_orig_params=True``) wrappers are read, FSDP that flattens is refused
+(:mod:`validation.distributed`).
+
 Why the split: ``nn.MultiheadAttention`` stores :math:`W_Q, W_K, W_V` stacked in one
 ``in_proj_weight`` Parameter :math:`(3E, E)`, and an optimizer's learning rate is per
 Parameter. Scaling the gradient of the q/k rows would give the right rates under SGD
@@ -41,7 +50,9 @@ safe on a ``copy.deepcopy`` of a split model and leaves the original working.
 
 from __future__ import annotations
 
+import math
 import warnings
+import weakref
 from dataclasses import dataclass
 from typing import Any, Iterator
 
@@ -49,6 +60,7 @@ import torch
 from torch import nn
 from torch.nn.utils import parametrize
 
+from theory.errors import InputError
 from validation.attention_layouts import (
     AttentionSite,
     FusedTensor,
@@ -58,6 +70,56 @@ from validation.attention_layouts import (
 )
 from validation.layout_probe import default_inputs
 from validation.param_groups import circuit_param_groups
+
+_REPLACED: dict[int, weakref.ref] = {}
+"""Parameters a split (or merge) took out of a model: an optimizer still holding one drives nothing."""
+_HOOKED = False
+
+
+def _stale_optimizer_check(optimizer: torch.optim.Optimizer, _args: Any, _kwargs: Any) -> None:
+    """Optimizer step pre-hook: refuse a step of an optimizer built before qkov split the model."""
+    if not _REPLACED:
+        return
+    for g in optimizer.param_groups:
+        for p in g["params"]:
+            ref = _REPLACED.get(id(p))
+            if ref is not None and ref() is p:
+                raise RuntimeError(
+                    f"qkov: this {type(optimizer).__name__} holds a tensor of shape {tuple(p.shape)} that qkov took "
+                    "out of the model (the split of a fused q/k/v projection, or merge_all): it was built before the "
+                    "split and would never move those weights; build it after the split, from "
+                    "qk_ov_param_groups(model, lr, ratio) (or from model.parameters() called after it)")
+
+
+def _retire(p: Any) -> None:
+    """Remember ``p`` as taken out of its model (see :func:`_stale_optimizer_check`)."""
+    global _HOOKED
+    if not isinstance(p, nn.Parameter):
+        return
+    if not _HOOKED:
+        from torch.optim.optimizer import register_optimizer_step_pre_hook
+
+        register_optimizer_step_pre_hook(_stale_optimizer_check)
+        _HOOKED = True
+    key = id(p)
+    _REPLACED[key] = weakref.ref(p, lambda _r, k=key: _REPLACED.pop(k, None))
+
+
+def check_model(model: Any) -> None:
+    """Refuse a ``model`` that is not a ``torch.nn.Module`` (one line naming its type)."""
+    if not isinstance(model, nn.Module):
+        raise InputError(f"model: a {type(model).__name__}: must be a torch.nn.Module")
+
+
+def check_rates(lr: Any, ratio: Any, lr_other: Any = None) -> None:
+    """Refuse, before anything is touched, a rate that is not a finite number (``lr``, ``ratio`` > 0; ``lr_other`` >= 0)."""
+    for field_, v, low in (("lr", lr, "> 0"), ("ratio", ratio, "> 0"), ("lr_other", lr_other, ">= 0")):
+        if field_ == "lr_other" and v is None:
+            continue
+        ok = isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) \
+            and (v > 0 if low == "> 0" else v >= 0)
+        if not ok:
+            raise InputError(f"{field_}: {v!r}: must be a finite number {low}")
 
 
 class ConcatSlices(nn.Module):
@@ -136,6 +198,8 @@ def _own_class(module: nn.Module) -> None:
 
 
 def _remove_split(module: nn.Module, attr: str) -> None:
+    for p in module.parametrizations[attr].parameters():
+        _retire(p)
     _own_class(module)
     parametrize.remove_parametrizations(module, attr, leave_parametrized=True)
 
@@ -163,6 +227,7 @@ def split_mha_in_proj(mha: nn.MultiheadAttention) -> nn.MultiheadAttention:
             if isinstance(mha.parametrizations[name][0], ConcatSlices):
                 continue
             raise ValueError(f"{name} already carries another parametrization; cannot split it")
+        _retire(getattr(mha, name))
         parametrize.register_parametrization(mha, name, ConcatSlices(), unsafe=True)
         _keep_standard_format(mha, name)
     return mha
@@ -244,6 +309,7 @@ def split_fused(ft: FusedTensor) -> dict[str, nn.Parameter]:
         if not isinstance(m.parametrizations[attr][0], FusedSlices):
             raise ValueError(f"{type(m).__name__}.{attr} already carries another parametrization; cannot split it")
     else:
+        _retire(getattr(m, attr))
         parametrize.register_parametrization(m, attr, FusedSlices(ft.dim, ft.labels), unsafe=True)
         _keep_standard_format(m, attr)
     pl = m.parametrizations[attr]
@@ -273,6 +339,37 @@ def merged_copy(model: nn.Module) -> nn.Module:
     return merge_all(copy.deepcopy(model))
 
 
+def adapter_parameters(proj: nn.Module) -> list[tuple[str, nn.Parameter]]:
+    """``(name, Parameter)`` of the adapters on a wrapped projection (PEFT LoRA A/B, DoRA, IA3 ...).
+
+    By structure: a module with a ``base_layer`` child (how PEFT wraps a ``Linear``/``Conv1D``)
+    owns its base's parameters plus the adapters'; the adapters are the rest. ``[]`` otherwise.
+    """
+    base = getattr(proj, "base_layer", None)
+    if not isinstance(base, nn.Module) or base is proj:
+        return []
+    base_ids = {id(p) for p in base.parameters()}
+    return [(n, p) for n, p in proj.named_parameters() if id(p) not in base_ids]
+
+
+def _refuse_fused_adapters(sites: list[AttentionSite], strict: bool) -> list[AttentionSite]:
+    """A PEFT adapter on a fused q/k/v projection: refused in one line (``strict``) or left at lr_other."""
+    out = []
+    for s in sites:
+        wrapped = next((ft for ft in s.fused if isinstance(getattr(ft.module, "base_layer", None), nn.Module)), None)
+        if wrapped is None:
+            out.append(s)
+            continue
+        child = next((n for n, c in s.module.named_modules() if c is wrapped.module), "?")
+        msg = (f"{s.name + '.' if s.name else ''}{child} ({type(wrapped.module).__name__}): an adapter on a fused "
+               "q/k/v projection mixes q, k and v (one shared A), so it has no circuit rate; put the adapters on "
+               "separate q/k/v projections (or only on the output projection)")
+        if strict:
+            raise UnknownAttentionLayout(msg + ", or pass strict=False to leave it at lr_other")
+        warnings.warn(f"qkov: {msg}; left at lr_other (strict=False)", stacklevel=4)
+    return out
+
+
 def _needs_probe(site: AttentionSite) -> bool:
     return any(not parametrize.is_parametrized(ft.module, ft.attr) for ft in site.fused)
 
@@ -287,7 +384,7 @@ def resolve_sites(model: nn.Module, *, strict: bool = True, example_inputs: Any 
     (not declared by :func:`~validation.attention_layouts.register_attention_layout`) when
     they are not; ``True`` requires the check; ``False`` takes the preferred layout unchecked.
     """
-    sites = find_attention_sites(model, strict=strict)
+    sites = _refuse_fused_adapters(find_attention_sites(model, strict=strict), strict)
     if verify is False or not sites:
         return sites
     inputs = example_inputs if example_inputs is not None else default_inputs(model)
@@ -305,7 +402,9 @@ def resolve_sites(model: nn.Module, *, strict: bool = True, example_inputs: Any 
                 "running the model: pass example_inputs=... (or verify=False to take it unchecked)")
         return sites
     try:
-        return verify_sites(model, sites, inputs, strict=strict)
+        sites = verify_sites(model, sites, inputs, strict=strict)
+        _check_all_found(model, sites, inputs, strict=strict)
+        return sites
     except UnknownAttentionLayout:
         raise
     except Exception as e:  # the model did not run on these inputs
@@ -314,6 +413,35 @@ def resolve_sites(model: nn.Module, *, strict: bool = True, example_inputs: Any 
                 f"{type(model).__name__}: could not run the model on its example inputs to check the attention layout "
                 f"({type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}); pass example_inputs=...") from e
         return sites
+
+
+def _check_all_found(model: nn.Module, sites: list[AttentionSite], inputs: Any, *, strict: bool) -> None:
+    """Refuse (or, ``strict=False``, warn about) a module that computes attention but is in no site.
+
+    Found by structure (:func:`validation.layout_probe.attention_modules`: the innermost module with
+    parameters running when a softmax over scores or ``scaled_dot_product_attention`` ran), so a
+    hybrid model's second mixer is not skipped for its class name.
+    """
+    from validation.layout_probe import attention_modules
+
+    known = [s.name for s in sites] + [n for n, m in model.named_modules() if isinstance(m, nn.MultiheadAttention)]
+
+    def covered(n: str) -> bool:
+        return any(n == k or n.startswith(k + ".") or k.startswith(n + ".") or n == "" or k == "" for k in known)
+
+    missed = [n for n in attention_modules(model, inputs) if not covered(n)]
+    if not missed:
+        return
+    from validation.attention_layouts import _describe
+
+    n = missed[0]
+    more = f" (+{len(missed) - 1} more: {', '.join(missed[1:4])})" if len(missed) > 1 else ""
+    msg = (f"{_describe(n, model.get_submodule(n))} computes attention scores (softmax or "
+           f"scaled_dot_product_attention) but is in no known layout{more}; declare it with "
+           "register_attention_layout")
+    if strict:
+        raise UnknownAttentionLayout(msg + ", or pass strict=False to leave it at lr_other")
+    warnings.warn(f"qkov: {msg}; left at lr_other (strict=False)", stacklevel=4)
 
 
 @dataclass(frozen=True)
@@ -436,11 +564,23 @@ def plan_qk_ov(  # noqa: C901 - known complexity debt (docs/architecture.md)
             p = getattr(wt.module, wt.attr)
             c = "other" if wt.attr == "bias" and wt.circuit == "qk" and not qk_bias else wt.circuit
             if names.get(id(p)) is not None and names[id(p)] not in done:
-                add(names[id(p)], f"all ({wt.role})", tuple(p.shape), c, s.name, s.layout)
+                add(names[id(p)], f"all ({wt.role})" + (" frozen" if not p.requires_grad else ""),
+                    tuple(p.shape), c, s.name, s.layout)
+            if wt.attr == "weight":
+                for an, ap in adapter_parameters(wt.module):
+                    if names.get(id(ap)) is not None and names[id(ap)] not in done:
+                        add(names[id(ap)], f"adapter {an} of W_{wt.role.upper()}", tuple(ap.shape), wt.circuit,
+                            s.name, s.layout)
     if embeddings:
+        every = {}
+        for n, p in model.named_parameters(remove_duplicate=False):
+            every.setdefault(id(p), []).append(n)
         for p in _input_embeddings(model):
             if names[id(p)] not in done:
-                add(names[id(p)], "all (input embedding)", tuple(p.shape), "qk", "", "embedding")
+                tied = [n for n in every.get(id(p), []) if n != names[id(p)]]
+                what = "all (input embedding" + (f"; tied to {', '.join(tied)}, which moves at the QK rate too)"
+                                                  if tied else ")")
+                add(names[id(p)], what, tuple(p.shape), "qk", "", "embedding")
     for n, p in model.named_parameters():
         if n not in done:
             add(n, "all", tuple(p.shape), "other", "", "")
@@ -455,6 +595,8 @@ def describe_param_groups(model: nn.Module, lr: float, ratio: float, lr_other: f
     Changes nothing in ``model``. Columns: learning rate, circuit, parameter name, rows, shape,
     attention site and layout.
     """
+    check_model(model)
+    check_rates(lr, ratio, lr_other)
     lrs = {"qk": ratio * lr, "ov": lr, "other": lr if lr_other is None else lr_other}
     plan = plan_qk_ov(model, qk_bias=qk_bias, embeddings=embeddings, strict=strict,
                       example_inputs=example_inputs, verify=verify)
@@ -493,6 +635,8 @@ def qk_ov_parameters(model: nn.Module, *, qk_bias: bool = True, embeddings: bool
             if wt.circuit == "qk" and wt.attr == "bias" and not qk_bias:
                 continue
             (qk if wt.circuit == "qk" else ov).append(getattr(wt.module, wt.attr))
+            if wt.attr == "weight":  # LoRA A/B (and other adapters) take their projection's circuit
+                (qk if wt.circuit == "qk" else ov).extend(p for _, p in adapter_parameters(wt.module))
         for ft in s.fused:
             for r, p in split_fused(ft).items():
                 if r in "qk" and ft.attr == "bias" and not qk_bias:
@@ -522,11 +666,65 @@ def qk_ov_param_groups(model: nn.Module, lr: float, ratio: float, lr_other: floa
 
         opt = torch.optim.AdamW(qk_ov_param_groups(model, lr=5e-5, ratio=30))
     """
-    qk, ov = qk_ov_parameters(model, qk_bias=qk_bias, embeddings=embeddings, strict=strict,
-                              example_inputs=example_inputs, verify=verify)
+    check_model(model)
+    check_rates(lr, ratio, lr_other)
+    if _check_wrapper(model):  # DDP / FSDP(use_orig_params=True): read the split made before wrapping
+        import contextlib
+
+        fsdp = _fsdp_class()
+        roots = [m for m in model.modules() if fsdp is not None and isinstance(m, fsdp)][:1]
+        ctx = fsdp.summon_full_params(roots[0], writeback=False) if roots else contextlib.nullcontext()
+        with ctx:  # full (unsharded) views, so shapes are those of the plain model; collective under FSDP
+            _unsplit_fused_in_wrapper(model, strict)
+            qk, ov = qk_ov_parameters(model, qk_bias=qk_bias, embeddings=embeddings, strict=strict, verify=False)
+    else:
+        qk, ov = qk_ov_parameters(model, qk_bias=qk_bias, embeddings=embeddings, strict=strict,
+                                  example_inputs=example_inputs, verify=verify)
+    if qk and not any(p.requires_grad for p in qk):
+        warnings.warn(f"qkov: every W_Q/W_K found ({len(qk)} tensors) is frozen and no trainable adapter sits on "
+                      "them: the QK rate moves nothing; unfreeze them or put adapters (e.g. LoRA) on the q and k "
+                      "projections", stacklevel=2)
     ids = {id(p) for p in qk + ov}
     other = [p for p in model.parameters() if id(p) not in ids]
     return circuit_param_groups(qk, ov, other, lr_ov=lr, ratio=ratio, lr_other=lr_other, **group_options)
+
+
+def _fsdp_class() -> Any:
+    try:
+        from torch.distributed.fsdp import FullyShardedDataParallel
+    except ImportError:  # pragma: no cover - torch without distributed
+        return None
+    return FullyShardedDataParallel
+
+
+def _check_wrapper(model: nn.Module) -> bool:
+    """Whether ``model`` holds a DDP/FSDP wrapper; refuses FSDP that flattens parameters.
+
+    Per-group rates need each W_Q/W_K/W_V/W_O part to stay its own Parameter: DDP keeps them,
+    FSDP does with ``use_orig_params=True`` only.
+    """
+    fsdp = _fsdp_class()
+    wrapped = False
+    for name, m in model.named_modules():
+        if fsdp is not None and isinstance(m, fsdp):
+            wrapped = True
+            if not getattr(m, "_use_orig_params", True):
+                raise InputError(f"{name or '<root>'} (FullyShardedDataParallel): use_orig_params=False flattens "
+                                 "W_Q, W_K, W_V and W_O into one FlatParameter, which per-circuit rates cannot "
+                                 "split; wrap with FullyShardedDataParallel(..., use_orig_params=True)")
+        elif isinstance(m, nn.parallel.DistributedDataParallel):
+            wrapped = True
+    return wrapped
+
+
+def _unsplit_fused_in_wrapper(model: nn.Module, strict: bool) -> None:
+    """Refuse a fused q/k/v tensor not split before DDP/FSDP wrapped the model (one line, naming it)."""
+    for s in find_attention_sites(model, strict=strict):
+        for ft in s.fused:
+            if not parametrize.is_parametrized(ft.module, ft.attr):
+                raise InputError(f"model: {s.name} has a fused q/k/v projection not split before wrapping in "
+                                 "DDP/FSDP; call qk_ov_param_groups(model, ...) on the plain model first, then wrap "
+                                 "it (see docs/tutorials/distributed.md)")
 
 
 def qkov_param_groups(model: nn.Module, lr_ov: float, ratio: float, lr_other: float | None = None,

@@ -1,0 +1,70 @@
+r"""The QK/OV ratio across processes: DDP, FSDP (``use_orig_params=True``) and accelerate.
+
+The rates live in optimizer groups, one per circuit; what a wrapper must keep is each split
+part (W_Q, W_K, W_V, W_O) as its own ``Parameter``. The order that works everywhere:
+
+1. split on the plain model: ``groups = qk_ov_param_groups(model, lr, ratio)`` (fused tensors
+   are re-parametrized in place, the same on every rank since each builds the same model);
+2. wrap: ``DistributedDataParallel(model)`` or
+   ``FullyShardedDataParallel(model, use_orig_params=True)`` (both keep the Parameter objects;
+   FSDP turns them into views of its shards);
+3. build the optimizer on those groups (or call ``qk_ov_param_groups(wrapped, ...)``, which
+   re-reads the split made in step 1: under FSDP it is collective, so every rank calls it).
+
+FSDP with ``use_orig_params=False`` flattens every tensor into one ``FlatParameter`` that no
+group can split: :func:`validation.user_models.qk_ov_param_groups` refuses it in one line, as it
+refuses a fused projection first split after wrapping. Under DDP, gradients are averaged before
+each rank's (identical) AdamW step, so the rates, hence Q/V = ratio, are the same on every rank.
+
+:func:`full_params` gives the whole tensors on every rank (FSDP's ``summon_full_params``; a no-op
+otherwise) and :func:`plain_state_dict` the checkpoint a plain model loads: the model's own keys
+(``c_attn.weight`` ..., :mod:`validation.user_models` folds the parts back on save), to write
+from rank 0. See ``docs/tutorials/distributed.md`` for recipes that run on CPU with ``gloo``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from typing import Any, Iterator
+
+import torch
+from torch import nn
+
+
+def _fsdp() -> Any:
+    from torch.distributed.fsdp import FullyShardedDataParallel
+
+    return FullyShardedDataParallel
+
+
+def unwrap(model: nn.Module) -> nn.Module:
+    """The module inside a DDP / FSDP / accelerate wrapper (``model`` itself when unwrapped)."""
+    seen = 0
+    while hasattr(model, "module") and isinstance(model.module, nn.Module) and seen < 8:
+        model, seen = model.module, seen + 1
+    return model
+
+
+@contextlib.contextmanager
+def full_params(model: nn.Module) -> Iterator[nn.Module]:
+    """Inside: every parameter whole on every rank (FSDP), the unwrapped module is yielded.
+
+    Collective under FSDP: call it on every rank. Changes made inside are not written back.
+    """
+    fsdp = _fsdp()
+    root = next((m for m in model.modules() if isinstance(m, fsdp)), None)
+    if root is None:
+        yield unwrap(model)
+        return
+    with fsdp.summon_full_params(root, writeback=False):
+        yield unwrap(model)
+
+
+def plain_state_dict(model: nn.Module) -> dict[str, torch.Tensor]:
+    """A CPU state dict with the plain model's keys, from a (wrapped) split model; collective under FSDP.
+
+    Save it from rank 0 (``if dist.get_rank() == 0: torch.save(sd, path)``); it loads with
+    ``load_state_dict`` into a plain model built from the same config, split or not.
+    """
+    with full_params(model) as inner:
+        return {k: v.detach().to("cpu", copy=True) for k, v in inner.state_dict().items()}
