@@ -415,7 +415,8 @@ def refusal_times(a, repeats: int = 5) -> dict[str, dict]:
     res: dict[str, dict] = {}
     try:
         with results_lock(base / "busy", "qkov reproduce"):
-            for label, burners in (("idle", 0), (f"{os.cpu_count()} CPU-bound processes", os.cpu_count() or 1)):
+            for label, burners in (("no study running", 0),
+                                   (f"{os.cpu_count()} CPU-bound processes (a study on every core)", os.cpu_count() or 1)):
                 procs = [mp.Process(target=_burn, args=(60.0,), daemon=True) for _ in range(burners)]
                 for p in procs:
                     p.start()
@@ -444,7 +445,9 @@ def render_refusal(res: dict[str, dict]) -> list[str]:
              "included; 5 runs each). The lock is probed before the command's imports "
              "(`qkov.core.lock.busy_message`); before issue 35 the refusal came after them: 1.2-1.5 s against an "
              "idle holder and 3.4 s (load 5) to 8.1 s (load 15) while a study filled both cores, as the issue "
-             "measured; 0.85-1.06 s at load 6.3 on this machine just before the probe was added.", "",
+             "measured. The code just before the probe, measured the same way on the same machine (2026-12-04, "
+             "load average 13-15 from other sessions, medians of 5): 0.90 s with no study running and 3.07 s "
+             "(2.44-4.12) with 2 CPU-bound processes, against 0.33 s and 1.17 s (1.09-1.22) with the probe.", "",
              "| machine | exit | median (s) | min-max (s) | load average |", "|---|---|---|---|---|"]
     lines += [f"| {k} | {', '.join(map(str, v['exit']))} | {v['median']} | {v['min']}-{v['max']} | {v['load']} |"
               for k, v in res.items()]
