@@ -171,6 +171,8 @@ PROMISES = [
     ("A dataset folder of `--data-dir` that is a symbolic link (`DATA/sva`) is refused by `data fetch` in one "
      "line before any download (before: `wiki-*.txt` was written into the link's target).",
      "test_store_faults.py::test_linked_dataset_folder_is_refused_by_data_fetch"),
+    ("A fetch that fails on a full disk leaves no empty dataset folders behind (a kept `.part` keeps its own).",
+     "test_store_faults.py::test_full_disk_during_fetch_leaves_no_empty_folders"),
     ("A well-hashed but wrong-shaped file (`derivation.json` = `{\"ledger\": 7}` with its true SHA-256) and a "
      "metric of 10**400 make their runs incomplete: `report` exits 0 naming them in one line, `reproduce` "
      "names them (`redoing <run>: <why>`) and redoes them alone (before: TypeError / OverflowError tracebacks).",

@@ -422,3 +422,21 @@ def test_busy_out_is_refused_before_the_commands_imports(tmp_path):
     line = _one_error_line(done.stderr)
     assert f"out: {out}: in use by qkov reproduce (pid {os.getpid()}" in line
     assert sorted(p.name for p in out.iterdir()) == []  # released; the probe created nothing
+
+
+def test_full_disk_during_fetch_leaves_no_empty_folders(tmp_path, capsys, monkeypatch):
+    """Before: a fetch onto a full disk left empty dataset folders behind. Now the folders a failed download
+    made are removed again when empty (a kept .part file, for resuming, keeps its folder)."""
+    from validation.real import fetch as fetch_mod
+
+    def full(url, dest, **kw):
+        Path(dest).parent.mkdir(parents=True, exist_ok=True)
+        raise fetch_mod.FetchError(f"{dest}: cannot write (No space left on device)")
+
+    monkeypatch.setattr(fetch_mod, "download", full)
+    data = tmp_path / "data"
+    data.mkdir()
+    rc, _, err = _cli(["data", "fetch", "--dataset", "sva", "--data-dir", str(data)], capsys)
+    line = _one_error_line(err)
+    assert rc == 2 and "No space left on device" in line
+    assert list(data.iterdir()) == []
