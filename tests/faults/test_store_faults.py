@@ -75,7 +75,19 @@ WRITERS = {
 }
 
 
-@pytest.mark.parametrize("command", list(WRITERS))
+def _api(out: Path, capsys) -> tuple[int, str, str]:
+    """`qkov.study.reproduce` (the Python API) as a command: its ConfigError/InputError as the CLI would print it."""
+    from qkov.study import reproduce
+
+    try:
+        reproduce("quick", out, stages=fault_stages(), workers=1)
+        rc, err = 0, ""
+    except InputError as exc:
+        rc, err = 2, f"qkov: error: {exc}"
+    return rc, capsys.readouterr().out, err
+
+
+@pytest.mark.parametrize("command", list(WRITERS) + ["reproduce (Python API)"])
 def test_symlinked_runs_folder_is_refused_by_every_command(command, tmp_path, scratch, capsys, monkeypatch):
     """Before: with OUT/runs a link, `reproduce --stages derive` ran rmtree on an incomplete run inside the link
     target and wrote there; derive and simulate --save wrote through it. Now: one line, exit 2, target intact."""
@@ -84,7 +96,7 @@ def test_symlinked_runs_folder_is_refused_by_every_command(command, tmp_path, sc
     victim = _victim(tmp_path)
     (out / "runs").symlink_to(victim, target_is_directory=True)
     before = _tree(victim)
-    rc, text, err = _cli(WRITERS[command] + [str(out)], capsys)
+    rc, text, err = _api(out, capsys) if command not in WRITERS else _cli(WRITERS[command] + [str(out)], capsys)
     line = _one_error_line(err)
     assert rc == 2 and f"{out / 'runs'}: a symbolic link" in line, err
     assert _tree(victim) == before and (out / "runs").is_symlink()
@@ -422,3 +434,21 @@ def test_busy_out_is_refused_before_the_commands_imports(tmp_path):
     line = _one_error_line(done.stderr)
     assert f"out: {out}: in use by qkov reproduce (pid {os.getpid()}" in line
     assert sorted(p.name for p in out.iterdir()) == []  # released; the probe created nothing
+
+
+def test_full_disk_during_fetch_leaves_no_empty_folders(tmp_path, capsys, monkeypatch):
+    """Before: a fetch onto a full disk left empty dataset folders behind. Now the folders a failed download
+    made are removed again when empty (a kept .part file, for resuming, keeps its folder)."""
+    from validation.real import fetch as fetch_mod
+
+    def full(url, dest, **kw):
+        Path(dest).parent.mkdir(parents=True, exist_ok=True)
+        raise fetch_mod.FetchError(f"{dest}: cannot write (No space left on device)")
+
+    monkeypatch.setattr(fetch_mod, "download", full)
+    data = tmp_path / "data"
+    data.mkdir()
+    rc, _, err = _cli(["data", "fetch", "--dataset", "sva", "--data-dir", str(data)], capsys)
+    line = _one_error_line(err)
+    assert rc == 2 and "No space left on device" in line
+    assert list(data.iterdir()) == []

@@ -183,6 +183,15 @@ def _refuse_linked_folders(data_dir: Path, dest: Path) -> None:
             raise FetchError(f"{folder}: cannot write (a file stands where a directory should be)")
 
 
+def _remove_empty(made: list[Path]) -> None:
+    """Remove the folders a failed download made, deepest first, as long as they are empty."""
+    for d in made:
+        try:
+            d.rmdir()
+        except OSError:
+            return
+
+
 def _open_part(part: Path, append: bool) -> int:
     flags = os.O_WRONLY | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
     flags |= os.O_APPEND if append else os.O_TRUNC
@@ -400,8 +409,13 @@ def fetch(data_dir: Path, datasets: Iterable[str] | None = None, *, include_opti
                 raise FetchError(f"{dest}: cannot read ({exc.strerror or exc})") from None
             cb = None if progress is None else (lambda d, t, _dest=rf.dest: progress(_dest, d, t))
             url = rf.url if mirror is None else mirror_url(mirror, rf)
-            download(url, dest, sha256=rf.sha256, timeout=timeout, progress=cb, max_bytes=rf.max_bytes,
-                     deadline=until, validate=validate)
+            made = [d for d in (dest.parent, *dest.parent.parents) if d != data_dir.parent and not d.exists()]
+            try:
+                download(url, dest, sha256=rf.sha256, timeout=timeout, progress=cb, max_bytes=rf.max_bytes,
+                         deadline=until, validate=validate)
+            except BaseException:
+                _remove_empty(made)  # a failed fetch (full disk, refused body) leaves no empty folders behind
+                raise
             out.append((dest, "downloaded"))
     return out
 
