@@ -29,6 +29,7 @@ import contextlib
 import dataclasses
 import errno
 import datetime as _dt
+import functools
 import json
 import os
 import shutil
@@ -167,6 +168,10 @@ def _check_run(where: str, item: Any) -> tuple[str, dict[str, Any]]:
     return kind, config
 
 
+def _planning_line(stage: str, t0: float) -> str:
+    return f"planning: stage {stage} ({time.monotonic() - t0:.0f} s)"
+
+
 def plan_study(out: Path, quick: bool, data_dir: Path | None,
                stages: Sequence[Stage] | None = None,
                only: Sequence[str] | None = None, echo: Callable[[str], Any] | None = None,
@@ -191,8 +196,7 @@ def plan_study(out: Path, quick: bool, data_dir: Path | None,
             statuses.append(StageStatus(stage.name, stage.where, "not selected"))
             continue
         t0 = time.monotonic()
-        with Heartbeat(echo, lambda s=stage.name, t0=t0: f"planning: stage {s} ({time.monotonic() - t0:.0f} s)",
-                       heartbeat_s):
+        with Heartbeat(echo, functools.partial(_planning_line, stage.name, t0), heartbeat_s):
             items = [_check_run(stage.where, it) for it in stage.study_runs(quick, data_dir)]
         undeclared = sorted({kind for kind, _ in items} - set(stage.kinds if stage.kinds is not None else
                                                                (kind for kind, _ in items)))
@@ -417,11 +421,10 @@ class Heartbeat:
             self._thread.start()
         return self
 
-    def __exit__(self, *exc_info) -> bool:
+    def __exit__(self, *exc_info) -> None:
         self._stop.set()
         if self._thread is not None:
             self._thread.join()
-        return False
 
 
 class _Done:
