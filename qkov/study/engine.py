@@ -648,8 +648,10 @@ class StudyCluster:
 
             self._stack.enter_context(dask.config.set(LOCAL_CLUSTER_CONFIG))
             try:
+                # Threads (processes=False) talk over inproc://, which takes no host; processes listen on loopback.
+                where = {"host": "127.0.0.1"} if self.processes else {}
                 self.cluster = LocalCluster(n_workers=self.workers, threads_per_worker=1, processes=self.processes,
-                                            host="127.0.0.1", dashboard_address=None, silence_logs=50,
+                                            dashboard_address=None, silence_logs=50, **where,
                                             scheduler_kwargs={"dashboard": False,
                                                               "dashboard_address": "127.0.0.1:0"})
                 self.client = Client(self.cluster)
