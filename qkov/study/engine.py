@@ -1,4 +1,4 @@
-"""The reproduce engine: the whole study as one flat set of independent runs on Dask.
+"""The study engine: every command's runs as one flat set of independent runs, in this process or on Dask.
 
 Each stage is a :class:`Stage` (the registry is :mod:`qkov.study.stages`; see ``docs/architecture.md``):
 ``study_runs(quick, data_dir) -> [(kind, config)]`` and ``execute(kind, config, run_dir, ctx)``, where ``ctx``
@@ -580,9 +580,12 @@ def run_study(plan: StudyPlan, client: Any | None, retries: int = 2, progress: b
     executed: list[str] = []
     bar = _progress(len(todo), f"{desc} ({len(reused)} reused)") if progress else None
 
+    own_bars = isinstance(client, InProcess) and ctx.progress is not False  # runs here draw their own bars
+
     def beat() -> str | None:
         if bar is not None:
-            bar.refresh()  # the bar's elapsed time moves even while no run finishes
+            if not own_bars:  # (redrawing over a run's bar from this thread would garble both)
+                bar.refresh()  # the bar's elapsed time moves even while no run finishes
             return None
         return (f"running: {len(executed) + len(failed)} of {len(todo)} runs finished "
                 f"({len(failed)} failed), {time.monotonic() - t0:.0f} s")
