@@ -1,4 +1,4 @@
-"""The reproduce engine: the whole study as one flat set of independent runs on Dask.
+"""The study engine: every command's runs as one flat set of independent runs, in this process or on Dask.
 
 Each stage is a :class:`Stage` (the registry is :mod:`qkov.study.stages`; see ``docs/architecture.md``):
 ``study_runs(quick, data_dir) -> [(kind, config)]`` and ``execute(kind, config, run_dir, ctx)``, where ``ctx``
@@ -29,6 +29,7 @@ import contextlib
 import dataclasses
 import errno
 import datetime as _dt
+import functools
 import json
 import os
 import shutil
@@ -167,6 +168,10 @@ def _check_run(where: str, item: Any) -> tuple[str, dict[str, Any]]:
     return kind, config
 
 
+def _planning_line(stage: str, t0: float) -> str:
+    return f"planning: stage {stage} ({time.monotonic() - t0:.0f} s)"
+
+
 def plan_study(out: Path, quick: bool, data_dir: Path | None,
                stages: Sequence[Stage] | None = None,
                only: Sequence[str] | None = None, echo: Callable[[str], Any] | None = None,
@@ -191,8 +196,7 @@ def plan_study(out: Path, quick: bool, data_dir: Path | None,
             statuses.append(StageStatus(stage.name, stage.where, "not selected"))
             continue
         t0 = time.monotonic()
-        with Heartbeat(echo, lambda s=stage.name, t0=t0: f"planning: stage {s} ({time.monotonic() - t0:.0f} s)",
-                       heartbeat_s):
+        with Heartbeat(echo, functools.partial(_planning_line, stage.name, t0), heartbeat_s):
             items = [_check_run(stage.where, it) for it in stage.study_runs(quick, data_dir)]
         undeclared = sorted({kind for kind, _ in items} - set(stage.kinds if stage.kinds is not None else
                                                                (kind for kind, _ in items)))
@@ -417,11 +421,10 @@ class Heartbeat:
             self._thread.start()
         return self
 
-    def __exit__(self, *exc_info) -> bool:
+    def __exit__(self, *exc_info) -> None:
         self._stop.set()
         if self._thread is not None:
             self._thread.join()
-        return False
 
 
 class _Done:
@@ -577,9 +580,12 @@ def run_study(plan: StudyPlan, client: Any | None, retries: int = 2, progress: b
     executed: list[str] = []
     bar = _progress(len(todo), f"{desc} ({len(reused)} reused)") if progress else None
 
+    own_bars = isinstance(client, InProcess) and ctx.progress is not False  # runs here draw their own bars
+
     def beat() -> str | None:
         if bar is not None:
-            bar.refresh()  # the bar's elapsed time moves even while no run finishes
+            if not own_bars:  # (redrawing over a run's bar from this thread would garble both)
+                bar.refresh()  # the bar's elapsed time moves even while no run finishes
             return None
         return (f"running: {len(executed) + len(failed)} of {len(todo)} runs finished "
                 f"({len(failed)} failed), {time.monotonic() - t0:.0f} s")
@@ -645,8 +651,10 @@ class StudyCluster:
 
             self._stack.enter_context(dask.config.set(LOCAL_CLUSTER_CONFIG))
             try:
+                # Threads (processes=False) talk over inproc://, which takes no host; processes listen on loopback.
+                where = {"host": "127.0.0.1"} if self.processes else {}
                 self.cluster = LocalCluster(n_workers=self.workers, threads_per_worker=1, processes=self.processes,
-                                            host="127.0.0.1", dashboard_address=None, silence_logs=50,
+                                            dashboard_address=None, silence_logs=50, **where,
                                             scheduler_kwargs={"dashboard": False,
                                                               "dashboard_address": "127.0.0.1:0"})
                 self.client = Client(self.cluster)

@@ -10,7 +10,7 @@ from tests.engine_compare import assert_same_runs
 
 
 def test_in_process_and_dask_write_the_same_run(tmp_path):
-    cfg = build_config(("CACO", "FAFO"), (1.0, 5.0), "population", "gd", 60, None, None, 0, 4, 8)
+    cfg = build_config(("CACO", "FAFO"), (1.0, 5.0), "population", "gd", 60, None, None, 0, 3, 2)
     here = validate_synthetic(cfg, tmp_path / "here", progress=False, executor=engine.IN_PROCESS)
     with engine.StudyCluster(workers=1, processes=False) as client:   # Dask: 1 worker, threads of this process
         there = validate_synthetic(cfg, tmp_path / "dask", progress=False, executor=client)
@@ -22,3 +22,19 @@ def test_in_process_and_dask_write_the_same_run(tmp_path):
     opt_here, _ = validate_optimizer_map(("CACO",), (1.0, 4.0), "population", "adam", 100, None, None, 0, 3, 2,
                                          tmp_path / "here", (0.9, 0.999), 1e-8, 0.0)
     assert_same_runs([opt_here], [opt_there], rel=1e-9)
+
+
+def test_cli_workers_option_runs_on_a_local_dask_cluster(tmp_path, capsys):
+    """``qkov validate synthetic --workers 1``: the run executes in a Dask worker process (engine.StudyCluster) and
+    is the same directory, files and metrics as the in-process one."""
+    import json
+
+    from qkov.cli.main import cli, run_cli
+
+    args = ["validate", "synthetic", "--param", "CACO", "--ratios", "1,5", "--steps", "40", "--K", "3", "--M", "2",
+            "--json"]
+    assert run_cli(cli, args + ["--out", str(tmp_path / "here")]) == 0
+    here = json.loads(capsys.readouterr().out)["run_dir"]
+    assert run_cli(cli, args + ["--out", str(tmp_path / "dask"), "--workers", "1"]) == 0
+    there = json.loads(capsys.readouterr().out)["run_dir"]
+    assert_same_runs([here], [there], rel=1e-9)
