@@ -12,6 +12,7 @@ from pathlib import Path
 
 import json
 import os
+import warnings
 
 import torch
 
@@ -21,6 +22,7 @@ from qkov.core.runstore import RunWriter
 from validation.real.config import DATASETS, RealRunConfig, default_config, default_ratios, default_seeds
 from validation.real import datasets
 from validation.real.errors import DataError
+from validation.real.glove import GloveMissingWarning, glove_missing
 from validation.real.run import load_dataset, train_and_evaluate, train_and_evaluate_many
 
 KIND = "validate-real"
@@ -98,10 +100,16 @@ def study_runs(quick: bool, data_dir: Path | None) -> list[tuple[str, dict]]:
 
 
 def skipped_runs(quick: bool, data_dir: Path | None) -> list[str]:
-    """One line per dataset that is not run, with the reason."""
+    """One line per dataset that is not run, with the reason; and, once, GloVe when a generation run is
+    planned without it (its runs start from random embeddings; each worker's warning is silenced)."""
     if data_dir is None:
         return [NO_DATA]
-    return [f"real data {ds}: {why}" for ds in DATASETS if (why := missing_data(ds, data_dir)) is not None]
+    lines = [f"real data {ds}: {why}" for ds in DATASETS if (why := missing_data(ds, data_dir)) is not None]
+    generation = [ds for ds in DATASETS if datasets.DATASETS[ds].task == "generation"
+                  and missing_data(ds, data_dir) is None]
+    if generation and (why := glove_missing()) is not None:
+        lines.append(f"GloVe initialisation of {', '.join(generation)}: {why}")
+    return lines
 
 
 DEVICE_ENV, BF16_ENV = "QKOV_DEVICE", "QKOV_BF16"
@@ -128,8 +136,10 @@ def execute(kind: str, config: dict, run_dir: Path) -> None:
         raise ValueError(f"kind {kind!r}: qkov.study.real_stage runs only {KIND!r}")
     torch.set_num_threads(1)
     device, bf16 = stage_device()
-    execute_run(parse_config(RealRunConfig, **config), Path(run_dir), kind=kind, progress=False, device=device,
-                bf16=bf16)
+    with warnings.catch_warnings():  # said once above the progress bar (skipped_runs), not once per run
+        warnings.simplefilter("ignore", GloveMissingWarning)
+        execute_run(parse_config(RealRunConfig, **config), Path(run_dir), kind=kind, progress=False, device=device,
+                    bf16=bf16)
 
 
 def execute_run(cfg: RealRunConfig, run_dir: Path, *, kind: str = KIND, progress: bool = True,
