@@ -205,10 +205,9 @@ def derivation_text(results: StudyResults) -> str:
         parts.append(f"Model: {d['model']}.")
     s = d.get("summary") or d.get("description") or ""
     if isinstance(s, dict) and "checks" in s and "passed" in s:
-        text = f"{s['passed']} of {s['checks']} symbolic checks passed"
-        if s.get("numeric_fallbacks"):
-            text += f" ({s['numeric_fallbacks']} of them by a high-precision numeric check where simplification stalled)"
-        parts.append(text + ".")
+        from theory.checks import exactness_text
+
+        parts.append(exactness_text(s) + ".")   # counts by exactness: symbolic, scoped, numeric
     elif isinstance(s, dict):
         parts.append("; ".join(f"{k.replace('_', ' ')}: {v}" for k, v in s.items()) + ".")
     elif s:

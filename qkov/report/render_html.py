@@ -18,7 +18,7 @@ from pathlib import Path
 from qkov.report import content
 from qkov.report.collect import Figure, RunRecord, StudyResults
 from qkov.report.ledger import STAGE_TITLES, LedgerRow, StageVerdict
-from qkov.report.mathml import math_block
+from qkov.report.mathml import html_text, math_block  # html_text: formulas in prose, no raw ** or _
 from qkov.report.tables import MetricTable, metric_tables
 
 CSS = """
@@ -204,11 +204,11 @@ def claim_section(r: LedgerRow, results: StudyResults | None = None) -> str:
              f"<p>{_e(r.claim)} <span class=\"where\">({_e(r.where)})</span></p>"]
     if r.statements:
         parts.append("<ul class=\"statements\">" + "".join(
-            f"<li>{_badge(st)} {_e(text)}</li>" for st, text in r.statements) + "</ul>")
+            f"<li>{_badge(st)} {html_text(text)}</li>" for st, text in r.statements) + "</ul>")
     elif r.status:
         parts.append(f"<p>Derivation: {_badge(r.status)}</p>")
     if r.derived:
-        parts.append(f"<details><summary>what was derived</summary><p>{_e(r.derived)}</p></details>")
+        parts.append(f"<details><summary>what was derived</summary><p>{html_text(r.derived)}</p></details>")
     grid = figure2_grid_html(results) if results is not None and r.id in FIGURE2_CLAIMS else ""
     parts.append(grid + _figures([(run, f) for run, f in r.figures if not (grid and f.stem == "figure2_dtap")],
                                  "" if grid else "No figure for this claim in these runs."))

@@ -15,6 +15,7 @@ import re
 from pathlib import Path
 from urllib.parse import quote
 
+from qkov.report.mathml import plain_powers  # no raw ** in formulas
 from qkov.report import content
 from qkov.report.collect import StudyResults
 from qkov.report.ledger import STAGE_TITLES, LedgerRow
@@ -70,7 +71,7 @@ def _metric_tables(runs, what: str) -> str:
 def _claim_section(r: LedgerRow, out: Path) -> str:
     parts = [f"### {r.id}: {_v(r.verdict)}", f"{_md(r.claim)} _({_md(r.where)})_"]
     if r.statements:
-        parts.append("\n".join(f"- **{_v(st)}**: {_md(text)}" for st, text in r.statements))
+        parts.append("\n".join(f"- **{_v(st)}**: {_md(plain_powers(text))}" for st, text in r.statements))
     elif r.status:
         parts.append(f"Derivation: **{_v(r.status)}**")
     if r.figures:
