@@ -1,0 +1,62 @@
+"""Formulas read as formulas in a real browser: the derivation report and a study report, rendered by headless
+Chromium, show no raw ``**``, no LaTeX macros (``\\frac``, ``\\mathrm``) and no ``_`` in their math text."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from browser import chromium_missing, open_driver
+from report_fixture import build_fake_results
+
+pytestmark = pytest.mark.browser
+
+TEXT_JS = """
+const pick = sel => [...document.querySelectorAll(sel)].map(e => e.innerText || e.textContent);
+const shown = m => { const c = m.cloneNode(true); c.querySelectorAll('annotation').forEach(a => a.remove());
+                     return c.textContent; };   // the LaTeX annotation is source, not shown
+return {body: document.body.innerText, math: [...document.querySelectorAll('math')].map(shown), statements: pick('.statement'),
+        ledger: pick('table.ledger td'), titles: pick('.eq > div:first-child')};"""
+LATEX = re.compile(r"\\[A-Za-z]+")
+
+
+@pytest.fixture(scope="module")
+def chromium(tmp_path_factory):
+    missing = chromium_missing()
+    if missing:
+        pytest.skip(missing)
+    driver = open_driver(tmp_path_factory.mktemp("profile"))
+    yield driver
+    driver.quit()
+
+
+def _text(chromium, path):
+    chromium.get(path.resolve().as_uri())
+    return chromium.execute_script(TEXT_JS)
+
+
+def test_derivation_report_math_is_rendered_not_raw(chromium, tmp_path):
+    from qkov.report.derivation import render_html
+    from theory.derivation_cache import cached_derivation_json
+
+    payload = cached_derivation_json(("CACO", "FACO", "CAFO", "FAFO"))[0]
+    page = tmp_path / "report.html"
+    page.write_text(render_html(payload))
+    got = _text(chromium, page)
+    assert len(got["math"]) == len(payload["displays"]) and len(got["statements"]) > 200
+    assert "**" not in got["body"] and not LATEX.search(got["body"]), LATEX.findall(got["body"])[:5]
+    for kind in ("math", "statements", "titles"):
+        assert [t for t in got[kind] if "_" in t] == [], kind
+    # the ledger's prose keeps code names (level_curve_crossover) but no math written with underscores
+    assert not [t for t in got["ledger"] if re.search(r"\b(eta|rho|s|W)_[A-Za-z]{1,2}\b", t)]
+
+
+def test_study_report_page_has_no_raw_powers_or_latex(chromium, tmp_path):
+    from qkov.report import build_report
+
+    plan = build_fake_results(tmp_path / "out", tmp_path)
+    html_path, _ = build_report(plan.out)
+    got = _text(chromium, html_path)
+    assert "**" not in got["body"] and not LATEX.search(got["body"])
+    assert [t for t in got["math"] if "_" in t or "**" in t] == []
