@@ -221,13 +221,3 @@ def latex_html(latex: str) -> str:
     no ``_`` and no ``^`` are left for the reader."""
     return re.sub(r" {2,}", " ", _Latex(latex or "").read()).strip()
 
-
-def latex_plain(latex: str) -> str:
-    """:func:`latex_html` without tags, for Markdown: subscripts joined (``η_QK`` -> ``ηQK``), powers as
-    Unicode superscripts where they exist, else ``^(...)``."""
-    def sup(m: re.Match) -> str:
-        s = html.unescape(m.group(1))
-        t = _superscript(s) if s else None
-        return t if t is not None else f"^({s})"
-    text = re.sub(r"<sup>(.*?)</sup>", sup, latex_html(latex))
-    return html.unescape(re.sub(r"</?sub>", "", text))

@@ -74,3 +74,13 @@ def test_docs_theory_states_the_derived_counts(payload):
     stated = {int(n) for n in re.findall(r"(\d+) checks", page)}
     assert stated == {payload["summary"]["checks"]}, stated
     assert "every check is `symbolic`" not in page and "every check is symbolic" not in page
+
+
+def test_qkov_derive_prints_the_counts_by_exactness(payload, tmp_path, capsys):
+    from qkov.cli.main import cli
+    from qkov.cli.support import run_cli
+    from theory.checks import exactness_text
+
+    assert run_cli(cli, ["derive", "--out", str(tmp_path / "results"), "--format", "md"]) == 0
+    out = capsys.readouterr().out
+    assert f"checks: {exactness_text(payload['summary'])}\n" in out and "scoped (" in out
