@@ -52,11 +52,23 @@ def test_derivation_report_math_is_rendered_not_raw(chromium, tmp_path):
     assert not [t for t in got["ledger"] if re.search(r"\b(eta|rho|s|W)_[A-Za-z]{1,2}\b", t)]
 
 
-def test_study_report_page_has_no_raw_powers_or_latex(chromium, tmp_path):
+@pytest.mark.parametrize("study", ["fake", "derived"])
+def test_study_report_page_has_no_raw_powers_or_latex(chromium, tmp_path, study):
+    """``derived``: a results directory holding the real derive run, whose ledger statements (the sharpness-order
+    crossover ratio, rho_OV) are sympy expressions: they read with superscripts, not ``M**2``."""
+    from qkov.core.runstore import run_dir_for
     from qkov.report import build_report
+    from qkov.study.derive_command import DeriveConfig, write_derivation
 
-    plan = build_fake_results(tmp_path / "out", tmp_path)
-    html_path, _ = build_report(plan.out)
+    out = tmp_path / "out"
+    if study == "fake":
+        build_fake_results(out, tmp_path)
+    else:
+        cfg = DeriveConfig()
+        write_derivation(run_dir_for(out, "derive", cfg.to_json_dict()), cfg)
+    html_path, _ = build_report(out)
     got = _text(chromium, html_path)
     assert "**" not in got["body"] and not LATEX.search(got["body"])
     assert [t for t in got["math"] if "_" in t or "**" in t] == []
+    if study == "derived":
+        assert "M²" in got["body"] and "(1-p)CACO" in got["body"].replace(" ", "")
