@@ -249,7 +249,7 @@ def render_html(results: StudyResults, rows: list[LedgerRow]) -> str:
     now = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
     _EMBEDDED.clear()
     stages = "".join(f"<li>{_e(x)}</li>" for x in content.stage_lines(results))
-    eqs = "".join(f'<div class="eq"><h4>{_e(d.title)}</h4>{math_block(d.mathml, d.latex)}'
+    eqs = "".join(f'<div class="eq"><h4>{html_text(d.title)}</h4>{math_block(d.mathml, d.latex)}'
                   + (f'<div class="ev">verified by: {_e(d.check)}</div>' if d.check else "") + "</div>"
                   for d in content.displays(results)) or '<p class="meta">No derivation run yet.</p>'
     dtext = content.derivation_text(results)

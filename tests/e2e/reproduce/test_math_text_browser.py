@@ -71,4 +71,6 @@ def test_study_report_page_has_no_raw_powers_or_latex(chromium, tmp_path, study)
     assert "**" not in got["body"] and not LATEX.search(got["body"])
     assert [t for t in got["math"] if "_" in t or "**" in t] == []
     if study == "derived":
+        titles = chromium.execute_script("return [...document.querySelectorAll('.eq h4')].map(h => h.innerText);")
+        assert titles and [t for t in titles if "_" in t] == []     # 'reduced flow of s_O' reads s with subscript O
         assert "M²" in got["body"] and "(1-p)CACO" in got["body"].replace(" ", "")
