@@ -257,9 +257,7 @@ def render_html(results: StudyResults, rows: list[LedgerRow]) -> str:
                    for row in content.provenance_rows(results))
     prov_head = "".join(f"<th>{_e(c)}</th>" for c in content.PROVENANCE_COLUMNS)
     cluster = (results.summary or {}).get("cluster", "")
-    shown = {(run.name, f.stem) for r in rows for run, f in r.figures}
-    others = [(run, f) for run in results.runs for f in run.figures if (run.name, f.stem) not in shown
-              and not (f.stem == "figure2_dtap" and run.kind == "figure2")]   # drawn as the Figure 2 grid
+    others = content.other_figures(results, rows)
     real = results.stage("real")
     sections = [
         f"<h1>qkov reproduction report</h1><p class=\"meta\">Built {now} from {_e(results.out.resolve())}"
@@ -267,17 +265,17 @@ def render_html(results: StudyResults, rows: list[LedgerRow]) -> str:
         f"<p>{_e(content.INTRO).replace('*' + content.PAPER_TITLE + '*', '<em>' + content.PAPER_TITLE + '</em>')}"
         f"</p><p class=\"headline\">{_e(content.headline(rows))}</p>",
         f'<ul class="stages">{stages}</ul>',
-        f'<h2 id="claims">1. Claims</h2>{claims_table(rows)}',
-        '<h2 id="per-claim">2. The evidence, claim by claim</h2>' + "\n".join(claim_section(r, results) for r in rows),
-        '<h2 id="derivation">3. Derivation</h2>' + (f"<p>{_e(dtext)}</p>" if dtext else "") + eqs,
-        '<h2 id="real-data">4. Real data</h2>' + _tables(real, "real data"),
-        '<h2 id="other-figures">5. Other figures</h2>'
+        f'<h2 id="claims">{content.section_title("claims")}</h2>{claims_table(rows)}',
+        f'<h2 id="per-claim">{content.section_title("per-claim")}</h2>' + "\n".join(claim_section(r, results) for r in rows),
+        f'<h2 id="derivation">{content.section_title("derivation")}</h2>' + (f"<p>{_e(dtext)}</p>" if dtext else "") + eqs,
+        f'<h2 id="real-data">{content.section_title("real-data")}</h2>' + _tables(real, "real data"),
+        f'<h2 id="other-figures">{content.section_title("other-figures")}</h2>'
         + (f"<details><summary>{len(others)} figures not tied to a claim's evidence</summary>"
            + _figures(others, "") + "</details>" if others else '<p class="meta">None.</p>'),
-        '<h2 id="metrics">6. Simulation and synthetic metrics</h2><details><summary>tables</summary>'
+        f'<h2 id="metrics">{content.section_title("metrics")}</h2><details><summary>tables</summary>'
         + _tables(results.stage("simulate"), "simulation") + _tables(results.stage("synthetic"), "synthetic training")
         + "</details>",
-        f'<h2 id="provenance">7. Run provenance</h2><details><summary>{len(results.runs)} runs</summary>'
+        f'<h2 id="provenance">{content.section_title("provenance")}</h2><details><summary>{len(results.runs)} runs</summary>'
         f'<div class="scroll"><table id="provenance-table"><thead><tr>{prov_head}</tr></thead>'
         f"<tbody>{prov}</tbody><caption>Each run's manifest.json; every run directory lies under "
         f"{_e(results.out / 'runs')}.</caption></table></div></details>",

@@ -100,18 +100,20 @@ def render_markdown(results: StudyResults, rows: list[LedgerRow]) -> str:
         content.INTRO,
         f"**{_md(content.headline(rows))}**",
         "\n".join(f"- {_md(x)}" for x in content.stage_lines(results)),
-        "## 1. Claims", table,
+        f"## {content.section_title('claims')}", table,
         "*Verdicts: supports / contradicts / mixed / inconclusive / insufficient (cannot discriminate: 0 comparisons, "
         "ties, levels not reached, an untrained model). One rule combines runs and stages: insufficient never "
         "counts; if the rest agree, their verdict; otherwise mixed.*",
-        "## 2. The evidence, claim by claim",
+        f"## {content.section_title('per-claim')}",
         "\n\n".join(_claim_section(r, out) for r in rows),
-        "## 3. Derivation", _md(content.derivation_text(results)), eqs,
-        "## 4. Real data", _metric_tables(results.stage("real"), "real data"),
-        "## 5. Simulation and synthetic metrics",
+        f"## {content.section_title('derivation')}", _md(content.derivation_text(results)), eqs,
+        f"## {content.section_title('real-data')}", _metric_tables(results.stage("real"), "real data"),
+        f"## {content.section_title('other-figures')}",
+        _figures(content.other_figures(results, rows), out) or "_None._",
+        f"## {content.section_title('metrics')}",
         _metric_tables(results.stage("simulate"), "simulation"),
         _metric_tables(results.stage("synthetic"), "synthetic training"),
-        "## 6. Run provenance", _table(list(content.PROVENANCE_COLUMNS),
+        f"## {content.section_title('provenance')}", _table(list(content.PROVENANCE_COLUMNS),
                                        [[_md(x) for x in row] for row in content.provenance_rows(results)]),
     ]
     return "\n\n".join(p for p in parts if p) + "\n"
