@@ -42,10 +42,11 @@ def all_checks(payload: dict[str, Any]) -> list[dict[str, Any]]:
     return list(_check_index(payload).values())
 
 
-def _status(c: dict[str, Any] | None) -> str:
+def _status(c: dict[str, Any] | None, claim: str = "") -> str:
     if c is None:
         return "check: (none recorded)"
-    return f"check `{c['name']}`: {'PASSED' if c['passed'] else 'FAILED'} ({c['method']})"
+    return (f"check `{c['name']}`: {'PASSED' if c['passed'] else 'FAILED'} ({c['method']})"
+            + (f", for the claim `{claim}`" if claim else ""))
 
 
 SCOPED_NOTE = ("symbolic: exact for symbolic K, M and rates; scoped: exact, but at one parameter point or at one "
@@ -101,7 +102,7 @@ def render_markdown(payload: dict[str, Any]) -> str:
             out.append("")
             continue
         for d in _displays_in(payload, key):
-            out += [f"**{html_text(d['title'])}**", "", f"$$ {d['latex']} $$", "", f"> {_status(idx.get(d['check']))}", ""]
+            out += [f"**{html_text(d['title'])}**", "", f"$$ {d['latex']} $$", "", f"> {_status(idx.get(d['check']), str(d.get('claim') or ''))}", ""]
     return "\n".join(out) + "\n"
 
 
@@ -171,12 +172,13 @@ def render_html(payload: dict[str, Any]) -> str:
 
     from qkov.report.mathml import latex_html
 
-    def check_line(c: dict[str, Any] | None) -> str:
+    def check_line(c: dict[str, Any] | None, claim: Any = "") -> str:
         if c is None:
             return "<div class='check'>check: (none recorded)</div>"
         cls = "passed" if c["passed"] else "failed"
         return (f"<div class='check'>check <b>{_h(c['name'])}</b>: <span class='{cls}'>"
-                f"{'PASSED' if c['passed'] else 'FAILED'}</span> — {_h(c['method'])}: "
+                f"{'PASSED' if c['passed'] else 'FAILED'}</span> — {_h(c['method'])}"
+                + (f", for the claim <i>{_h(claim)}</i>" if claim else "") + ": "
                 f"<span class='statement'>{latex_html(c['statement'])}</span></div>")
 
     for key, title in SECTIONS:
@@ -210,7 +212,7 @@ def render_html(payload: dict[str, Any]) -> str:
                 parts.append(f"<h3>{_h(sub.split('-', 1)[1])}</h3>")
                 current = sub
             parts.append(f"<div class='eq'><div>{_t(d['title'])}</div>{_mathml(d['mathml'])}</div>"
-                         f"{check_line(idx.get(d['check']))}")
+                         f"{check_line(idx.get(d['check']), d.get('claim') or '')}")
     parts.append("</body></html>")
     return "\n".join(parts)
 

@@ -175,7 +175,7 @@ class _Latex:
             return ""
         if name in ("frac", "tfrac", "dfrac"):
             num, den = self.group(), self.group()
-            wrap = (lambda x: x if re.fullmatch(r"[\w.·]+|<[^>]+>[^<]*</[^>]+>", x) else f"({x})")
+            wrap = (lambda x: x if re.fullmatch(r"[\w.·]+(?:<(su[bp])>[\w.·]*</\1>)?", x) else f"({x})")
             return f"{wrap(num)}/{wrap(den)}"
         if name == "sqrt":
             return f"√({self.group()})"
