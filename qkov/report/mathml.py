@@ -219,5 +219,5 @@ def latex_html(latex: str) -> str:
     r"""A check's LaTeX statement as readable, escaped HTML: ``\frac{a}{b}`` -> ``a/b``, ``\eta_{QK}`` ->
     ``η<sub>QK</sub>``, ``\text{...}`` -> its text, Greek letters and arrows as Unicode; no backslash,
     no ``_`` and no ``^`` are left for the reader."""
-    return re.sub(r" {2,}", " ", _Latex(latex or "").read()).strip()
+    return re.sub(r" {2,}", " ", _Latex(latex or "").read()).replace("<sup>ᵀ</sup>", "ᵀ").strip()
 

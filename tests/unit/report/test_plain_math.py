@@ -28,7 +28,7 @@ def test_short_subscripts_are_sub_tags_code_names_stay_and_markup_is_escaped():
     (r"\rho_{OV} = s_O^2 + s_V^2 = \sqrt{\delta^2 + 4u^2}",
      "ρ<sub>OV</sub> = s<sub>O</sub><sup>2</sup> + s<sub>V</sub><sup>2</sup> = √(δ<sup>2</sup> + 4u<sup>2</sup>)"),
     (r"\lim_{u\to\infty} \partial\log(1-p)/\partial\log r = -1 < 0", "lim<sub>u→∞</sub> ∂log(1-p)/∂log r = -1 &lt; 0"),
-    (r"\dot W = -\eta\,(W_1W_1^\top G)", "W\u0307 = -η (W<sub>1</sub>W<sub>1</sub><sup>ᵀ</sup> G)"),
+    (r"\dot W = -\eta\,(W_1W_1^\top G)", "W\u0307 = -η (W<sub>1</sub>W<sub>1</sub>ᵀ G)"),
     (r"\mathrm{orbit} \text{ at every point}", "orbit at every point"),
     (r"<img src=x onerror=alert(1)>", "&lt;img src=x onerror=alert(1)&gt;"),
 ])
