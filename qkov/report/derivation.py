@@ -8,7 +8,10 @@ one self-contained file: no scripts, no fonts or styles from a network; Chromium
 from __future__ import annotations
 
 import html
+import re
 from typing import Any
+
+_FROM_SUPERSCRIPT = str.maketrans("⁰¹²³⁴⁵⁶⁷⁸⁹⁺⁻⁽⁾ⁿ", "0123456789+-()n")
 
 SECTIONS = [
     ("symmetric-subspace", "1. The symmetric subspace and the fixed lines"),
@@ -223,8 +226,11 @@ def render_tex(payload: dict[str, Any]) -> str:
     idx = _check_index(payload)
 
     def esc(x: str) -> str:
-        return (x.replace("\\", r"\textbackslash{}").replace("_", r"\_").replace("%", r"\%").replace("&", r"\&")
-                 .replace("#", r"\#").replace("{", r"\{").replace("}", r"\}").replace("^", r"\^{}").replace("~", r"\~{}"))
+        x = (x.replace("\\", r"\textbackslash{}").replace("_", r"\_").replace("%", r"\%").replace("&", r"\&")
+             .replace("#", r"\#").replace("{", r"\{").replace("}", r"\}").replace("^", r"\^{}").replace("~", r"\~{}"))
+        # the ledger's plain-text powers (M², u⁻¹) and products (·) as math, so pdflatex needs no Unicode
+        x = re.sub("[⁰¹²³⁴⁵⁶⁷⁸⁹⁺⁻⁽⁾ⁿ]+", lambda m: "$^{" + m.group(0).translate(_FROM_SUPERSCRIPT) + "}$", x)
+        return x.replace("·", r"$\cdot$")
 
     out = [r"\documentclass{article}", r"\usepackage{amsmath,amssymb}", r"\usepackage[margin=2cm]{geometry}",
            r"\allowdisplaybreaks", r"\begin{document}", r"\section*{qkov derivation report}", esc(INTRO),

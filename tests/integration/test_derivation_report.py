@@ -84,3 +84,11 @@ def test_qkov_derive_prints_the_counts_by_exactness(payload, tmp_path, capsys):
     assert run_cli(cli, ["derive", "--out", str(tmp_path / "results"), "--format", "md"]) == 0
     out = capsys.readouterr().out
     assert f"checks: {exactness_text(payload['summary'])}\n" in out and "scoped (" in out
+
+
+def test_latex_report_stays_ascii(payload):
+    """The ledger's prose now carries M² and ·: the .tex writes them as math, so pdflatex needs no Unicode."""
+    from qkov.report.derivation import render_tex
+
+    tex = render_tex(payload)
+    assert tex.isascii() and "$^{2}$" in tex
