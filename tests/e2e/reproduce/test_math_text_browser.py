@@ -73,4 +73,9 @@ def test_study_report_page_has_no_raw_powers_or_latex(chromium, tmp_path, study)
     if study == "derived":
         titles = chromium.execute_script("return [...document.querySelectorAll('.eq h4')].map(h => h.innerText);")
         assert titles and [t for t in titles if "_" in t] == []     # 'reduced flow of s_O' reads s with subscript O
+        from theory.checks import exactness_text
+        from theory.derivation_cache import cached_derivation_json
+
+        summary = cached_derivation_json(("CACO", "FACO", "CAFO", "FAFO"))[0]["summary"]
+        assert exactness_text(summary) in got["body"] and "scoped (" in got["body"]   # never 'N of N symbolic'
         assert "M²" in got["body"] and "(1-p)CACO" in got["body"].replace(" ", "")
