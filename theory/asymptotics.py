@@ -153,9 +153,22 @@ def asymptotic_checks(param: Parametrization) -> list[Check]:
         limit_check(f"{param}-v-tight-rate", rf"v(t)/\log\log t \to {2 if Parametrization(param).ov.collapsed else 1}",
                     v_exp / sp.log(lt), t, sp.oo, 2 if Parametrization(param).ov.collapsed else 1),
     ]
+    checks.append(residual_check(param))
     if Parametrization(param).qk.collapsed:
         checks.append(ratio_shift_check(param))
     return checks
+
+
+def residual_check(param: Parametrization) -> Check:
+    r"""``{param}-residual-leading``: on the line :math:`1-p = (M+1)/(e^v + M + 1)`, so
+    :math:`(1-p)/((M+1)e^{-v}) \to 1` as :math:`v \to \infty`; with :math:`e^{\hat v(u)} = \hat\rho_{QK}\,R\,\hat G_{OV}(u)`
+    (the inversion behind ``v_of_u``, checked by ``{param}-first-integral-leading``) this is the displayed law
+    ``residual_of_u`` :math:`= (M+1)/(\hat\rho_{QK} R \hat G_{OV})`."""
+    from theory.symmetric_line import p_of_v
+
+    return limit_check(f"{param}-residual-leading",
+                       r"\frac{1-p}{(M+1)e^{-v}} \to 1\ (v\to\infty),\ e^{\hat v(u)} = \hat\rho_{QK}\,R\,\hat G_{OV}(u)",
+                       ((1 - p_of_v()) / ((M + 1) * sp.exp(-v))).subs(v, _vp), _vp, sp.oo, 1)
 
 
 RATIO_SHIFT = {"collapsed": sp.Integer(0), "factorized": -2 * K * (M + 1) / (r ** 2 * (K - 1) * (K + M + 1))}

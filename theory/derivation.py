@@ -17,9 +17,9 @@ import sympy as sp
 from theory.adam import SignLaws, adam_checks, sign_laws, sign_summary
 from theory.asymptotics import AsymptoticLaws, asymptotic_checks, asymptotic_laws
 from theory.asymptotics_next import REMAINDERS, next_order_checks, next_order_laws
-from theory.checks import Check, method_counts, tag
+from theory.checks import Check, method_counts, scoped_counts, tag
 from theory.first_integrals import FirstIntegral, first_integral, first_integral_checks
-from theory.reduced import ReducedSystem, balanced_initial_state, reduced_system
+from theory.reduced import ReducedSystem, balanced_initial_state, flow_checks, reduced_system
 from theory.rescaling import (conservation_checks, conserved_quantities, effective_system, effective_system_checks,
                               ov_rescaling, qk_rescaling)
 from theory.parametrization import PARAMETRIZATIONS, Parametrization
@@ -101,6 +101,7 @@ def derive(param: Parametrization) -> Derivation:
     checks: list[Check] = []
     checks += tag("conservation", conservation_checks(param))
     checks += tag("effective-system", effective_system_checks(param))
+    checks += tag("effective-system", flow_checks(param))
     checks += tag("first-integral", first_integral_checks(param))
     checks += tag("growth", asymptotic_checks(param))
     checks += tag("growth", next_order_checks(param))
@@ -218,5 +219,5 @@ def derivation_json(params: tuple[str, ...] = PARAMS, full_matrix: bool = False,
         "summary": {"checks": len(checks), "passed": sum(c.passed for c in checks),
                     "numeric_fallbacks": sum(c.numeric for c in checks),
                     "at_one_point_or_size": sum(c.scoped for c in checks),
-                    "methods": method_counts(checks)},
+                    "methods": method_counts(checks), "scoped_kinds": scoped_counts(checks)},
     }

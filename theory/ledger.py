@@ -17,6 +17,20 @@ import sympy as sp
 from theory.optimizer_rescaling import sign_rescaling
 
 
+_SUPERSCRIPT = str.maketrans("0123456789+-()", "⁰¹²³⁴⁵⁶⁷⁸⁹⁺⁻⁽⁾")
+
+
+def _plain(expr) -> str:
+    """``sympy.sstr`` for prose: powers as superscripts (``M**2`` -> ``M²``, ``u**(-1)`` -> ``u⁻¹``, else
+    ``x^(1/2)``) and ``*`` as ``·``, so no raw ``**`` reaches a page that shows the ledger."""
+    def power(m: re.Match) -> str:
+        e = m.group(1)
+        inner = e[1:-1] if e.startswith("(") and e.endswith(")") else e
+        return inner.translate(_SUPERSCRIPT) if re.fullmatch(r"[-+]?\d+", inner) else f"^{e}"
+    text = re.sub(r"\*\*(\((?:[^()]|\([^()]*\))*\)|-?[\w.]+)", power, sp.sstr(expr))
+    return text.replace("*", "·")
+
+
 def _all_pass(checks) -> bool:
     return all(c.passed for c in checks)
 
@@ -63,7 +77,7 @@ def _crossover() -> tuple[str, str]:
         except (ValueError, ZeroDivisionError, TypeError):
             continue
         parts.append(f"K={K}, M={M}, r={rv}: u* = {us:.1f}, loss ~ {(K - 1) * float(sp.exp(-us)):.0e}")
-    return sp.sstr(ratio), "; ".join(parts) or "not found"
+    return _plain(ratio), "; ".join(parts) or "not found"
 
 
 def _adam_claim(derivations: dict, checks) -> dict[str, Any]:
@@ -73,8 +87,8 @@ def _adam_claim(derivations: dict, checks) -> dict[str, Any]:
     # The expectation holds as stated only if every parametrization has linear u, v and a finite v/u ~ ratio.
     as_expected = all(L.u_degree == 1 and L.v_degree == 1 for L in laws.values())
     ok = _all_pass(checks)
-    per = "; ".join(f"{p}: u ~ t^{L.u_degree}, v ~ t^{L.v_degree}, v/u -> {sp.sstr(L.v_over_u)}, "
-                    f"log(1-p) ~ -{sp.sstr(L.v_of_u_leading.subs(sp.Symbol('u', real=True), sp.Symbol('log(1/L)')))}"
+    per = "; ".join(f"{p}: u ~ t^{L.u_degree}, v ~ t^{L.v_degree}, v/u -> {_plain(L.v_over_u)}, "
+                    f"log(1-p) ~ -{_plain(L.v_of_u_leading.subs(sp.Symbol('u', real=True), sp.Symbol('log(1/L)')))}"
                     for p, L in laws.items())
     failing = [p for p, L in laws.items() if not (L.u_degree == 1 and L.v_degree == 1)]
     extra = {} if as_expected else {"holds": "in part"}
@@ -113,8 +127,8 @@ def claims_ledger(derivations: dict, glob) -> list[dict[str, Any]]:
     def status(cid: str, good: str) -> str:
         return good if ev(cid) and _all_pass(ev(cid)) else "unverified"
 
-    R = sp.sstr(first.first_integral.coefficient)
-    slopes = ", ".join(sorted(set(sp.sstr(v) for v in o.ratio_effect.values())))
+    R = _plain(first.first_integral.coefficient)
+    slopes = ", ".join(sorted(set(_plain(v) for v in o.ratio_effect.values())))
     crossover_ratio, crossover_estimate = _crossover()
     sizes = sorted({(int(m[1]), int(m[2])) for c in glob.full_matrix if (m := re.search(r"-K(\d+)-M(\d+)$", c.name))})
     ledger = [
@@ -129,11 +143,11 @@ def claims_ledger(derivations: dict, glob) -> list[dict[str, Any]]:
                 "quantities remove the extra directions, leaving an exact 2-D (u, v) system."), ev("reduced-odes")),
         _entry("rescaling", status("rescaling", "derived"),
                (f"General: dW/dt = -eta (W1 W1^T G + G W2^T W2) with W1^T W1 - W2 W2^T conserved. On the "
-                f"symmetric set: rho_OV = {sp.sstr(derivations.get('CAFO', first).rho_ov)}, "
-                f"rho_QK = {sp.sstr(derivations.get('FACO', first).rho_qk)}; balanced start: rho_OV = 2u. "
+                f"symmetric set: rho_OV = {_plain(derivations.get('CAFO', first).rho_ov)}, "
+                f"rho_QK = {_plain(derivations.get('FACO', first).rho_qk)}; balanced start: rho_OV = 2u. "
                 f"Under sign descent (Adam's beta -> 0, eps -> 0 limit) a factorized scalar w = xy is rescaled by "
-                f"{sp.sstr(sign_rescaling().in_state)} = {sp.sstr(sign_rescaling().in_effective)} (x - y conserved; "
-                f"balanced: {sp.sstr(sign_rescaling().balanced)}, not 2w); on the symmetric set its orbits separate, "
+                f"{_plain(sign_rescaling().in_state)} = {_plain(sign_rescaling().in_effective)} (x - y conserved; "
+                f"balanced: {_plain(sign_rescaling().balanced)}, not 2w); on the symmetric set its orbits separate, "
                 "so no single factor exists there (the exact reduced maps are the statement). Heavy-ball momentum: "
                 "gradient flow's factor, time scaled by 1/(1 - beta) as dt -> 0."),
                ev("rescaling")),
@@ -142,7 +156,7 @@ def claims_ledger(derivations: dict, glob) -> list[dict[str, Any]]:
                 "along w = ((M+1)/N on distinct, -K/N on commons and query)). A factorized QK circuit's "
                 "effective column also drifts along the softmax-null direction 1 (its sum a*S changes), so it "
                 "is on the line only modulo that direction. The relative speed dv/du = "
-                f"{sp.sstr(first.first_integral.slope)} is the ratio times a state-dependent factor, "
+                f"{_plain(first.first_integral.slope)} is the ratio times a state-dependent factor, "
                 "not a constant."), ev("fixed-lines"), holds="in part"),
         _entry("first-integrals", status("first-integrals", "derived"),
                (f"H(u, v) = G_QK(v) - R G_OV(u) is conserved, R = {R}; for collapsed QK, "
@@ -153,7 +167,7 @@ def claims_ledger(derivations: dict, glob) -> list[dict[str, Any]]:
                 "(factorized OV): Theta(log t), leading term independent of the ratio. v grows only like "
                 "2 log log t (collapsed OV) or log log t (factorized OV): the O(log^2 t) bound holds but is "
                 "far from tight; the ratio enters v only additively (log r) and the residual 1-p, asymptotically "
-                f"(u -> oo), as 1/r. CACO: v(u) ~ {sp.sstr(laws['CACO'].v_of_u) if 'CACO' in laws else ''}."),
+                f"(u -> oo), as 1/r. CACO: v(u) ~ {_plain(laws['CACO'].v_of_u) if 'CACO' in laws else ''}."),
                ev("growth-rates")),
         _entry("sharpness-ratio", status("sharpness-ratio", "refined"),
                (f"Holds only as a limit at matched margin u (u -> oo): d log(1-p)/d log r -> {slopes} for every "

@@ -196,5 +196,23 @@ def balanced_initial_state(param: Parametrization | str) -> dict[sp.Symbol, sp.E
     return dict(zip(ov.coords + qk.coords, ov.start + qk.start, strict=True))
 
 
-__all__ = ["Circuit", "ReducedSystem", "reduced_system", "circuits",
+def flow_checks(param: Parametrization | str) -> list:
+    r"""``{param}-flow-{x}``, one per reduced coordinate: the displayed flow of ``x`` (chain rule through the
+    symbol ``p``, :func:`reduced_system`) equals :math:`-(\eta/n_x)\,\partial_x \mathcal L(u(x), p(v(x)))`
+    differentiated directly in the coordinates (``simplify(lhs - rhs) == 0``, symbolic K, M). The multiplicities
+    :math:`n_x` rest on the orbit-derivative checks of :mod:`theory.symmetric_line`."""
+    from theory.checks import identity_check
+
+    s = reduced_system(param)
+    loss = margin_loss(s.u_expr, s.p_expr)
+    out = []
+    for circuit in (s.ov, s.qk):
+        for x, n in zip(circuit.coords, circuit.multiplicity, strict=True):
+            lhs = rf"\dot {sp.latex(x)} = -\frac{{{sp.latex(circuit.rate)}}}{{{sp.latex(n)}}}\,\partial_{{{sp.latex(x)}}}"
+            out.append(identity_check(f"{s.param}-flow-{x.name}", lhs + r"\mathcal L\bigl(u(x), p(v(x))\bigr)",
+                                      s.rhs[s.state.index(x)], -circuit.rate / n * sp.diff(loss, x)))
+    return out
+
+
+__all__ = ["Circuit", "ReducedSystem", "reduced_system", "circuits", "flow_checks",
            "balanced_initial_state", "REDUCED_CIRCUITS", "N"]

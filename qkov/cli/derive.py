@@ -10,6 +10,7 @@ import click
 from qkov.cli.options import Choice, ListOf, json_option, out_option, param_option
 from qkov.cli.support import CONTEXT_SETTINGS
 from qkov.core.config import parse_config
+from theory.checks import exactness_text
 from qkov.study.derive_command import FORMATS, DeriveConfig, derivation_payload, derive as run
 
 
@@ -33,6 +34,6 @@ def derive(params, out: Path, formats, as_json: bool, thorough: bool, no_cache: 
         return
     res = run(cfg, out, use_cache=not no_cache)
     s = res.payload["summary"]
-    click.echo(f"checks: {s['passed']}/{s['checks']} passed")
+    click.echo(f"checks: {exactness_text(s)}")
     for path in res.reports:
         click.echo(f"report: {path.resolve()}")

@@ -180,6 +180,24 @@ def _run_time(r: RunRecord) -> str:
     return "" if sec is None else f"{sec:.0f} s" + (" (training)" if source == "training" else "")
 
 
+SECTIONS = (("claims", "Claims"), ("per-claim", "The evidence, claim by claim"), ("derivation", "Derivation"),
+            ("real-data", "Real data"), ("other-figures", "Other figures"),
+            ("metrics", "Simulation and synthetic metrics"), ("provenance", "Run provenance"))
+"""The report's numbered sections, in order: one list for report.html and report.md (same numbers in both)."""
+
+
+def section_title(key: str) -> str:
+    """``"N. Title"`` of section ``key`` of :data:`SECTIONS`."""
+    return next(f"{i}. {t}" for i, (k, t) in enumerate(SECTIONS, 1) if k == key)
+
+
+def other_figures(results: StudyResults, rows) -> list:
+    """``(run, figure)`` not shown under a claim (nor drawn as the Figure 2 grid): the "Other figures" section."""
+    shown = {(run.name, f.stem) for r in rows for run, f in r.figures}
+    return [(run, f) for run in results.runs for f in run.figures if (run.name, f.stem) not in shown
+            and not (f.stem == "figure2_dtap" and run.kind == "figure2")]
+
+
 PROVENANCE_COLUMNS = ("run", "stage", "seed", "qkov", "commit", "started", "duration", "python", "numpy",
                       "torch", "sympy")
 
@@ -259,10 +277,9 @@ def derivation_text(results: StudyResults) -> str:
         parts.append(f"Model: {d['model']}.")
     s = d.get("summary") or d.get("description") or ""
     if isinstance(s, dict) and "checks" in s and "passed" in s:
-        text = f"{s['passed']} of {s['checks']} symbolic checks passed"
-        if s.get("numeric_fallbacks"):
-            text += f" ({s['numeric_fallbacks']} of them by a high-precision numeric check where simplification stalled)"
-        parts.append(text + ".")
+        from theory.checks import exactness_text
+
+        parts.append(exactness_text(s) + ".")   # counts by exactness: symbolic, scoped, numeric
     elif isinstance(s, dict):
         parts.append("; ".join(f"{k.replace('_', ' ')}: {v}" for k, v in s.items()) + ".")
     elif s:

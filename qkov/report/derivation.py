@@ -8,7 +8,10 @@ one self-contained file: no scripts, no fonts or styles from a network; Chromium
 from __future__ import annotations
 
 import html
+import re
 from typing import Any
+
+_FROM_SUPERSCRIPT = str.maketrans("⁰¹²³⁴⁵⁶⁷⁸⁹⁺⁻⁽⁾ⁿ", "0123456789+-()n")
 
 SECTIONS = [
     ("symmetric-subspace", "1. The symmetric subspace and the fixed lines"),
@@ -42,10 +45,23 @@ def all_checks(payload: dict[str, Any]) -> list[dict[str, Any]]:
     return list(_check_index(payload).values())
 
 
-def _status(c: dict[str, Any] | None) -> str:
+def _status(c: dict[str, Any] | None, claim: str = "") -> str:
     if c is None:
         return "check: (none recorded)"
-    return f"check `{c['name']}`: {'PASSED' if c['passed'] else 'FAILED'} ({c['method']})"
+    return (f"check `{c['name']}`: {'PASSED' if c['passed'] else 'FAILED'} ({c['method']})"
+            + (f", for the claim `{claim}`" if claim else ""))
+
+
+SCOPED_NOTE = ("symbolic: exact for symbolic K, M and rates; scoped: exact, but at one parameter point or at one "
+               "size (K, M) only; numeric: decided by high-precision evaluation at random points.")
+
+
+def summary_text(payload: dict[str, Any]) -> str:
+    """The checks' counts by exactness (:func:`theory.checks.exactness_text`): never 'all symbolic' when some
+    checks are scoped or numeric."""
+    from theory.checks import exactness_text
+
+    return exactness_text(payload["summary"])
 
 
 def _displays_in(payload: dict[str, Any], prefix: str) -> list[dict[str, Any]]:
@@ -56,34 +72,40 @@ def _displays_in(payload: dict[str, Any], prefix: str) -> list[dict[str, Any]]:
 def render_markdown(payload: dict[str, Any]) -> str:
     """The report as Markdown (equations as ``$$ LaTeX $$``)."""
     idx = _check_index(payload)
-    out = ["# qkov derivation report", "", INTRO, "",
-           f"Checks: {payload['summary']['passed']} of {payload['summary']['checks']} passed "
-           f"({payload['summary']['numeric_fallbacks']} established numerically, the rest exactly).", ""]
+    from qkov.report.mathml import html_text, latex_html
+
+    def cell(x: Any) -> str:
+        return html_text(str(x)).replace("|", "/")
+
+    out = ["# qkov derivation report", "", INTRO, "", f"Checks: {summary_text(payload)} ({SCOPED_NOTE})", ""]
     out += ["## Claims ledger", "", "| claim | source | status | derived |", "| --- | --- | --- | --- |"]
     for e in payload["ledger"]:
-        out.append(f"| {e['claim']} | {e['source']} | **{e['status']}** | {e['derived'].replace('|', '/')} |")
+        out.append(f"| {cell(e['claim'])} | {cell(e['source'])} | **{e['status']}** | {cell(e['derived'])} |")
     out.append("")
     for key, title in SECTIONS:
         out += [f"## {title}", ""]
         if key == "checks":
             out += ["| check | statement | method | outcome |", "| --- | --- | --- | --- |"]
             for c in all_checks(payload):
-                out.append(f"| {c['name']} | ${c['statement']}$ | {c['method']} | {'passed' if c['passed'] else 'FAILED'} |")
+                out.append(f"| {c['name']} | {latex_html(c['statement']).replace('|', '/')} | {c['method']} | "
+                           f"{'passed' if c['passed'] else 'FAILED'} |")
             continue
         if key == "ordering":
             o = payload["ordering"]
             out += [f"Asymptotic order at matched loss, sharpest first: **{' > '.join(o['asymptotic_order_sharpest_first'])}**.", ""]
-            out += [f"- lim (1-p)_{k.split('/')[0]} / (1-p)_{k.split('/')[1]} = {v}" for k, v in o["pairwise_limits"].items()]
-            out += [f"- d log(1-p) / d log(eta_QK/eta_OV) -> {v} ({k})" for k, v in o["dlog_residual_dlog_ratio"].items()]
+            out += [f"- lim (1-p)<sub>{k.split('/')[0]}</sub> / (1-p)<sub>{k.split('/')[1]}</sub> = {cell(v)}"
+                    for k, v in o["pairwise_limits"].items()]
+            out += [f"- d log(1-p) / d log(η<sub>QK</sub>/η<sub>OV</sub>) → {cell(v)} ({k})"
+                    for k, v in o["dlog_residual_dlog_ratio"].items()]
             out.append("")
         if key == "paper":
             out += [f"Identification: {payload['paper_mapping']['identification']}.", ""]
             for c in payload["paper_mapping"]["checks"]:
-                out += [f"- ${c['statement']}$ — {_status(c)}"]
+                out += [f"- {latex_html(c['statement'])} — {_status(c)}"]
             out.append("")
             continue
         for d in _displays_in(payload, key):
-            out += [f"**{d['title']}**", "", f"$$ {d['latex']} $$", "", f"> {_status(idx.get(d['check']))}", ""]
+            out += [f"**{html_text(d['title'])}**", "", f"$$ {d['latex']} $$", "", f"> {_status(idx.get(d['check']), str(d.get('claim') or ''))}", ""]
     return "\n".join(out) + "\n"
 
 
@@ -115,12 +137,19 @@ def _status_class(status: Any) -> str:
     return f"status-{status}" if status in _STATUSES else "status-unknown"
 
 
+def _t(x: Any) -> str:
+    """Prose with formulas (sympy's ``sstr``, ``eta_QK``) as escaped HTML with superscripts and subscripts."""
+    from qkov.report.mathml import html_text
+
+    return html_text(str(x))
+
+
 def _statements(e: dict[str, Any]) -> str:
     items = [x for x in e.get("statements") or [] if isinstance(x, dict)]
     if not items:
-        return _h(e["derived"])
+        return _t(e["derived"])
     return "<ul>" + "".join(f"<li><span class='{_status_class(x.get('status'))}'>{_h(x.get('status', ''))}</span>: "
-                            f"{_h(x.get('text', ''))}</li>" for x in items) + "</ul>"
+                            f"{_t(x.get('text', ''))}</li>" for x in items) + "</ul>"
 
 
 def _mathml(markup: str) -> str:
@@ -133,32 +162,34 @@ def _mathml(markup: str) -> str:
 def render_html(payload: dict[str, Any]) -> str:
     """The report as one self-contained HTML page with presentation MathML."""
     idx = _check_index(payload)
-    s = payload["summary"]
     parts = [f"<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'><title>qkov derivation report</title>"
              f"<style>{_CSS}</style></head><body>",
              "<h1>qkov derivation report</h1>", f"<p>{_h(INTRO)}</p>",
-             f"<p id='summary'>Checks: {s['passed']} of {s['checks']} passed ({s['numeric_fallbacks']} established "
-             "numerically, the rest exactly).</p>",
+             f"<p id='summary'>Checks: {_h(summary_text(payload))}.</p><p class='note'>{_h(SCOPED_NOTE)}</p>",
              "<h2 id='ledger'>Claims ledger</h2><table class='ledger'><tr><th>claim</th><th>source</th><th>status</th>"
              "<th>derived</th></tr>"]
     for e in payload["ledger"]:
-        parts.append(f"<tr><td>{_h(e['claim'])}</td><td>{_h(e['source'])}</td>"
+        parts.append(f"<tr><td>{_t(e['claim'])}</td><td>{_t(e['source'])}</td>"
                      f"<td class='{_status_class(e['status'])}'>{_h(e['status'])}</td><td>{_statements(e)}</td></tr>")
     parts.append("</table>")
 
-    def check_line(c: dict[str, Any] | None) -> str:
+    from qkov.report.mathml import latex_html
+
+    def check_line(c: dict[str, Any] | None, claim: Any = "") -> str:
         if c is None:
             return "<div class='check'>check: (none recorded)</div>"
         cls = "passed" if c["passed"] else "failed"
         return (f"<div class='check'>check <b>{_h(c['name'])}</b>: <span class='{cls}'>"
-                f"{'PASSED' if c['passed'] else 'FAILED'}</span> — {_h(c['method'])}</div>")
+                f"{'PASSED' if c['passed'] else 'FAILED'}</span> — {_h(c['method'])}"
+                + (f", for the claim <i>{_h(claim)}</i>" if claim else "") + ": "
+                f"<span class='statement'>{latex_html(c['statement'])}</span></div>")
 
     for key, title in SECTIONS:
         parts.append(f"<h2 id='{key}'>{_h(title)}</h2>")
         if key == "checks":
-            parts.append("<table class='checks'><tr><th>check</th><th>statement (LaTeX)</th><th>method</th><th>outcome</th></tr>")
+            parts.append("<table class='checks'><tr><th>check</th><th>statement</th><th>method</th><th>outcome</th></tr>")
             for c in all_checks(payload):
-                parts.append(f"<tr><td>{_h(c['name'])}</td><td><code>{_h(c['statement'])}</code></td>"
+                parts.append(f"<tr><td>{_h(c['name'])}</td><td class='statement'>{latex_html(c['statement'])}</td>"
                              f"<td>{_h(c['method'])}</td><td class='{'passed' if c['passed'] else 'failed'}'>"
                              f"{'passed' if c['passed'] else 'FAILED'}</td></tr>")
             parts.append("</table>")
@@ -167,15 +198,15 @@ def render_html(payload: dict[str, Any]) -> str:
             o = payload["ordering"]
             parts.append(f"<p>Asymptotic order at matched loss, sharpest first: "
                          f"<b>{_h(' > '.join(o['asymptotic_order_sharpest_first']))}</b>.</p><ul>")
-            parts += [f"<li>lim (1-p)<sub>{_h(k.split('/')[0])}</sub> / (1-p)<sub>{_h(k.split('/')[1])}</sub> = {_h(v)}</li>"
+            parts += [f"<li>lim (1-p)<sub>{_h(k.split('/')[0])}</sub> / (1-p)<sub>{_h(k.split('/')[1])}</sub> = {_t(v)}</li>"
                       for k, v in o["pairwise_limits"].items()]
-            parts += [f"<li>d log(1-p) / d log(&eta;<sub>QK</sub>/&eta;<sub>OV</sub>) &rarr; {_h(v)} ({_h(k)})</li>"
+            parts += [f"<li>d log(1-p) / d log(&eta;<sub>QK</sub>/&eta;<sub>OV</sub>) &rarr; {_t(v)} ({_h(k)})</li>"
                       for k, v in o["dlog_residual_dlog_ratio"].items()]
             parts.append("</ul>")
         if key == "paper":
-            parts.append(f"<p>Identification: {_h(payload['paper_mapping']['identification'])}.</p>")
+            parts.append(f"<p>Identification: {_t(payload['paper_mapping']['identification'])}.</p>")
             for c in payload["paper_mapping"]["checks"]:
-                parts.append(f"<p><code>{_h(c['statement'])}</code></p>{check_line(c)}")
+                parts.append(f"<p class='statement'>{latex_html(c['statement'])}</p>{check_line(c)}")
             continue
         current = None
         for d in _displays_in(payload, key):
@@ -183,8 +214,8 @@ def render_html(payload: dict[str, Any]) -> str:
             if sub != current and "-" in sub and key != "symmetric-subspace":
                 parts.append(f"<h3>{_h(sub.split('-', 1)[1])}</h3>")
                 current = sub
-            parts.append(f"<div class='eq'><div>{_h(d['title'])}</div>{_mathml(d['mathml'])}</div>"
-                         f"{check_line(idx.get(d['check']))}")
+            parts.append(f"<div class='eq'><div>{_t(d['title'])}</div>{_mathml(d['mathml'])}</div>"
+                         f"{check_line(idx.get(d['check']), d.get('claim') or '')}")
     parts.append("</body></html>")
     return "\n".join(parts)
 
@@ -195,8 +226,11 @@ def render_tex(payload: dict[str, Any]) -> str:
     idx = _check_index(payload)
 
     def esc(x: str) -> str:
-        return (x.replace("\\", r"\textbackslash{}").replace("_", r"\_").replace("%", r"\%").replace("&", r"\&")
-                 .replace("#", r"\#").replace("{", r"\{").replace("}", r"\}").replace("^", r"\^{}").replace("~", r"\~{}"))
+        x = (x.replace("\\", r"\textbackslash{}").replace("_", r"\_").replace("%", r"\%").replace("&", r"\&")
+             .replace("#", r"\#").replace("{", r"\{").replace("}", r"\}").replace("^", r"\^{}").replace("~", r"\~{}"))
+        # the ledger's plain-text powers (M², u⁻¹) and products (·) as math, so pdflatex needs no Unicode
+        x = re.sub("[⁰¹²³⁴⁵⁶⁷⁸⁹⁺⁻⁽⁾ⁿ]+", lambda m: "$^{" + m.group(0).translate(_FROM_SUPERSCRIPT) + "}$", x)
+        return x.replace("·", r"$\cdot$")
 
     out = [r"\documentclass{article}", r"\usepackage{amsmath,amssymb}", r"\usepackage[margin=2cm]{geometry}",
            r"\allowdisplaybreaks", r"\begin{document}", r"\section*{qkov derivation report}", esc(INTRO),

@@ -51,8 +51,12 @@ def grid_data(results: StudyResults) -> tuple[list[str], list[str], list[list[np
     return params, labels, panels
 
 
-def figure2_grid_png(results: StudyResults, dpi: int = 80) -> bytes | None:
-    """The grid as PNG bytes (None without figure2 runs)."""
+PRINT_DPI = 200
+"""Resolution of the grid (dots per inch): print quality; the page embeds a 256-colour copy (compact_png)."""
+
+
+def figure2_grid_png(results: StudyResults, dpi: int = PRINT_DPI) -> bytes | None:
+    """The grid as PNG bytes at ``dpi`` (default :data:`PRINT_DPI`, recorded in the PNG), None without figure2 runs."""
     params, labels, panels = grid_data(results)
     if not params:
         return None
@@ -88,4 +92,4 @@ def figure2_grid_png(results: StudyResults, dpi: int = 80) -> bytes | None:
     return buf.getvalue()
 
 
-__all__ = ["STEM", "CAPTION", "grid_data", "figure2_grid_png"]
+__all__ = ["STEM", "CAPTION", "PRINT_DPI", "grid_data", "figure2_grid_png"]

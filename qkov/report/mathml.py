@@ -9,6 +9,7 @@ results file can inject markup or script into the page.
 from __future__ import annotations
 
 import html
+import re
 from html.parser import HTMLParser
 
 MATHML_TAGS = frozenset(
@@ -86,3 +87,137 @@ def math_block(mathml: str | None, latex: str | None = None) -> str:
     tex = f'<annotation encoding="application/x-tex">{html.escape(latex)}</annotation>' if latex else ""
     inner = f"<semantics><mrow>{body}</mrow>{tex}</semantics>" if tex else body
     return f'<math xmlns="http://www.w3.org/1998/Math/MathML" display="block">{inner}</math>'
+
+
+# -- plain text of formulas: sympy's ``sstr`` and the checks' LaTeX, for HTML and Markdown ------------------
+SUPERSCRIPT = str.maketrans("0123456789+-()n", "⁰¹²³⁴⁵⁶⁷⁸⁹⁺⁻⁽⁾ⁿ")
+_POWER = re.compile(r"\*\*(\((?:[^()]|\([^()]*\))*\)|-?[\w.]+)")
+_SUB = re.compile(r"((?<![\w.])[A-Za-z]+|\))_(\{[^{}]*\}|[A-Z]{1,4}\b|[A-Za-z]{1,3}\b|\d+\b)")
+
+
+def _superscript(exp: str) -> str | None:
+    """``exp`` in Unicode superscript characters, or None when one has none (a letter other than n, a /)."""
+    inner = exp[1:-1] if exp.startswith("(") and exp.endswith(")") and exp.count("(") == 1 else exp
+    return inner.translate(SUPERSCRIPT) if all(ch in "0123456789+-()n" for ch in inner) else None
+
+
+def plain_powers(text: str) -> str:
+    """``x**2`` -> ``x²``, ``u**(-1)`` -> ``u⁻¹``; an exponent without superscript characters -> ``x^(1/2)``.
+
+    For sympy's ``sstr`` output in prose (the ledger, the ordering limits): no raw ``**`` reaches a page.
+    """
+    def one(m: re.Match) -> str:
+        sup = _superscript(m.group(1))
+        return sup if sup is not None else "^" + m.group(1)
+    return _POWER.sub(one, text).replace("*", "·")
+
+
+def html_text(text: str) -> str:
+    """Prose with formulas as escaped HTML: :func:`plain_powers`, and a short subscript written ``s_O``,
+    ``eta_QK``, ``W_{-1}`` as ``<sub>`` (code names like ``level_curve_crossover`` stay as they are)."""
+    out, last = [], 0
+    text = plain_powers(text)
+    for m in _SUB.finditer(text):
+        out.append(html.escape(text[last:m.start()], quote=False))
+        sub = m.group(2).strip("{}")
+        out.append(f"{html.escape(m.group(1), quote=False)}<sub>{html.escape(sub, quote=False)}</sub>")
+        last = m.end()
+    out.append(html.escape(text[last:], quote=False))
+    return "".join(out)
+
+
+_SYMBOLS = {
+    "alpha": "α", "beta": "β", "gamma": "γ", "delta": "δ", "epsilon": "ε", "varepsilon": "ε", "eta": "η",
+    "kappa": "κ", "lambda": "λ", "mu": "μ", "rho": "ρ", "sigma": "σ", "varphi": "φ", "phi": "φ", "Lambda": "Λ",
+    "infty": "∞", "to": "→", "rightarrow": "→", "partial": "∂", "sum": "Σ", "cdot": "·", "le": "≤", "leq": "≤",
+    "ge": "≥", "geq": "≥", "ne": "≠", "neq": "≠", "iff": "⇔", "ldots": "…", "dots": "…", "top": "ᵀ", "times": "×",
+    "lim": "lim", "log": "log", "max": "max", "min": "min", "exp": "exp", "sqrt": "√", "in": "∈", "approx": "≈",
+    "sim": "~", "pm": "±", "nabla": "∇", "mid": "|", "vert": "|",
+}
+_SPACING = {",", ";", " ", ":", "!", "quad", "qquad"}
+_DROP = {"left", "right", "bigl", "bigr", "Bigl", "Bigr", "big", "Big", "textstyle", "displaystyle", "rm", "limits"}
+_ACCENTS = {"dot": "\u0307", "hat": "\u0302", "widehat": "\u0302", "bar": "\u0304", "tilde": "\u0303"}
+_FONTS = {"text", "mathrm", "mathbf", "mathit", "operatorname", "textbf", "mathsf"}
+
+
+class _Latex:
+    """A small reader of the checks' LaTeX statements into escaped HTML text (sub/sup, Unicode symbols)."""
+
+    def __init__(self, src: str) -> None:
+        self.s, self.i = src, 0
+
+    def group(self) -> str:
+        """One argument: ``{...}``, a macro or one character."""
+        self.skip_space()
+        if self.i >= len(self.s):
+            return ""
+        if self.s[self.i] == "{":
+            self.i += 1
+            return self.read(until="}")
+        if self.s[self.i] == "\\":
+            return self.macro()
+        ch = self.s[self.i]
+        self.i += 1
+        return html.escape(ch, quote=False)
+
+    def skip_space(self) -> None:
+        while self.i < len(self.s) and self.s[self.i] == " ":
+            self.i += 1
+
+    def macro(self) -> str:
+        self.i += 1
+        m = re.match(r"[A-Za-z]+|.", self.s[self.i:])
+        name = m.group(0) if m else ""
+        self.i += len(name)
+        if name in _SPACING:
+            return " "
+        if name in _DROP:
+            return ""
+        if name in ("frac", "tfrac", "dfrac"):
+            num, den = self.group(), self.group()
+            wrap = (lambda x: x if re.fullmatch(r"[\w.·]+(?:<(su[bp])>[\w.·]*</\1>)?", x) else f"({x})")
+            return f"{wrap(num)}/{wrap(den)}"
+        if name == "sqrt":
+            return f"√({self.group()})"
+        if name in _ACCENTS:
+            return self.group() + _ACCENTS[name]
+        if name in _FONTS:
+            return self.group()
+        if name == "mathcal":
+            arg = self.group()
+            return {"L": "ℒ"}.get(arg, arg)
+        if name in ("{", "}", "_", "%", "&", "#", "|"):
+            return html.escape(name, quote=False)
+        return _SYMBOLS.get(name, html.escape(name, quote=False))
+
+    def read(self, until: str = "") -> str:
+        out: list[str] = []
+        while self.i < len(self.s):
+            ch = self.s[self.i]
+            if until and ch == until:
+                self.i += 1
+                break
+            if ch == "\\":
+                out.append(self.macro())
+            elif ch in "_^":
+                self.i += 1
+                tag = "sub" if ch == "_" else "sup"
+                out.append(f"<{tag}>{self.group()}</{tag}>")
+            elif ch == "{":
+                self.i += 1
+                out.append(self.read(until="}"))
+            elif ch == "~":
+                self.i += 1
+                out.append(" ")
+            else:
+                self.i += 1
+                out.append(html.escape(ch, quote=False))
+        return "".join(out)
+
+
+def latex_html(latex: str) -> str:
+    r"""A check's LaTeX statement as readable, escaped HTML: ``\frac{a}{b}`` -> ``a/b``, ``\eta_{QK}`` ->
+    ``η<sub>QK</sub>``, ``\text{...}`` -> its text, Greek letters and arrows as Unicode; no backslash,
+    no ``_`` and no ``^`` are left for the reader."""
+    return re.sub(r" {2,}", " ", _Latex(latex or "").read()).replace("<sup>ᵀ</sup>", "ᵀ").strip()
+

@@ -100,13 +100,18 @@ def study_lines(results: StudyResults) -> list[str]:
     total = _span_seconds(summ)
     if total is not None:
         lines.append(f"Total wall time of this reproduce call: {total:.0f} s (started {summ['started']}).")
-    timed = [run_seconds(r) for r in results.runs]
+    planned = {r.get("name") for r in summ.get("runs", []) if isinstance(r, dict)}
+    ours = [r for r in results.runs if not planned or r.name in planned]   # this study's runs, not earlier calls'
+    timed = [run_seconds(r) for r in ours]
     if any(s is not None for s, _ in timed):
         n_train = sum(1 for s, src in timed if s is not None and src == "training")
+        extra = len(results.runs) - len(ours)
         lines.append(f"Sum of per-run times: {sum(s for s, _ in timed if s is not None):.0f} s over "
-                     f"{len(results.runs)} runs (each run's start to end on its worker"
+                     f"{len(ours)} runs (each run's start to end on its worker"
                      + (f"; {n_train} runs written after the fact count their recorded training time" if n_train
-                        else "") + ").")
+                        else "") + ")"
+                     + (f"; {extra} more runs in the results directory from other calls are not counted" if extra
+                        else "") + ".")
     machines = sorted({str(r.manifest.get("platform", "")) for r in results.runs if r.manifest.get("platform")})
     if machines:
         lines.append("Machine: " + "; ".join(machines) + ".")

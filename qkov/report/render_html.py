@@ -18,7 +18,7 @@ from pathlib import Path
 from qkov.report import content
 from qkov.report.collect import Figure, RunRecord, StudyResults
 from qkov.report.ledger import STAGE_TITLES, LedgerRow, StageVerdict
-from qkov.report.mathml import math_block
+from qkov.report.mathml import html_text, math_block  # html_text: formulas in prose, no raw ** or _
 from qkov.report.tables import MetricTable, metric_tables
 
 CSS = """
@@ -229,11 +229,11 @@ def claim_section(r: LedgerRow, results: StudyResults | None = None) -> str:
              f"<p>{_e(r.claim)} <span class=\"where\">({_e(r.where)})</span></p>"]
     if r.statements:
         parts.append("<ul class=\"statements\">" + "".join(
-            f"<li>{_badge(st)} {_e(text)}</li>" for st, text in r.statements) + "</ul>")
+            f"<li>{_badge(st)} {html_text(text)}</li>" for st, text in r.statements) + "</ul>")
     elif r.status:
         parts.append(f"<p>Derivation: {_badge(r.status)}</p>")
     if r.derived:
-        parts.append(f"<details><summary>what was derived</summary><p>{_e(r.derived)}</p></details>")
+        parts.append(f"<details><summary>what was derived</summary><p>{html_text(r.derived)}</p></details>")
     grid = figure2_grid_html(results) if results is not None and r.id in FIGURE2_CLAIMS else ""
     parts.append(grid + _figures([(run, f) for run, f in r.figures if not (grid and f.stem == "figure2_dtap")],
                                  "" if grid else "No figure for this claim in these runs."))
@@ -276,7 +276,7 @@ def render_html(results: StudyResults, rows: list[LedgerRow]) -> str:
     now = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
     _EMBEDDED.clear()
     stages = "".join(f"<li>{_e(x)}</li>" for x in content.stage_lines(results))
-    eqs = "".join(f'<div class="eq"><h4>{_e(d.title)}</h4>{math_block(d.mathml, d.latex)}'
+    eqs = "".join(f'<div class="eq"><h4>{html_text(d.title)}</h4>{math_block(d.mathml, d.latex)}'
                   + (f'<div class="ev">verified by: {_e(d.check)}</div>' if d.check else "") + "</div>"
                   for d in content.displays(results)) or '<p class="meta">No derivation run yet.</p>'
     dtext = content.derivation_text(results)
@@ -284,9 +284,7 @@ def render_html(results: StudyResults, rows: list[LedgerRow]) -> str:
                    for row in content.provenance_rows(results))
     prov_head = "".join(f"<th>{_e(c)}</th>" for c in content.PROVENANCE_COLUMNS)
     cluster = (results.summary or {}).get("cluster", "")
-    shown = {(run.name, f.stem) for r in rows for run, f in r.figures}
-    others = [(run, f) for run in results.runs for f in run.figures if (run.name, f.stem) not in shown
-              and not (f.stem == "figure2_dtap" and run.kind == "figure2")]   # drawn as the Figure 2 grid
+    others = content.other_figures(results, rows)
     real = results.stage("real")
     sections = [
         f"<h1>qkov reproduction report</h1><p class=\"meta\">Built {now} from {_e(results.out.resolve())}"
@@ -294,18 +292,18 @@ def render_html(results: StudyResults, rows: list[LedgerRow]) -> str:
         f"<p>{_e(content.INTRO).replace('*' + content.PAPER_TITLE + '*', '<em>' + content.PAPER_TITLE + '</em>')}"
         f"</p><p class=\"headline\">{_e(content.headline(rows))}</p>",
         f'<ul class="stages">{stages}</ul>',
-        f'<h2 id="claims">1. Claims</h2>{first_screen(rows)}'
+        f'<h2 id="claims">{content.section_title("claims")}</h2>{first_screen(rows)}'
         f'<details><summary>each stage\'s verdict</summary>{claims_table(rows)}</details>',
-        '<h2 id="per-claim">2. The evidence, claim by claim</h2>' + "\n".join(claim_section(r, results) for r in rows),
-        '<h2 id="derivation">3. Derivation</h2>' + (f"<p>{_e(dtext)}</p>" if dtext else "") + eqs,
-        '<h2 id="real-data">4. Real data</h2>' + _tables(real, "real data"),
-        '<h2 id="other-figures">5. Other figures</h2>'
+        f'<h2 id="per-claim">{content.section_title("per-claim")}</h2>' + "\n".join(claim_section(r, results) for r in rows),
+        f'<h2 id="derivation">{content.section_title("derivation")}</h2>' + (f"<p>{_e(dtext)}</p>" if dtext else "") + eqs,
+        f'<h2 id="real-data">{content.section_title("real-data")}</h2>' + _tables(real, "real data"),
+        f'<h2 id="other-figures">{content.section_title("other-figures")}</h2>'
         + (f"<details><summary>{len(others)} figures not tied to a claim's evidence</summary>"
            + _figures(others, "") + "</details>" if others else '<p class="meta">None.</p>'),
-        '<h2 id="metrics">6. Simulation and synthetic metrics</h2><details><summary>tables</summary>'
+        f'<h2 id="metrics">{content.section_title("metrics")}</h2><details><summary>tables</summary>'
         + _tables(results.stage("simulate"), "simulation") + _tables(results.stage("synthetic"), "synthetic training")
         + "</details>",
-        f'<h2 id="provenance">7. Run provenance</h2><details><summary>{len(results.runs)} runs</summary>'
+        f'<h2 id="provenance">{content.section_title("provenance")}</h2><details><summary>{len(results.runs)} runs</summary>'
         f'<div class="scroll"><table id="provenance-table"><thead><tr>{prov_head}</tr></thead>'
         f"<tbody>{prov}</tbody><caption>Each run's manifest.json; every run directory lies under "
         f"{_e(results.out / 'runs')}.</caption></table></div></details>",

@@ -15,6 +15,7 @@ import re
 from pathlib import Path
 from urllib.parse import quote
 
+from qkov.report.mathml import plain_powers  # no raw ** in formulas
 from qkov.report import content
 from qkov.report.collect import StudyResults
 from qkov.report.ledger import STAGE_TITLES, LedgerRow
@@ -72,7 +73,7 @@ def _metric_tables(runs, what: str) -> str:
 def _claim_section(r: LedgerRow, out: Path) -> str:
     parts = [f"### {r.id}: {_v(r.outcome)}", f"{_md(r.claim)} _({_md(r.where)})_"]
     if r.statements:
-        parts.append("\n".join(f"- **{_v(st)}**: {_md(text)}" for st, text in r.statements))
+        parts.append("\n".join(f"- **{_v(st)}**: {_md(plain_powers(text))}" for st, text in r.statements))
     elif r.status:
         parts.append(f"Derivation: **{_v(r.status)}**")
     if r.figures:
@@ -109,15 +110,17 @@ def render_markdown(results: StudyResults, rows: list[LedgerRow]) -> str:
         content.INTRO,
         f"**{_md(content.headline(rows))}**",
         "\n".join(f"- {_md(x)}" for x in content.stage_lines(results)),
-        "## 1. Claims", first, f"*{_md(VERDICT_NOTE)}*", "### Each stage's verdict", table,
-        "## 2. The evidence, claim by claim",
+        f"## {content.section_title('claims')}", first, f"*{_md(VERDICT_NOTE)}*", "### Each stage's verdict", table,
+        f"## {content.section_title('per-claim')}",
         "\n\n".join(_claim_section(r, out) for r in rows),
-        "## 3. Derivation", _md(content.derivation_text(results)), eqs,
-        "## 4. Real data", _metric_tables(results.stage("real"), "real data"),
-        "## 5. Simulation and synthetic metrics",
+        f"## {content.section_title('derivation')}", _md(content.derivation_text(results)), eqs,
+        f"## {content.section_title('real-data')}", _metric_tables(results.stage("real"), "real data"),
+        f"## {content.section_title('other-figures')}",
+        _figures(content.other_figures(results, rows), out) or "_None._",
+        f"## {content.section_title('metrics')}",
         _metric_tables(results.stage("simulate"), "simulation"),
         _metric_tables(results.stage("synthetic"), "synthetic training"),
-        "## 6. Run provenance", _table(list(content.PROVENANCE_COLUMNS),
+        f"## {content.section_title('provenance')}", _table(list(content.PROVENANCE_COLUMNS),
                                        [[_md(x) for x in row] for row in content.provenance_rows(results)]),
     ]
     return "\n\n".join(p for p in parts if p) + "\n"

@@ -11,6 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import json
+import warnings
 
 from qkov.core.config import parse_config
 from qkov.core.runstore import RunWriter
@@ -19,6 +20,7 @@ from qkov.study.context import DEFAULT_CONTEXT, RunContext
 from validation.real.config import DATASETS, RealRunConfig, default_config, default_ratios, default_seeds
 from validation.real import datasets
 from validation.real.errors import DataError
+from validation.real.glove import GloveMissingWarning, glove_missing
 from validation.real.run import load_dataset, train_and_evaluate, train_and_evaluate_many
 
 KIND = "validate-real"
@@ -96,10 +98,16 @@ def study_runs(quick: bool, data_dir: Path | None) -> list[tuple[str, dict]]:
 
 
 def skipped_runs(quick: bool, data_dir: Path | None) -> list[str]:
-    """One line per dataset that is not run, with the reason."""
+    """One line per dataset that is not run, with the reason; and, once, GloVe when a generation run is
+    planned without it (its runs start from random embeddings; each worker's warning is silenced)."""
     if data_dir is None:
         return [NO_DATA]
-    return [f"real data {ds}: {why}" for ds in DATASETS if (why := missing_data(ds, data_dir)) is not None]
+    lines = [f"real data {ds}: {why}" for ds in DATASETS if (why := missing_data(ds, data_dir)) is not None]
+    generation = [ds for ds in DATASETS if datasets.DATASETS[ds].task == "generation"
+                  and missing_data(ds, data_dir) is None]
+    if generation and (why := glove_missing()) is not None:
+        lines.append(f"GloVe initialisation of {', '.join(generation)}: {why}")
+    return lines
 
 
 def execute(kind: str, config: dict, run_dir: Path, ctx: RunContext = DEFAULT_CONTEXT) -> None:
@@ -108,8 +116,10 @@ def execute(kind: str, config: dict, run_dir: Path, ctx: RunContext = DEFAULT_CO
     (``ctx.thread_scope``)."""
     if kind != KIND:
         raise ValueError(f"kind {kind!r}: qkov.study.real_stage runs only {KIND!r}")
-    execute_run(parse_config(RealRunConfig, **config), Path(run_dir), kind=kind, progress=bool(ctx.progress),
-                device=ctx.device, bf16=ctx.bf16)
+    with warnings.catch_warnings():  # said once above the progress bar (skipped_runs), not once per run
+        warnings.simplefilter("ignore", GloveMissingWarning)
+        execute_run(parse_config(RealRunConfig, **config), Path(run_dir), kind=kind, progress=bool(ctx.progress),
+                    device=ctx.device, bf16=ctx.bf16)
 
 
 def execute_group(kind: str, configs: list[dict], run_dirs: list[Path], ctx: RunContext = DEFAULT_CONTEXT) -> None:

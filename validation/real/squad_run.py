@@ -17,7 +17,7 @@ import torch
 from .config import RealRunConfig
 from .evaluation import _concentration
 from .examples import SquadExample
-from .glove import GloveUnavailable, glove_vectors
+from .glove import GloveMissingWarning, GloveUnavailable, glove_vectors
 from .squad_decoder import (DecoderLM, DecoderTensors, answer_attention, decoder_loss, em_f1, encode_decoder,
                             grad_input_agreement, mean_loss, plausibility)
 from .tracking import Tracker, on_cpu, uniform_attention
@@ -37,7 +37,7 @@ def init_vectors(vocab: Vocab, use_glove: bool) -> tuple[np.ndarray | None, str]
     try:
         vec, found = glove_vectors(words)
     except GloveUnavailable as exc:
-        warnings.warn(str(exc), stacklevel=2)
+        warnings.warn(str(exc), GloveMissingWarning, stacklevel=2)
         return None, f"random ({exc})"
     return vec, f"GloVe 6B 50d for {int(found.sum())} of {len(words)} words, random for the rest"
 

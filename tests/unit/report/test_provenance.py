@@ -61,3 +61,12 @@ def test_a_run_executed_by_the_engine_records_its_whole_time_in_the_manifest(tmp
     man = json.loads((tmp_path / "run" / "manifest.json").read_text())
     seconds, source = provenance.run_seconds(rec("e", manifest=man))
     assert source == "run" and seconds >= 1.0   # whole seconds: 1.2 s of work shows as 1 or 2 s, never 0
+
+
+def test_per_run_times_count_this_studys_runs_not_earlier_calls():
+    """The issue: '42 runs' beside 41 planned (a run of an earlier call in the same results directory)."""
+    man = {"started": "2026-12-03T10:00:00+00:00", "ended": "2026-12-03T10:00:03+00:00"}
+    r = results([rec("a", manifest=man), rec("b", manifest=man), rec("earlier", manifest=man)])
+    object.__setattr__(r, "summary", {"runs": [{"name": "a"}, {"name": "b"}]})
+    (line,) = [x for x in provenance.study_lines(r) if x.startswith("Sum of per-run times")]
+    assert line.startswith("Sum of per-run times: 6 s over 2 runs") and "1 more runs" in line
