@@ -32,7 +32,6 @@ import datetime as _dt
 import functools
 import json
 import os
-import shutil
 import sys
 import threading
 import time
@@ -41,7 +40,7 @@ from pathlib import Path
 from typing import Any, Callable, Sequence
 
 from qkov.core.config import ConfigError
-from qkov.core.runstore import atomic_write_json, config_key, is_complete, run_clock
+from qkov.core.runstore import atomic_write_json, config_key, is_complete, remove_run, run_clock
 from qkov.study.context import RunContext
 from theory.errors import InputError
 
@@ -226,7 +225,7 @@ def _prepare(path: Path) -> bool:
         # recomputes such a lost result; the run on disk is the result, so it is not run again.
         return True
     if path.exists():
-        shutil.rmtree(path)
+        remove_run(path)  # only a directory the store made (its marker), reached without a link
     return False
 
 
@@ -241,7 +240,8 @@ def _guarded(call: Callable[[], None], paths: Sequence[Path]) -> "ResourceFault 
         # they would hold disk space the report needs, and it is redone from scratch anyway.
         for path in paths:
             if not is_complete(path):
-                shutil.rmtree(path, ignore_errors=True)
+                with contextlib.suppress(OSError, InputError):  # an unmarked directory is left for the user
+                    remove_run(path)
         if isinstance(exc, OSError) and exc.errno in RESOURCE_ERRNOS:
             # Not worth a retry: the filesystem stays full / read-only until someone fixes it.
             return ResourceFault(f"{type(exc).__name__}: {exc}".splitlines()[0])
@@ -384,8 +384,8 @@ def _sort_runs(plan: StudyPlan) -> tuple[list[str], list[str], list[PlannedRun],
             continue
         if run.run_dir.exists():
             try:
-                shutil.rmtree(run.run_dir)
-            except OSError as exc:  # read-only --out: the run is reported, the others go on
+                remove_run(run.run_dir)  # only a directory the store made (its marker), never through a link
+            except (OSError, InputError) as exc:  # read-only --out, or not the store's: reported, the others go on
                 failed[run.name] = f"cannot remove its incomplete directory: {failure_reason(exc)}"
                 continue
             redone.append(run.name)
