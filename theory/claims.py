@@ -256,13 +256,17 @@ _FIRST_SCREEN: dict[str, tuple[str, str]] = {
     "first-integrals": ("", "no: same integration"),
     "growth-rates": ("u = O(log t), v = O(log^2 t)", "no: same integration to t = 1e12, larger K, M"),
     "sharpness-ratio": ("Figure 2: faster QK (QK 0.2, OV 0.01) raises distinct attention (no number stated)",
-                        "yes: Figure 2 at 10^5 steps x 5 seeds, synthetic runs 8x longer"),
+                        "not for CACO: at the paper's 10^5 steps x 5 seeds its attention still moves to the query's id "
+                        "(0.41 -> 0.04, docs/synthetic-validation.md); longer synthetic runs reach lower losses"),
     "sharpness-order": ("CACO, FACO concentrate attention; FAFO predicts with weak attention (no number)",
-                        "may: the finite-loss order depends on the loss reached"),
+                        "no: FAFO stays sharper than CACO down to a crossover loss far below any reached "
+                        "(1.5e-8 at K=4, M=8, r=1; docs/simulation.md)"),
     "paper-equations": ("(m, n, b, M) = (5, 50, 50, 20), ratios 0.01-100, RK4 step 10", "no: same equations"),
     "adam-ratio": ("", "may: ratio 10 added"),
-    "adam-ratio-default": ("", "yes: ratio 8 and 1500 steps reach lower losses"),
-    "optimizer-stability": ("", "yes: longer runs"),
+    "adam-ratio-default": ("", "not for momentum 0.9 on CACO (it sharpens like gradient flow); ratio 8 and 1500 "
+                              "steps reach lower losses, where Adam can leave the symmetric set (issue 31)"),
+    "optimizer-stability": ("", "no: the transverse call (FTLE along the reduced trajectory) does not depend on the "
+                               "run length"),
     "real-data": ("SQuAD: AC about 12% -> 43% (QK x20); HateXplain QK x30, SVA QK x100 (accuracy kept)",
                   "yes: the paper's sizes, 5 seeds"),
 }

@@ -51,21 +51,24 @@ def _against_line(cid: str, stage: str, e: Evidence) -> str:
     return f"{cid} ({where}: {num}" + (f"; caveat: {e.caveat}" if e.caveat else "") + ")"
 
 
-def headline(rows: list[LedgerRow]) -> str:
-    """Counts of the claims' outcomes (:attr:`LedgerRow.outcome`), then EVERY contradicting line (one per run
-    and setting, none merged) with its number and caveat, e.g. ``Of 13 claims: 3 hold, 4 hold in part,
-    3 contradicted, ... Evidence against: paper-equations (simulation: max gap 0.44 (bound 0.02); caveat: rests
-    on one reading of the paper's b); ...``."""
+def headline_parts(rows: list[LedgerRow]) -> tuple[str, list[str]]:
+    """``(counts, lines)``: the sentence counting the claims' outcomes (:attr:`LedgerRow.outcome`), and EVERY
+    contradicting line (one per run and setting, none merged) with its number and caveat."""
     if not rows:
-        return "No claims were evaluated."
+        return "No claims were evaluated.", []
     counts = collections.Counter(r.outcome for r in rows)
     parts = [f"{counts[v]} {'hold' if v == 'holds' else 'hold in part' if v == 'holds in part' else v}"
              for v in OUTCOMES if counts.get(v)]
-    text = f"Of {len(rows)} claims: " + ", ".join(parts) + "."
-    lines = [_against_line(r.id, s, e) for r in rows for s, e in r.contradictions]
-    if lines:
-        text += f" Evidence against ({len(lines)} lines): " + "; ".join(lines) + "."
-    return text
+    return (f"Of {len(rows)} claims: " + ", ".join(parts) + ".",
+            [_against_line(r.id, s, e) for r in rows for s, e in r.contradictions])
+
+
+def headline(rows: list[LedgerRow]) -> str:
+    """:func:`headline_parts` as one paragraph, e.g. ``Of 13 claims: 3 hold, 4 hold in part, 3 contradicted, ...
+    Evidence against (4 lines): paper-equations (simulation: max gap 0.44 (bound 0.02); caveat: rests on one
+    reading of the paper's b); ...``."""
+    counts, lines = headline_parts(rows)
+    return counts + (f" Evidence against ({len(lines)} lines): " + "; ".join(lines) + "." if lines else "")
 
 
 @dataclasses.dataclass(frozen=True)

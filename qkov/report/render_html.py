@@ -187,6 +187,15 @@ VERDICT_NOTE = ("Outcomes: holds / holds in part (a narrower scope, stated) / co
                 "contradiction makes a stage and a claim contradicted.")
 
 
+def headline_html(rows: list[LedgerRow]) -> str:
+    """The headline: the outcome counts, then every contradicting line as a list item."""
+    counts, lines = content.headline_parts(rows)
+    items = "".join(f"<li>{_e(x)}</li>" for x in lines)
+    return (f'<p class="headline">{_e(counts)}</p>'
+            + (f'<p class="headline">Evidence against ({len(lines)} lines):</p><ul class="against">{items}</ul>'
+               if lines else ""))
+
+
 def first_screen(rows: list[LedgerRow]) -> str:
     """The first screen: one row per claim with its outcome, the one number behind it (and where it was
     measured), its scope, the paper's number, and whether the full preset is expected to change it."""
@@ -290,7 +299,7 @@ def render_html(results: StudyResults, rows: list[LedgerRow]) -> str:
         f"<h1>qkov reproduction report</h1><p class=\"meta\">Built {now} from {_e(results.out.resolve())}"
         f"{' — cluster ' + _e(cluster) if cluster else ''}.</p>",
         f"<p>{_e(content.INTRO).replace('*' + content.PAPER_TITLE + '*', '<em>' + content.PAPER_TITLE + '</em>')}"
-        f"</p><p class=\"headline\">{_e(content.headline(rows))}</p>",
+        f"</p>{headline_html(rows)}",
         f'<ul class="stages">{stages}</ul>',
         f'<h2 id="claims">{content.section_title("claims")}</h2>{first_screen(rows)}'
         f'<details><summary>each stage\'s verdict</summary>{claims_table(rows)}</details>',

@@ -86,6 +86,12 @@ def _claim_section(r: LedgerRow, out: Path) -> str:
     return "\n\n".join(parts)
 
 
+def _headline(rows: list[LedgerRow]) -> str:
+    counts, lines = content.headline_parts(rows)
+    return f"**{_md(counts)}**" + (f"\n\n**Evidence against ({len(lines)} lines):**\n\n"
+                                  + "\n".join(f"- {_md(x)}" for x in lines) if lines else "")
+
+
 def render_markdown(results: StudyResults, rows: list[LedgerRow]) -> str:
     """The whole report as Markdown (equations as ``$$ LaTeX $$``)."""
     out = results.out
@@ -108,7 +114,7 @@ def render_markdown(results: StudyResults, rows: list[LedgerRow]) -> str:
         "# qkov reproduction report",
         f"_Built {now} from {_md(out.resolve())}._",
         content.INTRO,
-        f"**{_md(content.headline(rows))}**",
+        _headline(rows),
         "\n".join(f"- {_md(x)}" for x in content.stage_lines(results)),
         f"## {content.section_title('claims')}", first, f"*{_md(VERDICT_NOTE)}*", "### Each stage's verdict", table,
         f"## {content.section_title('per-claim')}",

@@ -55,7 +55,8 @@ def figure2_evidence(summary: dict[str, Any]) -> et.Figure2:
 
     eq, fq = summary["settings"][0], summary["settings"][1]
     scope = (f"{summary['param']}, paper preset, SGD, {len(summary['seeds'])} seeds, {summary['steps'][-1]} steps, "
-             f"QK/OV {eq['lr_qk']:g}/{eq['lr_ov']:g} vs {fq['lr_qk']:g}/{fq['lr_ov']:g}")
+             f"equal rates (QK {eq['lr_qk']:g}, OV {eq['lr_ov']:g}) vs faster QK (QK {fq['lr_qk']:g}, "
+             f"OV {fq['lr_ov']:g})")
     return et.Figure2(summary["param"], setting("equal rates", eq), setting("faster QK", fq), 1.0 / VOCAB, scope)
 
 

@@ -253,7 +253,10 @@ def order_rule(ev: et.Order) -> Outcome:
         return Outcome(INSUFFICIENT, "fewer than two parametrizations to compare", ev.scope)
     res = _tie_resolution(ev.resolution)
     verdict, holds, compared = judge_order(residual, res)
-    return Outcome(verdict, f"{holds}/{compared} of the paper's pairs", ev.scope, "", order_pairs_text(residual, res))
+    pairs = order_pairs_text(residual, res)
+    fails = next((p for p in pairs.split("; ") if p.startswith("fails: ")), "")
+    return Outcome(verdict, f"{holds}/{compared} of the paper's pairs" + (f" ({fails})" if fails else ""), ev.scope,
+                   "", pairs)
 
 
 def figure2_rule(ev: et.Figure2) -> Outcome:
@@ -409,16 +412,16 @@ def adam_default_rule(ev: et.AdamDefault) -> Outcome:
         judged += j
     scope = ev.scope
     if bad:
-        return Outcome(CONTRADICTS, bad[0], scope, f"{len(bad)} contradicting comparisons of {judged}",
-                       "; ".join(bad))
+        more = f" (+{len(bad) - 1} more of {judged} comparisons against)" if len(bad) > 1 else f" (1 of {judged})"
+        return Outcome(CONTRADICTS, bad[0] + more, scope, "", "; ".join(bad))
     if not judged:
         return Outcome(INSUFFICIENT, "no matched loss reached by two ratios", scope,
                        "", ("off the set, unexplained: " + "; ".join(off)) if off else "")
     if off:
-        return Outcome(PARTIAL, f"{len(hits)} hits of {judged} judged; {len(off)} points off the set unexplained",
+        return Outcome(PARTIAL, f"{judged}/{judged} comparisons hold; {len(off)} points off the set unexplained",
                        scope, "the reduced map says nothing off the symmetric set; no broken-set prediction supplied",
                        "off the set, unexplained: " + "; ".join(off))
-    return Outcome(SUPPORTS, f"{len(hits)} hits of {judged} judged", scope)
+    return Outcome(SUPPORTS, f"{judged}/{judged} comparisons hold", scope)
 
 
 def stability_rule(ev: et.Stability) -> Outcome:

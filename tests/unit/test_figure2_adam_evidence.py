@@ -49,7 +49,7 @@ def test_figure2_difference_within_the_seed_spread_is_insufficient():
 def test_figure2_faster_qk_raising_distinct_attention_supports():
     (e,) = figure2_run.evidence(fig2_summary(UNIFORM, 0.99))
     assert e.verdict == "supports" and "equal rates 0.349 -> faster QK 0.990" in e.numbers
-    assert e.number == "CACO distinct attention 0.349 -> 0.990" and "QK/OV 0.01/0.01 vs 0.2/0.01" in e.scope
+    assert e.number == "CACO distinct attention 0.349 -> 0.990" and "equal rates (QK 0.01, OV 0.01) vs faster QK (QK 0.2, OV 0.01)" in e.scope
     assert e.figure == "attention_split"
 
 

@@ -20,7 +20,7 @@ from report_fixture import build_fake_results
 
 ALLOWED_CLASSES = set(CLASS_OF.values()) | {"v", "v-none", "v-unknown", "ev", "meta", "headline", "stages", "wide",
                                             "scroll", "metrics", "num", "eq", "latex", "claim", "where", "evidence",
-                                            "statements", "stagecell", "thumb", "figref"}
+                                            "statements", "stagecell", "thumb", "figref", "against"}
 
 
 class Elements(HTMLParser):
