@@ -56,13 +56,17 @@ SWEEP_SUMMARY_KIND = "real-sweep-summary"
 @click.option("--recipe", type=Choice(RECIPES), default="ratio-only", show_default=True,
               help="ratio-only: only W_Q, W_K move with the ratio; paper: the official code's recipe, the embeddings "
                    "(SVA: and the biases) also train at the QK rate.")
+@click.option("--rates", "rates", type=str, default=None,
+              help="Rate factors (times the OV rate) per parameter group, e.g. qk=30,embedding=30; groups: qk, ov, "
+                   "embedding, bias, mlp, other; set on top of --recipe; qk=F is the same as --ratios F. Recorded in "
+                   "each run's config.")
 @click.option("--stacked", is_flag=True,
               help="Train the seeds x ratios of each configuration together in this process (torch.func.vmap; "
                    "paper and small classifiers, CPU or one device); each run still gets its own directory.")
 @device_option()
 def real(datasets, ratios, seeds, optimizers, model: str | None, param: str, layers: int, quick: bool,
          as_json: bool, out: Path, data_dir: str | None, recipe: str, stacked: bool, device: str,
-         bf16: bool) -> None:
+         bf16: bool, rates: str | None = None) -> None:
     """Train the QKOV models at each eta_QK/eta_OV ratio and seed, then tabulate and compare with ratio 1."""
     from validation.device import check_autocast, resolve_device
 
@@ -82,6 +86,19 @@ def real(datasets, ratios, seeds, optimizers, model: str | None, param: str, lay
         extra["model"] = model
     if recipe != "ratio-only":
         extra["recipe"] = recipe
+    if rates is not None:  # --rates (issue 32): per-group rate factors; qk is the ratio
+        from validation.real.config import parse_rates
+
+        try:
+            factors = parse_rates(rates)
+        except ValueError as exc:
+            raise ConfigError(str(exc)) from None
+        if "qk" in factors:
+            if ratio_list is not None:
+                raise field_error("rates", rates, "qk=F or --ratios, not both (the QK factor is the ratio)")
+            ratio_list = (factors.pop("qk"),)
+        if factors:
+            extra["rates"] = factors
     if model == "minilm":
         from validation.real.pretrained import PretrainedUnavailable, minilm_dir
 
