@@ -29,6 +29,26 @@ SWEEP_SUMMARY_KIND = "real-sweep-summary"
 """Kind of the summary run a ``qkov validate real`` sweep writes (``OUT/runs/real-sweep-summary-<key>/``)."""
 
 
+def _apply_rates(text: str | None, ratio_list: tuple | None, extra: dict) -> tuple | None:
+    """``--rates`` (issue 32): the per-group factors go into ``extra["rates"]``; ``qk=F`` is the ratio F (with
+    ``--ratios`` too: one line, exit 2). Returns the ratios."""
+    if text is None:
+        return ratio_list
+    from validation.real.config import parse_rates
+
+    try:
+        factors = parse_rates(text)
+    except ValueError as exc:
+        raise ConfigError(str(exc)) from None
+    if "qk" in factors and ratio_list is not None:
+        raise field_error("rates", text, "qk=F or --ratios, not both (the QK factor is the ratio)")
+    if "qk" in factors:
+        ratio_list = (factors.pop("qk"),)
+    if factors:
+        extra["rates"] = factors
+    return ratio_list
+
+
 @click.command(context_settings=CONTEXT_SETTINGS)
 @click.option("--dataset", "datasets", type=ListOf(Choice(DATASETS)), default="all", show_default=True,
               help="squad, hatexplain, sva, comma-separated, or all.")
@@ -86,19 +106,7 @@ def real(datasets, ratios, seeds, optimizers, model: str | None, param: str, lay
         extra["model"] = model
     if recipe != "ratio-only":
         extra["recipe"] = recipe
-    if rates is not None:  # --rates (issue 32): per-group rate factors; qk is the ratio
-        from validation.real.config import parse_rates
-
-        try:
-            factors = parse_rates(rates)
-        except ValueError as exc:
-            raise ConfigError(str(exc)) from None
-        if "qk" in factors:
-            if ratio_list is not None:
-                raise field_error("rates", rates, "qk=F or --ratios, not both (the QK factor is the ratio)")
-            ratio_list = (factors.pop("qk"),)
-        if factors:
-            extra["rates"] = factors
+    ratio_list = _apply_rates(rates, ratio_list, extra)
     if model == "minilm":
         from validation.real.pretrained import PretrainedUnavailable, minilm_dir
 
