@@ -199,5 +199,27 @@ def untrained_reason(task_metric: str, baseline_task: float | None, majority: fl
     return ""
 
 
-__all__ = ["Comparison", "RealEvidence", "RealVerdict", "judge_real", "judge_real_evidence", "untrained_reason",
+def factorial_effects(cells: dict[tuple[float, float], dict[int, dict[str, float]]], metric: str, margin: float,
+                      low: float = 1.0, high: float = 30.0) -> dict[str, Comparison]:
+    r"""The paired-by-seed effects of a 2 x 2 design on ``metric``: ``cells[(a, b)][seed][metric]`` with factor
+    A (the QK factor) and B (e.g. the embedding's factor) each at ``low`` / ``high``.
+
+    ``"A|B=low"`` = :math:`y_{hl} - y_{ll}`, ``"A|B=high"`` = :math:`y_{hh} - y_{lh}`, ``"B|A=low"`` =
+    :math:`y_{lh} - y_{ll}`, ``"B|A=high"`` = :math:`y_{hh} - y_{hl}`, ``"interaction"`` =
+    :math:`y_{hh} - y_{hl} - y_{lh} + y_{ll}`; each over the seeds present in every cell it reads. A
+    missing cell leaves its effects out."""
+    terms = {"A|B=low": {(high, low): 1, (low, low): -1}, "A|B=high": {(high, high): 1, (low, high): -1},
+             "B|A=low": {(low, high): 1, (low, low): -1}, "B|A=high": {(high, high): 1, (high, low): -1},
+             "interaction": {(high, high): 1, (high, low): -1, (low, high): -1, (low, low): 1}}
+    out: dict[str, Comparison] = {}
+    for name, weights in terms.items():
+        if not all(c in cells for c in weights):
+            continue
+        seeds = sorted(set.intersection(*(set(s for s, v in cells[c].items() if metric in v) for c in weights)))
+        diffs = tuple(sum(w * cells[c][s][metric] for c, w in weights.items()) for s in seeds)
+        out[name] = Comparison(metric, name, high, diffs, margin)
+    return out
+
+
+__all__ = ["factorial_effects", "Comparison", "RealEvidence", "RealVerdict", "judge_real", "judge_real_evidence", "untrained_reason",
            "READING", "ATTENTION_METRIC", "ATTENTION_MARGIN", "TASK_MARGIN", "ALPHA", "LEVEL", "POWER"]

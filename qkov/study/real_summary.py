@@ -500,6 +500,56 @@ def _figure_stem(stem: str) -> str:
     return "".join(ch if ch.isascii() and (ch.isalnum() or ch in "._-") else "_" for ch in stem)
 
 
+# --- the 2 x 2 decoupling design -----------------------------------------------------------------------------
+
+def decoupling_cells(runs: list[dict[str, Any]], factor: str = "embedding", view: str = READING
+                     ) -> dict[tuple[float, float], dict[int, dict[str, float]]]:
+    """``{(qk factor, factor's factor): {seed: {metric: value at view}}}`` of runs that agree in every config
+    field but ratio, seed, data directory, recipe and rates (a ``ValueError`` otherwise); each run's factors
+    are the resolved ones in its ``metrics.json`` (``rates``)."""
+    base = {json.dumps({k: v for k, v in json.loads(group_key(r["config"])).items() if k not in ("recipe", "rates")},
+                       sort_keys=True) for r in runs}
+    if len(base) > 1:
+        raise ValueError(f"decoupling: the runs differ in more than the ratio, seed, recipe and rates ({len(base)} configurations)")
+    cells: dict[tuple[float, float], dict[int, dict[str, float]]] = defaultdict(dict)
+    for r in runs:
+        rates = r["metrics"].get("rates") or {}
+        key = (float(rates.get("qk", r["config"]["ratio"])), float(rates.get(factor, 1.0)))
+        m = r["metrics"].get("best_val") if view == "best_val" else r["metrics"]
+        if m:
+            cells[key][int(r["config"]["seed"])] = flat(m)
+    return dict(cells)
+
+
+def decoupling_markdown(run_dirs: Iterable[Path], factor: str = "embedding", low: float = 1.0, high: float = 30.0) -> str:
+    """The 2 x 2 tables of a QK-factor x ``factor`` design at best validation: per cell n, mass, accuracy and AC
+    (mean ± sd over seeds), then each paired effect (:func:`qkov.study.real_inference.factorial_effects`) with
+    its 95 % t-interval over seeds, n and MDE."""
+    from qkov.study.real_inference import factorial_effects
+
+    runs = load_runs(run_dirs)
+    cells = decoupling_cells(runs, factor)
+    tm = task_metric(runs[0]["config"]["dataset"]) if runs else "accuracy"
+    lines = [f"| QK factor | {factor} factor | seeds | {tm} | mass | AC % |", "| --- | --- | --- | --- | --- | --- |"]
+    def cell(seeds: dict[int, dict[str, float]], k: str, scale: float = 1.0) -> str:
+        v = np.array([x[k] for x in seeds.values() if k in x], float) * scale
+        return f"{v.mean():.3f} ± {v.std(ddof=1):.3f}" if v.size > 1 else (f"{v[0]:.3f}" if v.size else "-")
+
+    for (a, b), seeds in sorted(cells.items()):
+        lines.append(f"| {a:g} | {b:g} | {','.join(map(str, sorted(seeds)))} | {cell(seeds, tm)} | "
+                     f"{cell(seeds, ATTENTION_METRIC)} | {cell(seeds, 'attention_confidence', 100)} |")
+    names = {"A|B=low": f"QK {high:g}x vs {low:g}x at {factor} {low:g}x", "A|B=high": f"QK {high:g}x vs {low:g}x at {factor} {high:g}x",
+             "B|A=low": f"{factor} {high:g}x vs {low:g}x at QK {low:g}x", "B|A=high": f"{factor} {high:g}x vs {low:g}x at QK {high:g}x",
+             "interaction": "interaction (difference of differences)"}
+    lines += ["", f"| effect (paired by seed, best validation) | mass | {tm} |", "| --- | --- | --- |"]
+    mass = factorial_effects(cells, ATTENTION_METRIC, ATTENTION_MARGIN, low, high)
+    task = factorial_effects(cells, tm, TASK_MARGIN.get(tm, 0.01), low, high)
+    for k, label in names.items():
+        if k in mass and k in task:
+            lines.append(f"| {label} | {mass[k].describe()} | {task[k].describe()} |")
+    return "\n".join(lines)
+
+
 # --- rendering -------------------------------------------------------------------------------------------
 
 def _fmt(cell: Any, scale: float = 1.0) -> str:

@@ -225,3 +225,16 @@ def test_summary_json_round_trip(tmp_path):
     json.dumps(groups)     # the summary is written as JSON
     assert groups["hatexplain/adamw/small/quick"]["seed_values"]["best_val"]["30"]["2"]["relevant_mass_mean"] == \
         pytest.approx(0.7)
+
+
+def test_factorial_effects_by_hand():
+    from qkov.study.real_inference import factorial_effects
+
+    # (qk, emb) -> seed -> mass: QK adds 0.1 at emb 1x and 0.3 at emb 30x; the embedding alone adds 0.0
+    cells = {(1.0, 1.0): {0: {"m": 0.40}, 1: {"m": 0.42}}, (30.0, 1.0): {0: {"m": 0.50}, 1: {"m": 0.52}},
+             (1.0, 30.0): {0: {"m": 0.40}, 1: {"m": 0.42}, 2: {"m": 0.5}}, (30.0, 30.0): {0: {"m": 0.70}, 1: {"m": 0.72}}}
+    eff = factorial_effects(cells, "m", 0.01)
+    assert eff["A|B=low"].diffs == pytest.approx((0.1, 0.1)) and eff["A|B=high"].diffs == pytest.approx((0.3, 0.3))
+    assert eff["B|A=low"].diffs == pytest.approx((0.0, 0.0)) and eff["interaction"].diffs == pytest.approx((0.2, 0.2))
+    del cells[(30.0, 30.0)]
+    assert set(factorial_effects(cells, "m", 0.01)) == {"A|B=low", "B|A=low"}
