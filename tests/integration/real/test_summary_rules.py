@@ -238,3 +238,24 @@ def test_factorial_effects_by_hand():
     assert eff["B|A=low"].diffs == pytest.approx((0.0, 0.0)) and eff["interaction"].diffs == pytest.approx((0.2, 0.2))
     del cells[(30.0, 30.0)]
     assert set(factorial_effects(cells, "m", 0.01)) == {"A|B=low", "B|A=low"}
+
+
+def test_decoupling_cells_read_each_runs_resolved_rates(tmp_path):
+    from qkov.study.real_summary import decoupling_cells
+
+    runs = []
+    for qk in (1.0, 30.0):
+        for emb in (1.0, 30.0):
+            for s in (0, 1):
+                r = fake_run(tmp_path, qk, s, mass=0.4 + 0.01 * qk * (emb > 1), acc=0.6 + 0.001 * emb)
+                r["metrics"]["rates"] = {"qk": qk, "ov": 1.0, "embedding": emb}
+                if emb > 1:
+                    r["config"] = {**r["config"], "rates": {"embedding": emb}}
+                runs.append(r)
+    cells = decoupling_cells(runs)
+    assert set(cells) == {(1.0, 1.0), (1.0, 30.0), (30.0, 1.0), (30.0, 30.0)}
+    assert cells[(30.0, 30.0)][1]["relevant_mass_mean"] == pytest.approx(0.7)
+    odd = fake_run(tmp_path, 1.0, 0, mass=0.4, acc=0.6)
+    odd["config"] = {**odd["config"], "epochs": 7}
+    with pytest.raises(ValueError, match="differ in more than"):
+        decoupling_cells(runs + [odd])
