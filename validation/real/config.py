@@ -95,6 +95,12 @@ class RealRunConfig(Spec):
         if self.rates is not None and "qk" in self.rates:
             raise ValueError("rates: qk: the QK factor is the ratio (give it as ratio)")
 
+    def __hash__(self) -> int:
+        """Hash of the canonical JSON (the ``rates`` dict is not hashable itself); equal configs hash equal."""
+        import json
+
+        return hash(json.dumps(self.to_json_dict(), sort_keys=True))
+
     def to_json_dict(self) -> dict:
         """The spec as JSON data; ``recipe`` is left out at its default ``"ratio-only"`` and ``rates`` when
         ``None`` or empty, so the key (the run directory) of every run made before the fields existed is

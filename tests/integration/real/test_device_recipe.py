@@ -170,6 +170,7 @@ def test_rates_are_data_and_the_recipes_their_presets():
     paper = default_config("hatexplain", ratio=30.0, seed=0, quick=False, data_dir=".", recipe="paper")
     spelled = default_config("hatexplain", ratio=30.0, seed=0, quick=False, data_dir=".", rates={"embedding": 30.0})
     assert group_rates(paper) == group_rates(spelled)
+    assert len({spelled, spelled.replace()}) == 1            # a config with rates is still hashable
     assert "rates" not in default_config("hatexplain", ratio=1.0, seed=0, quick=False, data_dir=".").to_json_dict()
 
 
