@@ -531,13 +531,14 @@ def decoupling_markdown(run_dirs: Iterable[Path], factor: str = "embedding", low
     cells = decoupling_cells(runs, factor)
     tm = task_metric(runs[0]["config"]["dataset"]) if runs else "accuracy"
     lines = [f"| QK factor | {factor} factor | seeds | {tm} | mass | AC % |", "| --- | --- | --- | --- | --- | --- |"]
-    def cell(seeds: dict[int, dict[str, float]], k: str, scale: float = 1.0) -> str:
+    def cell(seeds: dict[int, dict[str, float]], k: str, scale: float = 1.0, digits: int = 3) -> str:
         v = np.array([x[k] for x in seeds.values() if k in x], float) * scale
-        return f"{v.mean():.3f} ± {v.std(ddof=1):.3f}" if v.size > 1 else (f"{v[0]:.3f}" if v.size else "-")
+        return (f"{v.mean():.{digits}f} ± {v.std(ddof=1):.{digits}f}" if v.size > 1
+                else (f"{v[0]:.{digits}f}" if v.size else "-"))
 
     for (a, b), seeds in sorted(cells.items()):
         lines.append(f"| {a:g} | {b:g} | {','.join(map(str, sorted(seeds)))} | {cell(seeds, tm)} | "
-                     f"{cell(seeds, ATTENTION_METRIC)} | {cell(seeds, 'attention_confidence', 100)} |")
+                     f"{cell(seeds, ATTENTION_METRIC)} | {cell(seeds, 'attention_confidence', 100, 1)} |")
     names = {"A|B=low": f"QK {high:g}x vs {low:g}x at {factor} {low:g}x", "A|B=high": f"QK {high:g}x vs {low:g}x at {factor} {high:g}x",
              "B|A=low": f"{factor} {high:g}x vs {low:g}x at QK {low:g}x", "B|A=high": f"{factor} {high:g}x vs {low:g}x at QK {high:g}x",
              "interaction": "interaction (difference of differences)"}
