@@ -105,8 +105,9 @@ def test_combine_outcomes():
 
 # --- summaries built from run records ---------------------------------------------------------------------
 
-def fake_run(tmp, ratio, seed, *, mass, acc, recipe=None, quick=True, labels=(0, 1, 1, 0, 1), levels=None):
-    cfg = {"dataset": "hatexplain", "optimizer": "adamw", "model": "small", "quick": quick, "ratio": ratio,
+def fake_run(tmp, ratio, seed, *, mass, acc, recipe=None, quick=True, labels=(0, 1, 1, 0, 1), levels=None,
+             dataset="hatexplain"):
+    cfg = {"dataset": dataset, "optimizer": "adamw", "model": "small", "quick": quick, "ratio": ratio,
            "seed": seed, "data_dir": "/d", "epochs": 5}
     if recipe:
         cfg["recipe"] = recipe
@@ -118,7 +119,7 @@ def fake_run(tmp, ratio, seed, *, mass, acc, recipe=None, quick=True, labels=(0,
     m = {"accuracy": acc, "relevant_mass_mean": mass, "checkpoints": cps,
          "best_val": {"accuracy": acc, "relevant_mass_mean": mass, "checkpoint": 3, "epoch": 3, "val_loss": 0.4},
          "baseline": {"uniform": uni, "step0": uni}}
-    return {"dir": tmp / f"validate-real-{recipe}-{quick}-{ratio}-{seed}", "config": cfg, "metrics": m,
+    return {"dir": tmp / f"validate-real-{dataset}-{recipe}-{quick}-{ratio}-{seed}", "config": cfg, "metrics": m,
             "arrays": {"labels": np.array(labels)}}
 
 
@@ -259,3 +260,17 @@ def test_decoupling_cells_read_each_runs_resolved_rates(tmp_path):
     odd["config"] = {**odd["config"], "epochs": 7}
     with pytest.raises(ValueError, match="differ in more than"):
         decoupling_cells(runs + [odd])
+
+
+def test_one_evidence_line_per_dataset_naming_its_comparison(tmp_path):
+    from qkov.study.real_summary import claim_evidence
+
+    runs = [fake_run(tmp_path, r, s, mass=0.4 + 0.002 * r + 0.01 * s * (1 + (r > 1)), acc=0.6 + 0.01 * s + 0.003 * r * s,
+                     dataset=ds)
+            for ds, rs in (("hatexplain", (1.0, 30.0)), ("sva", (1.0, 100.0))) for r in rs for s in range(3)]
+    groups = summarise_groups(runs)
+    ev = claim_evidence(judge(groups), groups)
+    assert [e.numbers.split(" ")[0] for e in ev] == ["hatexplain", "sva"]
+    assert "ratio 30 vs 1 at best_val" in ev[0].numbers and "ratio 100 vs 1 at best_val" in ev[1].numbers
+    assert all("n=3" in e.numbers and "MDE" in e.numbers and "95% t" in e.numbers for e in ev)
+    assert {e.claim for e in ev} == {"real-data"}
