@@ -15,7 +15,7 @@ from qkov.cli.executor import executor_options
 from qkov.cli.support import CONTEXT_SETTINGS
 from theory.parametrization import PARAMETRIZATIONS
 
-from qkov.core.config import ConfigError
+from qkov.core.config import ConfigError, field_error
 from qkov.core.runstore import to_json_text
 
 from validation.real.config import DATASETS, MODELS, OPTIMIZERS, RECIPES
@@ -24,6 +24,26 @@ from qkov.study.real_command import SWEEP_SUMMARY_KIND, RealSweep, validate_real
 from qkov.study.real_summary import markdown_tables
 
 __all__ = ["real", "SWEEP_SUMMARY_KIND", "ConfigError"]
+
+
+def _apply_rates(text: str | None, ratio_list: tuple | None, extra: dict) -> tuple | None:
+    """``--rates`` (issue 32): the per-group factors go into ``extra["rates"]``; ``qk=F`` is the ratio F (with
+    ``--ratios`` too: one line, exit 2). Returns the ratios."""
+    if text is None:
+        return ratio_list
+    from validation.real.config import parse_rates
+
+    try:
+        factors = parse_rates(text)
+    except ValueError as exc:
+        raise ConfigError(str(exc)) from None
+    if "qk" in factors and ratio_list is not None:
+        raise field_error("rates", text, "qk=F or --ratios, not both (the QK factor is the ratio)")
+    if "qk" in factors:
+        ratio_list = (factors.pop("qk"),)
+    if factors:
+        extra["rates"] = factors
+    return ratio_list
 
 
 @click.command(context_settings=CONTEXT_SETTINGS)
@@ -53,6 +73,10 @@ __all__ = ["real", "SWEEP_SUMMARY_KIND", "ConfigError"]
 @click.option("--recipe", type=Choice(RECIPES), default="ratio-only", show_default=True,
               help="ratio-only: only W_Q, W_K move with the ratio; paper: the official code's recipe, the embeddings "
                    "(SVA: and the biases) also train at the QK rate.")
+@click.option("--rates", "rates", type=str, default=None,
+              help="Rate factors (times the OV rate) per parameter group, e.g. qk=30,embedding=30; groups: qk, ov, "
+                   "embedding, bias, mlp, other; set on top of --recipe; qk=F is the same as --ratios F. Recorded in "
+                   "each run's config.")
 @click.option("--stacked", is_flag=True,
               help="Train the seeds x ratios of each configuration together in this process (torch.func.vmap; "
                    "paper and small classifiers, CPU or one device); each run still gets its own directory.")
@@ -60,12 +84,14 @@ __all__ = ["real", "SWEEP_SUMMARY_KIND", "ConfigError"]
 @device_option()
 def real(datasets, ratios, seeds, optimizers, model: str | None, param: str, layers: int, quick: bool,
          as_json: bool, out: Path, data_dir: str | None, recipe: str, stacked: bool, scheduler: str | None,
-         workers: int | None, device: str, bf16: bool) -> None:
+         workers: int | None, device: str, bf16: bool, rates: str | None = None) -> None:
     """Train the QKOV models at each eta_QK/eta_OV ratio and seed, then tabulate and compare with ratio 1."""
-    sweep = RealSweep(datasets=tuple(datasets), ratios=tuple(ratios) if ratios is not None else None,
-                      seeds=tuple(seeds) if seeds is not None else None,
+    extra: dict = {}
+    ratio_list = _apply_rates(rates, tuple(ratios) if ratios is not None else None, extra)
+    sweep = RealSweep(datasets=tuple(datasets), ratios=ratio_list, seeds=tuple(seeds) if seeds is not None else None,
                       optimizers=tuple(optimizers) if optimizers is not None else None, model=model, param=param,
-                      layers=layers, quick=quick, recipe=recipe, stacked=stacked, device=device, bf16=bf16)
+                      layers=layers, quick=quick, recipe=recipe, stacked=stacked, device=device, bf16=bf16,
+                      rates=extra.get("rates"))
     try:
         res = validate_real(sweep, out, data_dir=data_dir, progress=not as_json, scheduler=scheduler,
                             workers=workers)

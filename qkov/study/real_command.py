@@ -22,7 +22,7 @@ import dataclasses
 import functools
 import os
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Mapping
 
 from qkov.core.config import ConfigError, field_error, parse_config, resolve_data_dir
 from qkov.study import engine
@@ -40,7 +40,8 @@ class RealSweep:
     ``model`` ``None``: small with ``quick``, else paper; ``param``/``layers``: the attention layer's circuits
     and depth; ``recipe``: which parameters move with the ratio; ``stacked``: the runs of one configuration
     train together (one task, :func:`qkov.study.real_stage.execute_group`); ``device``/``bf16``: where and at
-    which precision the runs train.
+    which precision the runs train; ``rates``: rate factors (times the OV rate) per named parameter group other
+    than ``qk`` (whose factor is the ratio), on top of the recipe (:func:`validation.real.config.group_rates`).
     """
 
     datasets: tuple[str, ...]
@@ -55,6 +56,7 @@ class RealSweep:
     stacked: bool = False
     device: str = "auto"
     bf16: bool = False
+    rates: Mapping[str, float] | None = None
 
     def overrides(self) -> dict[str, Any]:
         """The settings that replace dataset defaults in every run (only those not at their default)."""
@@ -64,6 +66,8 @@ class RealSweep:
             extra["model"] = self.model
         if self.recipe != "ratio-only":
             extra["recipe"] = self.recipe
+        if self.rates:
+            extra["rates"] = dict(self.rates)
         return extra
 
 

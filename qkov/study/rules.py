@@ -460,30 +460,16 @@ def stability_rule(ev: et.Stability) -> Outcome:
 
 
 def real_group_rule(ev: et.RealGroup) -> Outcome:
-    """``real-data`` (real): one group, by :func:`qkov.study.real_summary.judge_group` (the real-data statistics
-    and their rule live there: paired over seeds, Holm-corrected, bootstrap 'no worse' margin)."""
+    """``real-data`` (real): one group, by :func:`qkov.study.real_summary.judge_group`, the pre-declared
+    comparison of :mod:`qkov.study.real_inference` (claim ratio vs 1 at best validation, relevant mass and the
+    task metric, seed-level t-intervals, Holm over those 2 tests only); its line names the comparison, n, the
+    intervals and the minimum detectable effects, and is the one number."""
     from qkov.study.real_summary import judge_group
 
-    outcome, note = judge_group(ev.group)
-    verdict = outcome if outcome in (SUPPORTS, CONTRADICTS, INCONCLUSIVE, INSUFFICIENT) else CONTRADICTS
-    return Outcome(verdict, _real_number(ev.group, verdict) or note, ev.scope or ev.name, "", note)
-
-
-def _real_number(g: Mapping[str, Any], verdict: str) -> str:
-    """The one number of a real-data group: the task metric's difference with ratio 1 and its 95 % interval
-    when it is what decides (a contradiction by the interval), else the best-val mass difference; "" when the
-    summary lacks them."""
-    try:
-        r = f"{g['claim_ratio']:g}"
-        tm = g["task_metric"]
-        ci = g["bootstrap"]["best_val"][r]
-        a = g["paired"]["best_val"][r]["relevant_mass_mean"]
-    except (KeyError, TypeError, ValueError):
-        return ""
-    task = f"{tm} {ci['diff']:+.3g} [{ci['lo']:+.3g}, {ci['hi']:+.3g}]"
-    mass = f"mass {a['mean_diff']:+.3f}"
-    return f"ratio {r} vs 1: " + (f"{task}, {mass}" if verdict == CONTRADICTS and a["mean_diff"] > 0
-                                  else f"{mass}, {task}")
+    verdict, line = judge_group(ev.group)
+    if verdict not in (SUPPORTS, CONTRADICTS, INCONCLUSIVE, INSUFFICIENT):
+        raise ValueError(f"real-data group {ev.name}: verdict {verdict!r} is not a group verdict")
+    return Outcome(verdict, line, ev.scope or ev.name, "", line)
 
 
 Rule = Callable[[Any], Outcome]
@@ -530,23 +516,19 @@ def evidence(claim: str, stage: str, typed: Any, numbers: str, figure: str = "",
 
 
 def real_data_evidence(groups: Mapping[str, Any]) -> list:
-    """``real-data`` evidence, one record per group of the real-data summary (dataset / optimizer / model; so
-    the headline names each contradicting dataset on its own line), each judged by :func:`real_group_rule`
-    (which delegates to :func:`qkov.study.real_summary.judge_group`); one ``insufficient`` record without groups."""
+    """``real-data`` evidence, one record per group of the real-data summary (dataset x configuration; so the
+    headline names each contradicting dataset on its own line), each judged by :func:`real_group_rule`; one
+    ``insufficient`` record without groups."""
     from qkov.study.claims import Evidence
+    from qkov.study.real_summary import EVIDENCE_TEXT, dtap_figure_stem
 
-    text = ("The paper's ratio against 1 at the best-validation checkpoint and at matched training loss, paired over "
-            "seeds, Holm-corrected; 'no worse' by the bootstrap interval's lower end against a 1-point margin; "
-            "attention that never left uniform, or too few seeds, is insufficient.")
     if not groups:
-        return [Evidence("real-data", "real", INSUFFICIENT, "no completed real-data runs", "", text)]
+        return [Evidence("real-data", "real", INSUFFICIENT, "no completed real-data runs", "", EVIDENCE_TEXT)]
     out = []
     for name, g in groups.items():
         o = judge("real-data", "real", et.RealGroup(str(name), g, str(name)))
-        ratios = sorted((g.get("dtap") or {}), key=float, reverse=True)
-        figure = f"dtap_{str(name).replace('/', '_')}_r{ratios[0]}" if ratios else ""
-        out.append(Evidence("real-data", "real", o.verdict, f"{name}: {o.detail or o.number}", figure, text,
-                            o.number, o.scope, ""))
+        out.append(Evidence("real-data", "real", o.verdict, f"{name}: {o.number}", dtap_figure_stem(str(name), g),
+                            EVIDENCE_TEXT, o.number, o.scope, ""))
     return out
 
 

@@ -126,18 +126,27 @@ def test_real_data_rule_delegates_to_the_real_summary_group_verdict(monkeypatch,
     assert seen == [g] and out.verdict == outcome and out.number == f"note {outcome}"
 
 
-def test_real_data_evidence_is_one_record_per_group_and_names_the_task_metric_interval():
-    group = {"claim_ratio": 100.0, "task_metric": "accuracy", "matched_loss": {"levels": [0.3]},
-             "bootstrap": {"best_val": {"100": {"diff": -0.044, "lo": -0.079, "hi": -0.012}}},
-             "paired": {"best_val": {"100": {"relevant_mass_mean": {"mean_diff": 0.002, "n": 3, "p_holm": 0.9}}},
-                        "matched_loss@0.3": {"100": {"relevant_mass_mean": {"mean_diff": 0.001, "n": 3,
-                                                                            "p_holm": 0.9}}}},
-             "dtap": {}}
-    ev = rules.real_data_evidence({"sva/sgd/small": group, "hatexplain/adamw/small": group})
-    assert [e.verdict for e in ev] == ["contradicts", "contradicts"]      # worse beyond the 1-point margin
-    assert ev[0].number.startswith("ratio 100 vs 1: accuracy -0.044 [-0.079, -0.012]")
-    assert ev[0].numbers.startswith("sva/sgd/small: ") and ev[1].numbers.startswith("hatexplain/adamw/small: ")
-    assert [e.verdict for e in rules.real_data_evidence({})] == ["insufficient"]
+def test_real_data_evidence_is_one_record_per_group_each_with_its_own_line(monkeypatch):
+    import qkov.study.real_summary as rs
+
+    lines = {"sva": (C, "ratio 100 vs 1 at best_val: accuracy -0.044 [95% t -0.079, -0.012], n=3"),
+             "hatexplain": (S, "ratio 30 vs 1 at best_val: mass +0.15 [95% t +0.11, +0.19], n=3")}
+    monkeypatch.setattr(rs, "judge_group", lambda g: lines[g["dataset"]])
+    groups = {"sva/sgd/small": {"dataset": "sva", "claim_ratio": 100.0, "dtap": {}},
+              "hatexplain/adamw/small": {"dataset": "hatexplain", "claim_ratio": 30.0, "dtap": {"30": {}}}}
+    ev = rules.real_data_evidence(groups)
+    assert [e.verdict for e in ev] == [C, S]                    # one record per group, each its own verdict
+    assert ev[0].numbers == "sva/sgd/small: " + lines["sva"][1] and ev[0].number == lines["sva"][1]
+    assert ev[0].figure == "" and ev[1].figure == "dtap_hatexplain_adamw_small_r30"
+    assert [e.verdict for e in rules.real_data_evidence({})] == [N]
+
+
+def test_real_data_rule_refuses_a_verdict_a_group_cannot_have(monkeypatch):
+    import qkov.study.real_summary as rs
+
+    monkeypatch.setattr(rs, "judge_group", lambda g: ("mixed", "two groups"))
+    with pytest.raises(ValueError, match="not a group verdict"):
+        rules.judge("real-data", "real", et.RealGroup("sva/sgd/small", {}))
 
 
 def test_growth_rates_reports_the_loose_bound_as_its_finding():

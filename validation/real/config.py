@@ -18,6 +18,7 @@ dataset's ``paper_recipe`` groups with the ratio). Three model families (``model
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Annotated, Literal
 
@@ -31,6 +32,13 @@ DatasetName = Literal[_registry.NAMES]  # type: ignore[valid-type]  # the regist
 OPTIMIZERS = ("adamw", "sgd")
 MODELS = ("paper", "small", "minilm")
 RECIPES = ("ratio-only", "paper")
+RATE_GROUPS = ("qk", "ov", "embedding", "bias", "mlp", "other")
+"""Named parameter groups, each with its own rate factor (:func:`group_rates`): the QK circuit, the OV
+circuit, the embeddings (every ``nn.Embedding``: words, positions/distances), the biases (every other
+``*bias``), the MLPs (parameters under a module named ``mlp``/``ffn``/``feed_forward``/``intermediate``)
+and everything else (heads, norms' weights); the first group that claims a parameter keeps it, in this order
+(:func:`validation.real.training.named_parameter_groups`)."""
+RateGroup = Literal["qk", "ov", "embedding", "bias", "mlp", "other"]
 PAPER_RATIO = {k: d.paper_ratio for k, d in _registry.DATASETS.items()}
 """The QK learning-rate multiplier of the official code (PAPER.md), one per dataset."""
 RATIOS = {k: d.ratios for k, d in _registry.DATASETS.items()}
@@ -79,19 +87,76 @@ class RealRunConfig(Spec):
     answer_len: Annotated[int, Ge(1), Le(64)] = 8
     glove: bool = True
     init_std: Annotated[float, Ge(0.0)] = 0.02
+    rates: dict[Literal["ov", "embedding", "bias", "mlp", "other"], PositiveFinite] | None = None
+    """Rate factors (times ``lr_ov``) of named groups (:data:`RATE_GROUPS` but ``qk``, whose factor is
+    ``ratio``) that replace the recipe's (:func:`group_rates`); ``None``: the recipe alone."""
+
+    def __post_init__(self) -> None:
+        if self.rates is not None and "qk" in self.rates:
+            raise ValueError("rates: qk: the QK factor is the ratio (give it as ratio)")
+
+    def __hash__(self) -> int:
+        """Hash of the canonical JSON (the ``rates`` dict is not hashable itself); equal configs hash equal."""
+        import json
+
+        return hash(json.dumps(self.to_json_dict(), sort_keys=True))
 
     def to_json_dict(self) -> dict:
-        """The spec as JSON data; ``recipe`` is left out at its default ``"ratio-only"``, so the key (the run
-        directory) of every run made before the field existed is unchanged and complete runs are reused."""
+        """The spec as JSON data; ``recipe`` is left out at its default ``"ratio-only"`` and ``rates`` when
+        ``None`` or empty, so the key (the run directory) of every run made before the fields existed is
+        unchanged and complete runs are reused. ``rates`` is written sorted by group name."""
         d = super().to_json_dict()
         if d.get("recipe") == "ratio-only":
             d.pop("recipe")
+        if not d.get("rates"):
+            d.pop("rates", None)
+        else:
+            d["rates"] = {k: float(d["rates"][k]) for k in sorted(d["rates"])}
         return d
 
     @property
     def eta_qk(self) -> float:
         """The QK learning rate ``ratio * lr_ov``."""
         return self.ratio * self.lr_ov
+
+
+def group_rates(cfg: RealRunConfig) -> dict[str, float]:
+    r"""The rate factor of every named group (:data:`RATE_GROUPS`), the group's rate being
+    ``factor * lr_ov``: the preset of ``cfg.recipe``, then ``cfg.rates`` on top.
+
+    ``ratio-only``: ``qk`` = ``ratio``, ``ov`` = 1, every other group ``lr_other / lr_ov`` (1 by default).
+    ``paper``: as ratio-only, and the dataset's ``paper_recipe`` groups (HateXplain ``embedding``; SVA
+    ``embedding`` and ``bias``) also at ``ratio``. So ``--recipe paper --ratios 30`` on HateXplain is
+    ``{"qk": 30, "embedding": 30}`` and ``--ratios 30 --rates embedding=1`` is ratio-only at 30."""
+    other = (cfg.lr_other or cfg.lr_ov) / cfg.lr_ov
+    out = {g: other for g in RATE_GROUPS}
+    out.update(qk=float(cfg.ratio), ov=1.0)
+    if cfg.recipe == "paper":
+        out.update({g: float(cfg.ratio) for g in _registry.get(cfg.dataset).paper_recipe})
+    out.update({g: float(v) for g, v in (cfg.rates or {}).items()})
+    return out
+
+
+def parse_rates(text: str) -> dict[str, float]:
+    """``"qk=30,embedding=30"`` -> ``{"qk": 30.0, "embedding": 30.0}``; ``ValueError`` (one line naming the
+    field, the value and what is allowed) for an unknown group, a repeated one or a factor that is not a
+    finite number > 0."""
+    allowed = f"comma-separated GROUP=FACTOR with GROUP one of {', '.join(RATE_GROUPS)} and FACTOR a finite number > 0"
+    out: dict[str, float] = {}
+    for part in (p.strip() for p in text.split(",")):
+        name, eq, val = part.partition("=")
+        name = name.strip()
+        if not eq or name not in RATE_GROUPS or name in out:
+            what = "a repeated group" if name in out else "unknown group" if eq else "not GROUP=FACTOR"
+            raise ValueError(f"rates: {part!r}: {what}; allowed: {allowed}")
+        try:
+            f = float(val)
+        except ValueError:
+            f = math.nan
+        if not (math.isfinite(f) and f > 0):
+            raise ValueError(f"rates: {part!r}: bad factor; allowed: {allowed}")
+        out[name] = f
+    return out
 
 
 # (model, optimizer) -> base rate lr_ov (and momentum for SGD)

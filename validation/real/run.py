@@ -17,7 +17,7 @@ from validation.device import check_autocast, device_record, resolve_device
 from validation.metrics.eraser_export import eraser_docid, to_eraser_annotations, to_eraser_results
 
 from .batching import encode_classification
-from .config import RealRunConfig
+from .config import RealRunConfig, group_rates
 from .errors import DataError
 from .evaluation import evaluate_classifier
 from .examples import Splits
@@ -155,7 +155,7 @@ def _common_metrics(out: dict, cfg: RealRunConfig, model, hist, vocab, n_train: 
     task = registry.get(cfg.dataset).task
     metrics.update(dataset=cfg.dataset, ratio=cfg.ratio, seed=cfg.seed, optimizer=cfg.optimizer, model=cfg.model,
                    attention_measured=ATTENTION_MEASURED[(task == "generation", cfg.model)],
-                   recipe=cfg.recipe, n_train=n_train, n_val=n_val, vocab_size=len(vocab), split=split,
+                   recipe=cfg.recipe, rates=group_rates(cfg), n_train=n_train, n_val=n_val, vocab_size=len(vocab), split=split,
                    train_loss=hist.epoch_loss, train_seconds=hist.seconds,
                    checkpoint_seconds=hist.checkpoint_seconds, checkpoints=hist.checkpoints,
                    train_examples_per_second=hist.examples_per_second, stacked_runs=getattr(hist, "stacked", 1),

@@ -1,10 +1,13 @@
 r"""Training with per-circuit learning rates: the only intervention is :math:`\eta_{QK}/\eta_{OV}`.
 
-The QK parameters (``W_KQ`` or ``W_K, W_Q`` of every attention layer) train at
-``ratio * lr_ov``, the OV parameters at ``lr_ov``, everything else (embeddings, positions,
-heads) at ``lr_other`` (default ``lr_ov``) for every ratio (``recipe="ratio-only"``, the default).
-``recipe="paper"`` is the official code's recipe: the dataset's ``paper_recipe`` kinds (HateXplain the
-embeddings, SVA the embeddings and biases) also train at ``ratio * lr_ov`` (:func:`apply_recipe`). The schedule
+Every parameter is in one named group (``qk``, ``ov``, ``embedding``, ``bias``, ``mlp``, ``other``:
+:func:`named_parameter_groups`) whose rate is a factor times ``lr_ov``
+(:func:`validation.real.config.group_rates`). The recipes are presets of these factors: ``ratio-only``
+(the default) puts the QK parameters (``W_KQ`` or ``W_K, W_Q`` of every attention layer) at
+``ratio * lr_ov``, the OV parameters at ``lr_ov`` and everything else at ``lr_other`` (default ``lr_ov``)
+for every ratio; ``paper`` (the official code's recipe) also moves the dataset's ``paper_recipe`` groups
+(HateXplain the embeddings, SVA the embeddings and biases) to ``ratio * lr_ov``; ``cfg.rates`` sets any
+group's factor on top (``--rates embedding=30``). The schedule
 (``constant``, or ``cosine``: linear warm-up over the first ``warmup`` share of the steps, then
 cosine decay to 0) multiplies every group's rate by the same factor, so the ratio is kept; the
 gradient is clipped to global norm :data:`CLIP_NORM` (a global rescaling keeps the ratio between
@@ -24,12 +27,12 @@ import torch.nn.functional as F
 from torch import nn
 from tqdm.auto import tqdm
 
-from validation.param_groups import make_optimizer, model_param_groups
+from validation.param_groups import make_optimizer
 
 from validation.device import autocast
 
 from .batching import ClassTensors, to_device
-from .config import RealRunConfig
+from .config import RealRunConfig, group_rates
 
 CLIP_NORM = 5.0
 
@@ -51,59 +54,53 @@ class TrainHistory:
         return self.examples / self.seconds if self.seconds > 0 else float("nan")
 
 
-def recipe_parameters(model: nn.Module, kinds: tuple[str, ...], exclude: set[int]) -> list[nn.Parameter]:
-    """The parameters of ``model`` of the recipe ``kinds`` not in ``exclude`` (ids): ``"embedding"`` = the
-    weights of every :class:`torch.nn.Embedding` (words, distances/positions, token types), ``"bias"`` =
-    every parameter named ``*bias`` (for the paper classifier: the LayerNorm's and the head's; its
-    attention has no Q/K/V biases)."""
-    out: list[nn.Parameter] = []
-    seen = set(exclude)
-    if "embedding" in kinds:
-        for m in model.modules():
-            if isinstance(m, nn.Embedding) and id(m.weight) not in seen:
-                out.append(m.weight)
-                seen.add(id(m.weight))
-    if "bias" in kinds:
-        for name, p in model.named_parameters():
-            if name.rsplit(".", 1)[-1].endswith("bias") and id(p) not in seen:
-                out.append(p)
-                seen.add(id(p))
-    return out
+MLP_MODULES = ("mlp", "ffn", "feed_forward", "intermediate")
+"""Module names whose parameters form the ``mlp`` group (SQuAD's decoder ``mlp``; BERT ``intermediate``)."""
 
 
-def apply_recipe(groups: list[dict], model: nn.Module, cfg: RealRunConfig) -> list[dict]:
-    """``cfg.recipe == "paper"``: the dataset's :attr:`~validation.real.datasets.Dataset.paper_recipe`
-    parameters leave the ``"other"`` group for a group ``"other-at-qk-rate"`` at ``ratio * lr_ov`` (the
-    official code's recipe); ``"ratio-only"``: ``groups`` unchanged (only W_Q, W_K move with the ratio)."""
-    if cfg.recipe != "paper":
-        return groups
-    from .datasets import get
+def named_parameter_groups(model: nn.Module, qk: list[nn.Parameter], ov: list[nn.Parameter]
+                           ) -> dict[str, list[nn.Parameter]]:
+    """Every trainable parameter of ``model`` in exactly one named group of
+    :data:`~validation.real.config.RATE_GROUPS`, the first that claims it in this order: ``qk`` and ``ov``
+    (given: the model's circuits), ``embedding`` (the weight of every :class:`torch.nn.Embedding`), ``bias``
+    (every parameter named ``*bias``; the paper classifier's LayerNorm and head biases: its attention has no
+    Q/K/V biases), ``mlp`` (parameters under a module named in :data:`MLP_MODULES`), ``other``. Empty groups
+    are left out; order within a group is ``model.parameters()`` order."""
+    groups: dict[str, list[nn.Parameter]] = {"qk": [p for p in qk if p.requires_grad],
+                                             "ov": [p for p in ov if p.requires_grad]}
+    seen = {id(p) for p in groups["qk"] + groups["ov"]}
+    emb = {id(m.weight) for m in model.modules() if isinstance(m, nn.Embedding)}
+    for name, p in model.named_parameters():
+        if id(p) in seen or not p.requires_grad:
+            continue
+        seen.add(id(p))
+        parts = name.split(".")
+        kind = ("embedding" if id(p) in emb else "bias" if parts[-1].endswith("bias")
+                else "mlp" if any(x in MLP_MODULES for x in parts[:-1]) else "other")
+        groups.setdefault(kind, []).append(p)
+    return {k: v for k, v in groups.items() if v}
 
-    circuits = {id(p) for g in groups if g.get("circuit") in ("qk", "ov") for p in g["params"]}
-    moved = recipe_parameters(model, get(cfg.dataset).paper_recipe, circuits)
-    if not moved:
-        return groups
-    ids = {id(p) for p in moved}
-    out = []
-    for g in groups:
-        if g.get("circuit") == "other":
-            kept = [p for p in g["params"] if id(p) not in ids]
-            if kept:
-                out.append({**g, "params": kept})
-        else:
-            out.append(g)
-    opts = {k: v for k, v in groups[0].items() if k not in ("params", "lr", "circuit")}
-    return out + [{"params": moved, "lr": cfg.ratio * cfg.lr_ov, "circuit": "other-at-qk-rate", **opts}]
+
+def optimizer_groups(model: nn.Module, cfg: RealRunConfig) -> list[dict]:
+    """The optimizer's parameter groups: one per named group (:func:`named_parameter_groups`) at
+    ``group_rates(cfg)[name] * lr_ov`` (:func:`validation.real.config.group_rates`: the recipe's preset
+    plus ``cfg.rates``), each tagged ``"circuit": name``. The QK/OV split is the model's own
+    (``model.param_groups`` for a model that declares its circuits, e.g. pretrained MiniLM, else
+    ``qk_parameters()``/``ov_parameters()``)."""
+    if hasattr(model, "param_groups"):   # a model that declares its own circuits (pretrained MiniLM)
+        base = model.param_groups(lr_ov=cfg.lr_ov, ratio=cfg.ratio, lr_other=cfg.lr_other or cfg.lr_ov)
+        qk = [p for g in base if g.get("circuit") == "qk" for p in g["params"]]
+        ov = [p for g in base if g.get("circuit") == "ov" for p in g["params"]]
+    else:
+        qk, ov = list(model.qk_parameters()), list(model.ov_parameters())
+    rates = group_rates(cfg)
+    return [{"params": ps, "lr": rates[name] * cfg.lr_ov, "circuit": name}
+            for name, ps in named_parameter_groups(model, qk, ov).items()]
 
 
 def build_optimizer(model: nn.Module, cfg: RealRunConfig) -> torch.optim.Optimizer:
-    """AdamW or SGD(+momentum) over the qk / ov / other parameter groups of ``model`` (and, with
-    ``recipe="paper"``, the group of :func:`apply_recipe`)."""
-    if hasattr(model, "param_groups"):   # a model that declares its own circuits (pretrained MiniLM)
-        groups = model.param_groups(lr_ov=cfg.lr_ov, ratio=cfg.ratio, lr_other=cfg.lr_other or cfg.lr_ov)
-    else:
-        groups = model_param_groups(model, lr_ov=cfg.lr_ov, ratio=cfg.ratio, lr_other=cfg.lr_other or cfg.lr_ov)
-    groups = apply_recipe(groups, model, cfg)
+    """AdamW or SGD(+momentum) over the named groups of :func:`optimizer_groups`."""
+    groups = optimizer_groups(model, cfg)
     if cfg.optimizer == "sgd":
         return make_optimizer("sgd", groups, momentum=cfg.momentum, weight_decay=cfg.weight_decay)
     return make_optimizer("adamw", groups, weight_decay=cfg.weight_decay)

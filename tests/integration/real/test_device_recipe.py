@@ -148,10 +148,50 @@ def test_paper_recipe_changes_exactly_the_declared_groups(dataset, moved):
     assert changed == moved
     lr_ov = default_config(dataset, ratio=30.0, seed=0, quick=False, data_dir=".").lr_ov
     for n in moved:
-        assert base[n] == (pytest.approx(lr_ov), "other")
-        assert paper[n] == (pytest.approx(30.0 * lr_ov), "other-at-qk-rate")
+        assert base[n][0] == pytest.approx(lr_ov) and paper[n][0] == pytest.approx(30.0 * lr_ov)
+        assert base[n][1] == paper[n][1] == ("embedding" if "emb" in n or "dist" in n else "bias")
     for n in ("W_Q", "W_K"):
         assert base[n] == paper[n] == (pytest.approx(30.0 * lr_ov), "qk")
+
+
+def test_rates_are_data_and_the_recipes_their_presets():
+    """``--rates`` sets one named group's factor and nothing else; the paper recipe equals ratio-only plus
+    the dataset's declared groups at the ratio (HateXplain: ``embedding``), so both spell the same rates."""
+    from validation.real.config import group_rates
+
+    lr_ov = default_config("hatexplain", ratio=1.0, seed=0, quick=False, data_dir=".").lr_ov
+    base = _rates("hatexplain", "ratio-only", 1.0)
+    cfg = default_config("hatexplain", ratio=1.0, seed=0, quick=False, data_dir=".", rates={"embedding": 30.0})
+    m = MultiHeadClassifier(10, 2, d=8, heads=2, d_head=4, max_len=8)
+    names = {id(p): n for n, p in m.named_parameters()}
+    got = {names[id(p)]: g["lr"] for g in build_optimizer(m, cfg).param_groups for p in g["params"]}
+    assert {n for n in got if got[n] != base[n][0]} == {"emb.weight", "dist.weight"}
+    assert got["emb.weight"] == pytest.approx(30.0 * lr_ov) and got["W_Q"] == pytest.approx(lr_ov)
+    paper = default_config("hatexplain", ratio=30.0, seed=0, quick=False, data_dir=".", recipe="paper")
+    spelled = default_config("hatexplain", ratio=30.0, seed=0, quick=False, data_dir=".", rates={"embedding": 30.0})
+    assert group_rates(paper) == group_rates(spelled)
+    assert len({spelled, spelled.replace()}) == 1            # a config with rates is still hashable
+    assert "rates" not in default_config("hatexplain", ratio=1.0, seed=0, quick=False, data_dir=".").to_json_dict()
+
+
+@pytest.mark.parametrize("text, word", [("attn=3", "unknown group"), ("qk=0", "bad factor"), ("mlp=nan", "bad factor"),
+                                        ("embedding", "not GROUP=FACTOR"), ("bias=2,bias=3", "repeated")])
+def test_parse_rates_rejects_in_one_line(text, word):
+    from validation.real.config import parse_rates
+
+    with pytest.raises(ValueError, match=word) as e:
+        parse_rates(text)
+    assert str(e.value).startswith("rates: ") and "\n" not in str(e.value)
+
+
+@pytest.mark.parametrize("args, line", [(["--rates", "attn=30"], "rates: 'attn=30': unknown group"),
+                                        (["--rates", "qk=30", "--ratios", "1"], "qk=F or --ratios, not both")])
+def test_cli_bad_rates_exit_2_nothing_written(tmp_path, capsys, args, line):
+    out = tmp_path / "o"
+    rc = run_cli(cli, ["validate", "real", "--dataset", "sva", "--quick", "--data-dir", str(tmp_path),
+                       "--out", str(out), *args])
+    err = capsys.readouterr().err
+    assert rc == 2 and line in err and err.count("\n") == 1 and not out.exists()
 
 
 def test_recipe_key_stability():

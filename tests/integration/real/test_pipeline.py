@@ -90,7 +90,7 @@ def test_summary_tables_pairs_and_claim(tmp_path):
             study.execute(study.KIND, cfg, tmp_path / f"r{r}-s{s}")
             dirs.append(tmp_path / f"r{r}-s{s}")
     res = summarise(dirs + [tmp_path / "not-a-run"], tmp_path / "summary")
-    g = res["groups"]["sva/adamw/small"]
+    g = res["groups"]["sva/adamw/small/quick"]
     assert [row["ratio"] for row in g["rows"]] == [1.0, 10.0] and g["rows"][0]["n_seeds"] == 2
     p = g["paired"]["fixed_epoch"]["10"]["relevant_mass_mean"]
     m = {r: [json.loads((tmp_path / f"r{r}-s{s}" / "metrics.json").read_text())["relevant_mass_mean"]
@@ -103,7 +103,7 @@ def test_summary_tables_pairs_and_claim(tmp_path):
     assert {"uniform", "step0"} == set(g["baseline"]) and g["best_val"]["rows"] and "levels" in g["matched_loss"]
     # every test of the one Holm table carries its adjusted p, never below the raw p
     assert res["tests"] and all(t["p_holm"] >= t["t_p"] - 1e-12 for t in res["tests"] if np.isfinite(t["t_p"]))
-    assert (tmp_path / "summary" / "dtap_sva_adamw_small_r10.png").is_file() and is_complete(tmp_path / "summary")
+    assert (tmp_path / "summary" / "dtap_sva_adamw_small_quick_r10.png").is_file() and is_complete(tmp_path / "summary")
 
 
 def test_cli_errors_are_one_line_exit_2(tmp_path, capsys, monkeypatch):
@@ -138,7 +138,7 @@ def test_cli_quick_sweep_json(tmp_path, capsys, monkeypatch):
     out = json.loads(capsys.readouterr().out)
     assert len(out["runs"]) == 4 and all(is_complete(r) for r in out["runs"])
     assert "real-data" in out["claims"] and is_complete(out["summary_dir"])
-    g = out["groups"]["sva/adamw/small"]
+    g = out["groups"]["sva/adamw/small/quick"]
     assert {"uniform", "step0"} == set(g["baseline"]) and "matched_loss" in g and "best_val" in g
     assert out["tests"] and "p_holm" in out["tests"][0]
     # a second call reuses the complete runs
