@@ -270,7 +270,7 @@ def test_one_evidence_line_per_dataset_naming_its_comparison(tmp_path):
             for ds, rs in (("hatexplain", (1.0, 30.0)), ("sva", (1.0, 100.0))) for r in rs for s in range(3)]
     groups = summarise_groups(runs)
     ev = claim_evidence(judge(groups), groups)
-    assert [e.numbers.split(" ")[0] for e in ev] == ["hatexplain", "sva"]
+    assert [e.numbers.split("/")[0] for e in ev] == ["hatexplain", "sva"]
     assert "ratio 30 vs 1 at best_val" in ev[0].numbers and "ratio 100 vs 1 at best_val" in ev[1].numbers
     assert all("n=3" in e.numbers and "MDE" in e.numbers and "95% t" in e.numbers for e in ev)
     assert {e.claim for e in ev} == {"real-data"}
