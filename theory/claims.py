@@ -242,8 +242,8 @@ CLAIMS: dict[str, Claim] = {c.id: c for c in (
     Claim("real-data", "On SQuAD, HateXplain and SVA, raising eta_QK/eta_OV raises interpretability metrics without "
           "hurting accuracy.", "paper, claim 4 (experiments)", ("real",), "dtap",
           (),
-          (("real", "per group: paper's ratio vs 1, paired over seeds, Holm-corrected, bootstrap 'no worse' margin "
-                    "(qkov.study.real_summary.judge_group)"),),
+          (("real", "per dataset and configuration: the registry's claim ratio vs 1 at best validation, mass and task "
+                    "metric, seed-level t-intervals, Holm over those 2 tests (qkov.study.real_inference.judge_real)"),),
           (), ""),
 )}
 """The table, in the report's order."""

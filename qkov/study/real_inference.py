@@ -89,6 +89,8 @@ class Comparison:
     def describe(self, scale: float = 1.0) -> str:
         """``"+0.150 [95% t +0.050, +0.250], n=3, MDE 0.13"``."""
         iv = self.interval()
+        if self.n < 2:
+            return f"{iv['mean'] * scale:+.3g}, n={self.n} (no interval)" if self.n else "n=0"
         return (f"{iv['mean'] * scale:+.3g} [{LEVEL:.0%} t {iv['lo'] * scale:+.3g}, {iv['hi'] * scale:+.3g}], "
                 f"n={self.n}, MDE {self.mde() * scale:.2g}")
 

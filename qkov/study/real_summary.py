@@ -287,9 +287,6 @@ def _paired_view(by_ratio: dict[float, dict[int, dict[str, float]]], keys: Itera
     return out
 
 
-PRIMARY_METRICS_OF = lambda dataset: (ATTENTION_METRIC, task_metric(dataset))  # noqa: E731
-
-
 def _seed_values(by_ratio: dict[float, dict[int, dict[str, float]]], keys: Iterable[str]) -> dict[str, Any]:
     """``{ratio: {seed: {metric: value}}}`` (string keys, JSON-ready) of ``keys`` only."""
     return {f"{r:g}": {str(s): {k: float(v[k]) for k in keys if k in v and math.isfinite(v[k])}
