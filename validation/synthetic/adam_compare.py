@@ -359,8 +359,8 @@ def optimizer_matched_loss(param: str, ratios: tuple[float, ...], *, optimizer: 
 
     Levels: ``levels`` when given (each run then stops at its first logged loss below ``stop_loss``, default the
     lowest level, or after ``steps``), else ``n_levels`` log-spaced losses inside every run's range. With
-    ``predict``, the broken-set predictor (:func:`simulation.broken_set_predictor.predict`, run before and
-    independently of the training) gives ``predicted_one_minus_p``, ``predicted_distance`` and the calls
+    ``predict``, the broken-set predictor (:func:`simulation.broken_set_predictor.predict`, independent of the
+    training: run before it when ``levels`` are given, else after it at the levels chosen from its range) gives ``predicted_one_minus_p``, ``predicted_distance`` and the calls
     (``predicted_call``/``measured_call``: ``"sharpens"``/``"de-sharpens"`` against the lowest ratio at each level;
     ``predicted_rises``/``measured_rises``: 1 - p above the previous level's). Returns ``{"levels", "pairs": [{param,
     ratio, measured, distance, reduced, flow (lists over levels, None where not reached), predicted_departure_step,
@@ -407,6 +407,11 @@ def optimizer_matched_loss(param: str, ratios: tuple[float, ...], *, optimizer: 
         hi = min(float(tr.cols["loss"][0]) for _, tr, *_ in runs)
         lo = max(float(np.min(tr.cols["loss"])) for _, tr, *_ in runs)
         levels = [float(x) for x in np.geomspace(hi, lo, n_levels + 2)[1:-1]] if lo < hi else []
+        if predict and levels:   # the levels come from the runs' range; the prediction uses nothing else of them
+            t0 = time.process_time()
+            prediction = broken_set_predict(param, spec, K=K, M=M, u0=u0, v0=v0, eta_ov=1.0, dt=dt,
+                                            ratios=tuple(ratios), levels=tuple(levels), steps=steps)
+            cost["predictor_cpu_s"] = time.process_time() - t0
     pairs = []
     for r, tr, red, flow, st in runs:
         c = tr.cols
