@@ -385,7 +385,7 @@ def optimizer_matched_loss(param: str, ratios: tuple[float, ...], *, optimizer: 
     if predict and levels:
         t0 = time.process_time()
         prediction = broken_set_predict(param, spec, K=K, M=M, u0=u0, v0=v0, eta_ov=1.0, dt=dt, ratios=tuple(ratios),
-                                        levels=tuple(levels), steps=steps)
+                                        levels=tuple(levels), steps=steps, record_every=log_every)
         cost["predictor_cpu_s"] = time.process_time() - t0
     t0 = time.process_time()
     runs = []
@@ -410,7 +410,8 @@ def optimizer_matched_loss(param: str, ratios: tuple[float, ...], *, optimizer: 
         if predict and levels:   # the levels come from the runs' range; the prediction uses nothing else of them
             t0 = time.process_time()
             prediction = broken_set_predict(param, spec, K=K, M=M, u0=u0, v0=v0, eta_ov=1.0, dt=dt,
-                                            ratios=tuple(ratios), levels=tuple(levels), steps=steps)
+                                            ratios=tuple(ratios), levels=tuple(levels), steps=steps,
+                                            record_every=log_every)
             cost["predictor_cpu_s"] = time.process_time() - t0
     pairs = []
     for r, tr, red, flow, st in runs:
