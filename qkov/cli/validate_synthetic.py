@@ -7,7 +7,7 @@ from pathlib import Path
 
 import click
 
-from qkov.cli.options import (Choice, Integer, Number, json_option, out_option, param_option, ratios_option,
+from qkov.cli.options import (Choice, Integer, ListOf, Number, json_option, out_option, param_option, ratios_option,
                               seed_option, size_options)
 from qkov.cli.executor import executor_options
 from qkov.cli.support import CONTEXT_SETTINGS
@@ -32,11 +32,11 @@ def _betas(text: str) -> tuple[float, float]:
 
 
 def optimizer_map_run(params, ratios, data, optimizer, steps, dt, init, seed, K, M, as_json, out, betas, eps,
-                      weight_decay, **where) -> None:
+                      weight_decay, start=None, **where) -> None:
     """``--optimizer adam|momentum``: measured 1-p and set distance at matched loss against the reduced map."""
     try:
         run_dir, res = validate_optimizer_map(params, ratios, data, optimizer, steps, dt, init, seed, K, M, out, betas,
-                                              eps, weight_decay, **where)
+                                              eps, weight_decay, **(start or {}), **where)
     except RunsFailed as exc:
         raise click.ClickException(str(exc)) from None
     if as_json:
@@ -44,8 +44,10 @@ def optimizer_map_run(params, ratios, data, optimizer, steps, dt, init, seed, K,
     else:
         for r in res:
             for p in r["pairs"]:
-                click.echo(f"{p['param']} r={p['ratio']:g}: measured 1-p {p['measured']} (reduced {p['reduced']}), "
-                           f"set distance {p['distance']} at losses {r['levels']}")
+                click.echo(f"{p['param']} r={p['ratio']:g}: measured 1-p {p['measured']} (reduced {p['reduced']}"
+                           + (f", broken-set prediction {p['predicted_one_minus_p']} {p['predicted_call']}"
+                              if "predicted_one_minus_p" in p else "")
+                           + f"), set distance {p['distance']} at losses {r['levels']}")
         click.echo(f"results: {run_dir.resolve()}")
 
 
@@ -73,10 +75,21 @@ def optimizer_map_run(params, ratios, data, optimizer, steps, dt, init, seed, K,
 @click.option("--eps", type=Number(0.0, 1e3, lo_open=True), default=1e-8, show_default=True, help="Adam's eps.")
 @click.option("--weight-decay", type=Number(0.0, 1e3), default=0.0, show_default=True,
               help="Decoupled weight decay of --optimizer adam (AdamW).")
+@click.option("--u0", type=Number(0.0, 1e3, lo_open=True), default=None,
+              help="--optimizer adam|momentum: the symmetric start's u0 (default 0.5).")
+@click.option("--v0", type=Number(0.0, 1e3, lo_open=True), default=None,
+              help="--optimizer adam|momentum: the symmetric start's v0 (default 0.5).")
+@click.option("--levels", type=ListOf(Number(0.0, 100.0, lo_open=True)), default=None,
+              help="--optimizer adam|momentum: matched losses, comma-separated (default: 5 inside every run's "
+                   "range); the broken-set prediction is made at these.")
+@click.option("--stop-loss", type=Number(0.0, 100.0, lo_open=True), default=None,
+              help="--optimizer adam|momentum: stop each run at its first logged loss below this (default: the "
+                   "lowest --levels).")
 @executor_options()
 def synthetic(params, ratios, data: str, optimizer: str, steps: int | None, dt: float | None,
               init: str | None, seed: int, K: int, M: int, as_json: bool, out: Path, progress: bool | None,
-              betas: str, eps: float, weight_decay: float, scheduler: str | None = None,
+              betas: str, eps: float, weight_decay: float, u0: float | None, v0: float | None,
+              levels: tuple | None, stop_loss: float | None, scheduler: str | None = None,
               workers: int | None = None) -> None:
     """Train QK/OV attention models and compare them with the ODE, closed forms and DTAP heatmaps.
 
@@ -84,8 +97,10 @@ def synthetic(params, ratios, data: str, optimizer: str, steps: int | None, dt: 
     """
     where = {"scheduler": scheduler, "workers": workers}
     if optimizer in OPTIMIZER_MAP_CHOICES:
+        start = {k: v for k, v in (("u0", u0), ("v0", v0), ("levels", levels), ("stop_loss", stop_loss))
+                 if v is not None}
         return optimizer_map_run(params, ratios, data, optimizer, steps, dt, init, seed, K, M, as_json, out,
-                                 _betas(betas), eps, weight_decay, **where)
+                                 _betas(betas), eps, weight_decay, start, **where)
     cfg = build_config(params, ratios, data, optimizer, steps, dt, init, seed, K, M)
     try:
         res = validate_synthetic(cfg, out, progress=progress, **where)

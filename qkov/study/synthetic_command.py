@@ -101,11 +101,16 @@ def validate_synthetic(cfg: SyntheticConfig, out: Path, progress: bool | None = 
 
 def validate_optimizer_map(params, ratios, data: str, optimizer: str, steps: int | None, dt: float | None,
                            init: str | None, seed: int, K: int, M: int, out: Path, betas: tuple[float, float],
-                           eps: float, weight_decay: float, *, executor: Any = None, scheduler: str | None = None,
-                           workers: int | None = None) -> tuple[Path, list[dict]]:
+                           eps: float, weight_decay: float, u0: float = 0.5, v0: float = 0.5,
+                           levels: tuple[float, ...] = (), stop_loss: float | None = None, *, executor: Any = None,
+                           scheduler: str | None = None, workers: int | None = None) -> tuple[Path, list[dict]]:
     """``validate synthetic --optimizer adam|momentum``: from the symmetric start, the measured ``1 - p`` and the
     distance from the symmetric set at matched loss, against the optimizer's exact reduced map
-    (:func:`validation.synthetic.adam_compare.optimizer_matched_loss`). Writes the run; returns ``(run_dir, runs)``."""
+    (:func:`validation.synthetic.adam_compare.optimizer_matched_loss`), from the symmetric start ``u0, v0``, at the
+    matched losses ``levels`` (empty: chosen inside the runs' range; then with the broken-set prediction), each run
+    stopping below ``stop_loss`` (default the lowest level; default steps 1000, or 200000 with ``levels``).
+    Planned and executed through the study engine (in process by default; ``executor``/``scheduler``/``workers``:
+    Dask). Writes the run; returns ``(run_dir, runs)``."""
     from qkov.core.runstore import load_run
 
     if data != "population":
@@ -117,7 +122,8 @@ def validate_optimizer_map(params, ratios, data: str, optimizer: str, steps: int
 
     cfg = parse_config(OptimizerMapConfig, optimizer=optimizer, betas=tuple(betas), eps=eps,
                        weight_decay=weight_decay, params=tuple(params), ratios=tuple(ratios),
-                       steps=1000 if steps is None else steps, dt=0.01 if dt is None else dt, K=K, M=M, seed=seed)
+                       steps=(200_000 if levels else 1000) if steps is None else steps, dt=0.01 if dt is None else dt,
+                       K=K, M=M, seed=seed, u0=u0, v0=v0, levels=tuple(levels), stop_loss=stop_loss)
     run_dir = run_one(optimizer_run.KIND, cfg.to_json_dict(), out, False, executor, scheduler, workers)
     res = load_run(run_dir).metrics["runs"]
     return run_dir, res

@@ -349,16 +349,22 @@ def optimizer_matched_loss(param: str, ratios: tuple[float, ...], *, optimizer: 
                            betas: tuple[float, float] = (0.9, 0.999), eps: float = 1e-8, weight_decay: float = 0.0,
                            K: int = 4, M: int = 8, dt: float = 0.01, steps: int = 1000, n_levels: int = 5,
                            u0: float = 0.5, v0: float = 0.5, stability_steps: int = 40,
-                           curves: bool = False) -> dict:
+                           curves: bool = False, levels: tuple[float, ...] | None = None,
+                           stop_loss: float | None = None, predict: bool = True) -> dict:
     r"""Train the full matrices from the symmetric start under ``optimizer`` at each ratio and compare, at matched
     losses, the **measured** residual :math:`1-p` with the exact reduced map of the same optimizer
     (:func:`simulation.optimizer_maps.run_orbit_map`) and with gradient flow (:func:`simulation.reduced.integrate`),
     beside the measured distance from the symmetric set; plus the transverse prediction
     (:func:`simulation.transverse.transverse_growth` over ``stability_steps``) of whether the run leaves the set.
 
-    Levels: ``n_levels`` log-spaced losses inside every run's range. Returns ``{"levels", "pairs": [{param, ratio,
-    measured, distance, reduced, flow (lists over levels, None where not reached), predicted_departure_step, ftle,
-    measured_departure_step}]}``. With ``curves``, each pair also carries ``"curves"``: the logged training
+    Levels: ``levels`` when given (each run then stops at its first logged loss below ``stop_loss``, default the
+    lowest level, or after ``steps``), else ``n_levels`` log-spaced losses inside every run's range. With
+    ``predict``, the broken-set predictor (:func:`simulation.broken_set_predictor.predict`, independent of the
+    training: run before it when ``levels`` are given, else after it at the levels chosen from its range) gives ``predicted_one_minus_p``, ``predicted_distance`` and the calls
+    (``predicted_call``/``measured_call``: ``"sharpens"``/``"de-sharpens"`` against the lowest ratio at each level;
+    ``predicted_rises``/``measured_rises``: 1 - p above the previous level's). Returns ``{"levels", "pairs": [{param,
+    ratio, measured, distance, reduced, flow (lists over levels, None where not reached), predicted_departure_step,
+    ftle, measured_departure_step, ...}], "predictor"}``. With ``curves``, each pair also carries ``"curves"``: the logged training
     columns ``loss, residual, set_distance`` and the reduced map's and the flow's ``loss, residual`` (float64
     arrays, for :func:`validation.synthetic.optimizer_figure.optimizer_map_figure`).
     """
@@ -366,22 +372,47 @@ def optimizer_matched_loss(param: str, ratios: tuple[float, ...], *, optimizer: 
     from simulation.reduced import integrate
     from simulation.transverse import predicted_departure_step, transverse_growth
 
+    import time
+
+    from simulation.broken_set_predictor import calls
+    from simulation.broken_set_predictor import predict as broken_set_predict
+
     name = {"adamw": "adamw", "adam": "adamw" if weight_decay else "adam", "momentum": "momentum", "gd": "gd"}[optimizer]
     spec = OptimizerSpec(name, betas[0], betas[1], eps, weight_decay)
-    log_every = max(1, steps // 200)
+    log_every = max(1, steps // 200) if levels is None else max(1, min(steps // 200, 10))
+    stop = stop_loss if stop_loss is not None else (min(levels) if levels else None)
+    prediction, cost = None, {}
+    if predict and levels:
+        t0 = time.process_time()
+        prediction = broken_set_predict(param, spec, K=K, M=M, u0=u0, v0=v0, eta_ov=1.0, dt=dt, ratios=tuple(ratios),
+                                        levels=tuple(levels), steps=steps, record_every=log_every)
+        cost["predictor_cpu_s"] = time.process_time() - t0
+    t0 = time.process_time()
     runs = []
     for r in ratios:
         tr = train_symmetric(param, r, optimizer=optimizer, eps=eps, betas=betas, K=K, M=M, u0=u0, v0=v0, dt=dt,
-                             steps=steps, log_every=log_every, weight_decay=weight_decay, momentum=betas[0])
-        red = run_orbit_map(param, spec, K=K, M=M, eta_qk=r, eta_ov=1.0, dt=dt, steps=steps, u0=u0, v0=v0,
-                            record=np.arange(0, steps + 1, log_every))
+                             steps=steps, log_every=log_every, weight_decay=weight_decay, momentum=betas[0],
+                             stop_loss=stop)
+        ran = int(round(float(tr.cols["t"][-1]) / dt))
+        red = run_orbit_map(param, spec, K=K, M=M, eta_qk=r, eta_ov=1.0, dt=dt, steps=ran, u0=u0, v0=v0,
+                            record=np.arange(0, ran + 1, log_every))
         flow = integrate(param, K, M, r, 1.0, u0, v0, np.geomspace(1e-3, 1e7, 400))
         st = transverse_growth(param, spec, K=K, M=M, eta_qk=r, eta_ov=1.0, dt=dt, steps=min(stability_steps, steps),
                                u0=u0, v0=v0)
         runs.append((r, tr, red, flow, st))
-    hi = min(float(tr.cols["loss"][0]) for _, tr, *_ in runs)
-    lo = max(float(np.min(tr.cols["loss"])) for _, tr, *_ in runs)
-    levels = [float(x) for x in np.geomspace(hi, lo, n_levels + 2)[1:-1]] if lo < hi else []
+    cost["training_cpu_s"] = time.process_time() - t0
+    if levels:
+        levels = [float(x) for x in levels]
+    else:
+        hi = min(float(tr.cols["loss"][0]) for _, tr, *_ in runs)
+        lo = max(float(np.min(tr.cols["loss"])) for _, tr, *_ in runs)
+        levels = [float(x) for x in np.geomspace(hi, lo, n_levels + 2)[1:-1]] if lo < hi else []
+        if predict and levels:   # the levels come from the runs' range; the prediction uses nothing else of them
+            t0 = time.process_time()
+            prediction = broken_set_predict(param, spec, K=K, M=M, u0=u0, v0=v0, eta_ov=1.0, dt=dt,
+                                            ratios=tuple(ratios), levels=tuple(levels), steps=steps,
+                                            record_every=log_every)
+            cost["predictor_cpu_s"] = time.process_time() - t0
     pairs = []
     for r, tr, red, flow, st in runs:
         c = tr.cols
@@ -396,9 +427,84 @@ def optimizer_matched_loss(param: str, ratios: tuple[float, ...], *, optimizer: 
                       "final_distance": float(c["set_distance"][-1]),
                       "ftle_per_step": st.ftle, "predicted_departure_step": predicted_departure_step(st),
                       "measured_departure_step": int(c["t"][off[0]] / dt + 0.5) if off.size else None})
+        if prediction is not None:
+            pairs[-1].update(predicted_one_minus_p=prediction.one_minus_p[r], predicted_distance=prediction.distance[r],
+                             predicted_call=prediction.calls[r], predicted_rises=prediction.rises[r])
         if curves:
             pairs[-1]["curves"] = {"train_loss": c["loss"], "train_residual": c["residual"],
                                    "train_set_distance": c["set_distance"], "reduced_loss": np.asarray(red.loss),
                                    "reduced_residual": np.asarray(red.residual), "flow_loss": np.asarray(flow.loss),
                                    "flow_residual": np.asarray(flow.residual)}
-    return {"optimizer": spec.as_json(), "K": K, "M": M, "dt": dt, "steps": steps, "levels": levels, "pairs": pairs}
+    m_calls, m_rises = calls({p["ratio"]: p["measured"] for p in pairs})
+    for p in pairs:
+        p.update(measured_call=m_calls[p["ratio"]], measured_rises=m_rises[p["ratio"]])
+    predictor = None if prediction is None else {"subgroup": prediction.subgroup, "cpu_s": cost["predictor_cpu_s"],
+                                                 "training_cpu_s": cost["training_cpu_s"]}
+    return {"optimizer": spec.as_json(), "K": K, "M": M, "u0": u0, "v0": v0, "dt": dt, "steps": steps,
+            "stop_loss": stop, "levels": levels, "pairs": pairs, "predictor": predictor}
+
+
+# ---- the broken-set predictor against full-matrix training (issue 31) -------------------------------------------
+
+@dataclass(frozen=True)
+class PredictorCase:
+    """One base case of the predictor grid: a parametrization, sizes, the symmetric start ``u0 = v0 = start``,
+    Adam's lr ``lr`` on OV (``eta_OV = 1``, ``dt = lr``) and the ratios (the lowest is the reference)."""
+
+    param: str
+    K: int
+    M: int
+    start: float
+    lr: float
+    ratios: tuple[float, ...] = (1.0, 2.0, 4.0)
+    steps: int = 20000
+    chosen: bool = True
+
+
+def predictor_grid() -> list[PredictorCase]:
+    """The grid of docs/synthetic-validation.md: a designed part (CACO, FAFO x (K, M) in (4, 3), (3, 2) x start
+    0.1, 0.5 x lr 1e-3, 1e-2, ratios 2 and 4 against 1) and 8 base cases drawn at random (``chosen=False``: numpy
+    seed 31, param in the four, K in 3..8, M in 2..10, start log-uniform in [0.05, 1], lr log-uniform in [3e-4, 3e-2],
+    one ratio log-uniform in [1.5, 10])."""
+    out = [PredictorCase(p, K, M, s, lr, steps=int(20 / lr)) for p in ("CACO", "FAFO") for K, M in ((4, 3), (3, 2))
+           for s in (0.1, 0.5) for lr in (1e-3, 1e-2)]
+    rng = np.random.default_rng(31)
+    for _ in range(8):
+        p = str(rng.choice(["CACO", "FACO", "CAFO", "FAFO"]))
+        K, M = int(rng.integers(3, 9)), int(rng.integers(2, 11))
+        s = float(np.exp(rng.uniform(np.log(0.05), 0.0)))
+        lr = float(np.exp(rng.uniform(np.log(3e-4), np.log(3e-2))))
+        r = float(np.round(np.exp(rng.uniform(np.log(1.5), np.log(10.0))), 2))
+        out.append(PredictorCase(p, K, M, round(s, 3), float(f"{lr:.2g}"), (1.0, r), steps=int(20 / float(f"{lr:.2g}")),
+                                 chosen=False))
+    return out
+
+
+def predictor_vs_training(case: PredictorCase, levels: tuple[float, ...] = (1e-1, 1e-2, 1e-3), *,
+                          betas: tuple[float, float] = (0.9, 0.999), eps: float = 1e-8) -> dict:
+    """Train each ratio of ``case`` with torch Adam (float64, full matrices, :func:`train_symmetric`) until the
+    loss is below the lowest level, and run :func:`simulation.broken_set_predictor.predict`; returns the measured
+    and predicted 1 - p, set distances and calls per ratio and level, and both costs (seconds)."""
+    import time
+
+    from simulation.broken_set_predictor import calls, predict
+    from simulation.optimizer_maps import OptimizerSpec
+
+    t0 = time.process_time()
+    measured, dist = {}, {}
+    for r in case.ratios:
+        tr = train_symmetric(case.param, r, optimizer="adam", betas=betas, eps=eps, K=case.K, M=case.M, u0=case.start,
+                             v0=case.start, dt=case.lr, steps=case.steps, log_every=10, stop_loss=min(levels))
+        c = tr.cols
+        measured[r] = [crossing(c["loss"], c["residual"], L) for L in levels]
+        dist[r] = [crossing(c["loss"], c["set_distance"], L) for L in levels]
+    t1 = time.process_time()
+    pred = predict(case.param, OptimizerSpec("adam", betas[0], betas[1], eps), K=case.K, M=case.M, u0=case.start,
+                   v0=case.start, eta_ov=1.0, dt=case.lr, ratios=case.ratios, levels=levels, steps=case.steps)
+    t2 = time.process_time()
+    mc, mr = calls(measured)
+    return {"case": {k: getattr(case, k) for k in ("param", "K", "M", "start", "lr", "ratios", "steps", "chosen")},
+            "levels": list(levels), "measured": measured, "measured_distance": dist, "measured_call": mc,
+            "measured_rises": mr, "predicted": pred.one_minus_p, "predicted_distance": pred.distance,
+            "predicted_call": pred.calls, "predicted_rises": pred.rises, "cpu_s_training": t1 - t0,
+            "cpu_s_predictor": t2 - t1}

@@ -18,13 +18,16 @@ import numpy as np
 from annotated_types import MinLen
 
 from theory.parametrization import ParamName
-from theory.spec import Ge, Le, Lt, NonNegativeFinite, PositiveFinite, Spec
+from theory.spec import Ge, Gt, Le, Lt, NonNegativeFinite, PositiveFinite, Spec
 
 
 @dataclass(frozen=True, kw_only=True)
 class OptimizerMapConfig(Spec):
     """One optimizer's symmetric-start runs (module docstring). ``betas``: Adam's (beta1, beta2); momentum uses
-    beta1 as its momentum. ``seed`` is recorded only (population data from the symmetric start: deterministic)."""
+    beta1 as its momentum. ``seed`` is recorded only (population data from the symmetric start: deterministic).
+    ``u0, v0``: the symmetric start. ``levels``: the matched losses (empty: ``n_levels`` chosen inside every run's
+    range); each run stops at its first logged loss below ``stop_loss`` (default: the lowest level) or after
+    ``steps``. ``predict``: also run the broken-set predictor (:mod:`simulation.broken_set_predictor`)."""
 
     optimizer: Literal["adam", "momentum"] = "adam"
     betas: tuple[Annotated[float, Ge(0), Lt(1)], Annotated[float, Ge(0), Lt(1)]] = (0.9, 0.999)
@@ -38,6 +41,11 @@ class OptimizerMapConfig(Spec):
     steps: Annotated[int, Ge(1), Le(1_000_000)] = 1000
     n_levels: Annotated[int, Ge(1), Le(50)] = 5
     seed: Annotated[int, Ge(0)] = 0
+    u0: PositiveFinite = 0.5
+    v0: PositiveFinite = 0.5
+    levels: tuple[Annotated[float, Gt(0), Lt(100)], ...] = ()
+    stop_loss: Annotated[float, Gt(0), Lt(100)] | None = None
+    predict: bool = True
 
     def label(self) -> str:
         if self.optimizer == "momentum":
@@ -51,7 +59,9 @@ class OptimizerMapConfig(Spec):
 
         return [optimizer_matched_loss(p, tuple(self.ratios), optimizer=self.optimizer, betas=tuple(self.betas),
                                        eps=self.eps, weight_decay=self.weight_decay, K=self.K, M=self.M, dt=self.dt, steps=self.steps,
-                                       n_levels=self.n_levels, curves=curves) for p in self.params]
+                                       n_levels=self.n_levels, curves=curves, u0=self.u0, v0=self.v0,
+                                       levels=tuple(self.levels) or None, stop_loss=self.stop_loss,
+                                       predict=self.predict) for p in self.params]
 
 
 def without_curves(runs: list[dict[str, Any]]) -> list[dict[str, Any]]:
