@@ -91,8 +91,11 @@ def validate_optimizer_map(params, ratios, data: str, optimizer: str, steps: int
                        K=K, M=M, seed=seed, u0=u0, v0=v0, levels=tuple(levels), stop_loss=stop_loss)
     config = cfg.to_json_dict()
     run_dir = run_dir_for(out, optimizer_run.KIND, config)
+    from validation.synthetic.experiment import torch_threads
+
     with results_lock(out, "qkov validate synthetic"):
-        runs = cfg.data(curves=True)
+        with torch_threads(1):   # as the study's runs: tiny float64 ops, where torch's threads only spin
+            runs = cfg.data(curves=True)
         with RunWriter(run_dir, kind=optimizer_run.KIND, config=config, seed=seed) as run:
             optimizer_run.write_run(cfg, runs, run)
     res = without_curves(runs)
