@@ -114,4 +114,17 @@ def predict(param: str, spec: OptimizerSpec, *, K: int, M: int, u0: float, v0: f
     return Prediction(param, subgroup, tuple(ratios), tuple(levels), res, dist, c, up, runs)
 
 
-__all__ = ["PREDICTOR_SUBGROUP", "Prediction", "calls", "first_below", "predict"]
+def by_symmetry_type(param: str, spec: OptimizerSpec, *, K: int, M: int, u0: float, v0: float, eta_ov: float,
+                     dt: float, ratios: tuple[float, ...], levels: tuple[float, ...], steps: int,
+                     amplitude: float = ROUNDING) -> dict[str, Prediction]:
+    """:func:`predict` on every registered subgroup set (:data:`theory.subgroup_orbits.SUBGROUPS`), each seeded at
+    ``amplitude`` off the symmetric set inside it: per symmetry type of perturbation (which classes / commons it
+    distinguishes), how far the run leaves the symmetric set and what that does to 1 - p at each level, followed over
+    the whole run. ``symmetric`` is the symmetric-set map (no perturbation survives its averaging)."""
+    from theory.subgroup_orbits import SUBGROUPS
+
+    return {name: predict(param, spec, K=K, M=M, u0=u0, v0=v0, eta_ov=eta_ov, dt=dt, ratios=ratios, levels=levels,
+                          steps=steps, subgroup=name, amplitude=amplitude) for name in SUBGROUPS}
+
+
+__all__ = ["PREDICTOR_SUBGROUP", "Prediction", "by_symmetry_type", "calls", "first_below", "predict"]
