@@ -73,17 +73,24 @@ class Prediction:
                                "rises": self.rises[r]} for r in self.ratios]}
 
 
+def _call(v: float | None, ref: float | None) -> str | None:
+    if v is None or ref is None:
+        return None
+    return "de-sharpens" if v > ref else "sharpens" if v < ref else "same"
+
+
+def _rise(v: float | None, prev: float | None) -> bool | None:
+    return None if v is None or prev is None else bool(v > prev)
+
+
 def calls(values: dict[float, list[float | None]]) -> tuple[dict[float, list[str | None]], dict[float, list[bool | None]]]:
     """From 1 - p per ratio per level: ``call[r][i]`` = ``"de-sharpens"`` when above the lowest ratio's at level
-    ``i``, ``"sharpens"`` when below, ``"same"`` for the lowest ratio itself, None where either is missing;
-    ``rises[r][i]``: above the same ratio's value at level ``i - 1`` (None at ``i = 0`` or where missing)."""
-    ref = min(values)
-    out, up = {}, {}
-    for r, vals in values.items():
-        out[r] = [None if v is None or values[ref][i] is None else "same" if r == ref
-                  else "de-sharpens" if v > values[ref][i] else "sharpens" for i, v in enumerate(vals)]
-        up[r] = [None if i == 0 or v is None or vals[i - 1] is None else bool(v > vals[i - 1])
-                 for i, v in enumerate(vals)]
+    ``i``, ``"sharpens"`` when below, ``"same"`` when equal (the lowest ratio itself, or a tie: no call), None where
+    either is missing; ``rises[r][i]``: above the same ratio's value at level ``i - 1`` (None at ``i = 0`` or where
+    missing)."""
+    ref = values[min(values)]
+    out = {r: [_call(v, ref[i]) for i, v in enumerate(vals)] for r, vals in values.items()}
+    up = {r: [None if i == 0 else _rise(v, vals[i - 1]) for i, v in enumerate(vals)] for r, vals in values.items()}
     return out, up
 
 
@@ -107,4 +114,17 @@ def predict(param: str, spec: OptimizerSpec, *, K: int, M: int, u0: float, v0: f
     return Prediction(param, subgroup, tuple(ratios), tuple(levels), res, dist, c, up, runs)
 
 
-__all__ = ["PREDICTOR_SUBGROUP", "Prediction", "calls", "first_below", "predict"]
+def by_symmetry_type(param: str, spec: OptimizerSpec, *, K: int, M: int, u0: float, v0: float, eta_ov: float,
+                     dt: float, ratios: tuple[float, ...], levels: tuple[float, ...], steps: int,
+                     amplitude: float = ROUNDING) -> dict[str, Prediction]:
+    """:func:`predict` on every registered subgroup set (:data:`theory.subgroup_orbits.SUBGROUPS`), each seeded at
+    ``amplitude`` off the symmetric set inside it: per symmetry type of perturbation (which classes / commons it
+    distinguishes), how far the run leaves the symmetric set and what that does to 1 - p at each level, followed over
+    the whole run. ``symmetric`` is the symmetric-set map (no perturbation survives its averaging)."""
+    from theory.subgroup_orbits import SUBGROUPS
+
+    return {name: predict(param, spec, K=K, M=M, u0=u0, v0=v0, eta_ov=eta_ov, dt=dt, ratios=ratios, levels=levels,
+                          steps=steps, subgroup=name, amplitude=amplitude) for name in SUBGROUPS}
+
+
+__all__ = ["PREDICTOR_SUBGROUP", "Prediction", "by_symmetry_type", "calls", "first_below", "predict"]

@@ -109,11 +109,28 @@ def bias_direction(lay: SetLayout) -> np.ndarray:
     return d / nrm if nrm > 0 else d
 
 
+def transverse_direction(lay: SetLayout, seed: int = 0) -> np.ndarray:
+    r"""A unit direction ``(n,)`` in :math:`\mathrm{Fix}(H)` orthogonal to :math:`\mathrm{Fix}(G)` (random orbit
+    values, numpy ``seed``, minus their symmetric-set projection); zero when ``H = G``."""
+    from simulation.optimizer_maps import symmetric_projection
+
+    p = lay.partition
+    mats = embed(lay, np.random.default_rng(seed).normal(size=lay.n))
+    _, sym = symmetric_projection(p.param, mats, p.K, p.M)
+    d = project(lay, {k: mats[k] - sym[k] for k in mats})
+    nrm = float(np.sqrt((d ** 2 * lay.sizes).sum()))
+    return d / nrm if nrm > 1e-12 else 0.0 * d
+
+
 def seeded_start(lay: SetLayout, u0: float, v0: float, amplitude: float) -> np.ndarray:
-    """:func:`symmetric_start` plus ``amplitude`` times the Frobenius norm of the start along :func:`bias_direction`."""
+    """:func:`symmetric_start` plus ``amplitude`` times the Frobenius norm of the start along :func:`bias_direction`
+    (along :func:`transverse_direction` when ``H`` does not split the classes)."""
     w0 = symmetric_start(lay, u0, v0)
     scale = float(np.sqrt((w0 ** 2 * lay.sizes).sum()))
-    return w0 + amplitude * scale * bias_direction(lay)
+    d = bias_direction(lay)
+    if not np.any(d):
+        d = transverse_direction(lay)
+    return w0 + amplitude * scale * d
 
 
 @dataclass(frozen=True)
@@ -168,4 +185,4 @@ def run_set_map(param: str, sub: Subgroup, spec: OptimizerSpec, *, K: int, M: in
 
 
 __all__ = ["SetLayout", "SetRun", "bias_direction", "distance", "embed", "layout", "project", "run_set_map",
-           "seeded_start", "symmetric_start"]
+           "seeded_start", "symmetric_start", "transverse_direction"]

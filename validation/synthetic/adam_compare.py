@@ -463,11 +463,14 @@ class PredictorCase:
 
 def predictor_grid() -> list[PredictorCase]:
     """The grid of docs/synthetic-validation.md: a designed part (CACO, FAFO x (K, M) in (4, 3), (3, 2) x start
-    0.1, 0.5 x lr 1e-3, 1e-2, ratios 2 and 4 against 1) and 8 base cases drawn at random (``chosen=False``: numpy
+    0.1, 0.5 x lr 1e-3, 1e-2, ratios 2 and 4 against 1; CACO, FAFO x (4, 3), (3, 2) at start 0.1, lr 1e-3, ratio 8;
+    CACO, FAFO at (4, 8), start 0.1, lr 1e-3, ratios 4 and 8) and 8 base cases drawn at random (``chosen=False``: numpy
     seed 31, param in the four, K in 3..8, M in 2..10, start log-uniform in [0.05, 1], lr log-uniform in [3e-4, 3e-2],
     one ratio log-uniform in [1.5, 10])."""
     out = [PredictorCase(p, K, M, s, lr, steps=int(20 / lr)) for p in ("CACO", "FAFO") for K, M in ((4, 3), (3, 2))
            for s in (0.1, 0.5) for lr in (1e-3, 1e-2)]
+    out += [PredictorCase(p, K, M, 0.1, 1e-3, (1.0, 8.0)) for p in ("CACO", "FAFO") for K, M in ((4, 3), (3, 2))]
+    out += [PredictorCase(p, 4, 8, 0.1, 1e-3, (1.0, 4.0, 8.0)) for p in ("CACO", "FAFO")]
     rng = np.random.default_rng(31)
     for _ in range(8):
         p = str(rng.choice(["CACO", "FACO", "CAFO", "FAFO"]))

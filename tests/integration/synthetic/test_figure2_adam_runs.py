@@ -86,6 +86,7 @@ def test_adam_run_writes_a_complete_run_and_follows_the_law(tmp_path):
 
 def test_study_plans_the_new_kinds_and_rejects_unknown_ones(tmp_path):
     kinds = [k for k, _ in synthetic_stage.study_runs(True, None)]
-    assert kinds.count("figure2") == 4 and kinds.count("adam") == 1 and kinds.count("synthetic-optimizer") == 2
+    # synthetic-optimizer: Adam and momentum at K=4, M=8, and issue 31's breakdown case (optimizer_run.BREAKDOWN)
+    assert kinds.count("figure2") == 4 and kinds.count("adam") == 1 and kinds.count("synthetic-optimizer") == 3
     with pytest.raises(ValueError, match="'figure2', 'adam', 'synthetic-optimizer' only"):
         synthetic_stage.execute("figure3", {}, tmp_path / "x")

@@ -130,3 +130,22 @@ def test_adam_leaves_the_sets_without_the_bias_mode_and_keeps_those_with_it():
         w0 = seeded_start(lay, 0.5, 0.5, 1e-3) + 1e-3 * rng.normal(size=lay.n)
         _, d = _torch_run("CACO", lay, spec, w0, 40 if stays else 5)
         assert (d.max() <= 1e-13) if stays else (d.max() > 1e-6), (name, d)
+
+
+@pytest.mark.parametrize("name", list(SUBGROUPS))
+def test_transverse_direction_is_in_the_set_and_off_the_symmetric_one(name):
+    """Unit norm (entries counted), fixed by H (its own projection), orthogonal to Fix(G) (zero symmetric projection);
+    zero exactly when H = G."""
+    from simulation.optimizer_maps import symmetric_projection
+    from simulation.subgroup_maps import transverse_direction
+
+    lay = layout("FAFO", subgroup(name, K, M), K, M)
+    d = transverse_direction(lay, seed=3)
+    if name == "symmetric":
+        assert not np.any(d)
+        return
+    assert abs(float((d ** 2 * lay.sizes).sum()) - 1.0) < 1e-12
+    mats = embed(lay, d)
+    np.testing.assert_allclose(project(lay, mats), d, atol=1e-15)
+    w_sym, _ = symmetric_projection("FAFO", mats, K, M)
+    assert np.max(np.abs(w_sym)) < 1e-15
