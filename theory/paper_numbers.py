@@ -36,24 +36,27 @@ class PaperNumber:
     source: str
     note: str = ""
     percent: bool = False
+    approx: bool = False
+    """The paper gives the values as approximate ("about 12%")."""
 
     def text(self) -> str:
-        """``"12% -> 43% (ratio 1 -> 20)"``, ``"about 0.5 at ratio 20"``, or ``"no number in PAPER.md"``."""
+        """``"about 12% -> 43% (ratio 1 -> 20)"``, ``"0.5 at ratio 20"``, or ``"no number in PAPER.md"``."""
         if self.value is None:
             return "no number in PAPER.md"
         f = (lambda x: f"{x * 100:.0f}%") if self.percent else (lambda x: f"{x:.3g}")
+        about = "about " if self.approx else ""
         if self.base is None:
-            return f"{f(self.value)} at ratio {self.ratio:g}"
-        return f"{f(self.base)} -> {f(self.value)} (ratio 1 -> {self.ratio:g})"
+            return f"{about}{f(self.value)} at ratio {self.ratio:g}"
+        return f"{about}{f(self.base)} -> {f(self.value)} (ratio 1 -> {self.ratio:g})"
 
 
 _DTAP = f"{PAPER_MD}, 'DTAP heatmaps and attention confidence' (headline)"
 _SETTINGS = f"{PAPER_MD}, 'Real-data settings of the official code'"
 
 REAL_NUMBERS: tuple[PaperNumber, ...] = (
-    PaperNumber("squad", "attention_confidence", "AC (attention confidence)", 20.0, 0.12, 0.43, _DTAP,
+    PaperNumber("squad", "attention_confidence", "AC", 20.0, 0.12, 0.43, _DTAP,
                 "about 12% -> about 43%; SQuAD v2.0, 6-layer GPT-2-tokenizer decoder, GloVe-300; the AC threshold is "
-                "not stated (qkov's AC at tau = 0.5 is its own choice)", percent=True),
+                "not stated (qkov's AC at tau = 0.5 is its own choice)", percent=True, approx=True),
     PaperNumber("squad", "f1", "F1", 20.0, None, None, _SETTINGS, "EM/F1 with the official normalisation; no number"),
     PaperNumber("hatexplain", "comprehensiveness_aopc", "comprehensiveness", 30.0, None, None,
                 f"{PAPER_MD}, 'Faithfulness metrics (ERASER)'",

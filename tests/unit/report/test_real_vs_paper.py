@@ -89,7 +89,7 @@ def test_table_sets_the_papers_numbers_beside_qkovs_and_each_verdict_names_compa
     assert {v.group: v.verdict for v in verdicts} == {"hatexplain/adamw/small/quick": "supports",
                                                       "squad/adamw/small/quick": "contradicts"}
     ac = next(r for r in rows if r.dataset == "squad" and "attention_confidence" in r.metric)
-    assert ac.paper == "12% -> 43% (ratio 1 -> 20)" and "PAPER.md" in ac.source
+    assert ac.paper == "about 12% -> 43% (ratio 1 -> 20)" and "PAPER.md" in ac.source
     assert ac.qkov == "10 ± 0% -> 40 ± 0% (ratio 1 -> 20; n = 3 and 3 seeds)"     # percent, as the paper
     assert "exploratory" in ac.comparison
     mass = next(r for r in rows if r.dataset == "hatexplain" and r.metric == "relevant_mass_mean")
@@ -106,7 +106,7 @@ def test_table_sets_the_papers_numbers_beside_qkovs_and_each_verdict_names_compa
     for text in (real_html, real_md):
         # the section opens on the paper-vs-qkov table, not on raw configuration keys
         assert "tables.hatexplain" not in text[:2000]
-        assert "12% -> 43% (ratio 1 -> 20)" in text
+        assert "about 12% -> 43% (ratio 1 -> 20)" in text
         assert expect in text
         assert "n=3" in text and "MDE" in text and "95% t" in text
     assert real_html.index("paper (ratio 1 -> claim ratio)") < real_html.index("Real-data verdict per dataset")
