@@ -124,7 +124,7 @@ def _group(name: str, g: dict[str, Any], recorded: tuple[str, str] | None) -> tu
         comp = (f"{c.describe()} (primary: read by the verdict)" if c is not None and c.n >= 2
                 else f"{c.n} paired seed(s): no interval (primary)" if c is not None
                 else "exploratory: not read by the verdict")
-        rows.append(RealRow(dataset, name, (p.label + f" ({m})") if p else m,
+        rows.append(RealRow(dataset, name, (p.label + f" ({m})") if p and p.label != m else m,
                             p.text() if p else "no number in PAPER.md", p.source if p else "",
                             qkov, comp, verdict, setting))
     reads = (f"ratio {ratio:g} vs 1 at {READING_TEXT}, paired by seed: "

@@ -51,6 +51,7 @@ section.claim{border-top:2px solid #ccc;margin-top:1.6em;padding-top:.2em}
 section.claim h3{margin:.4em 0 .2em}section.claim .where{color:#666;font-size:.88em}
 ul.evidence li{margin:.35em 0}details{margin:.3em 0}details summary{cursor:pointer;color:#1f4e9a}
 .stagecell{font-size:.86em}
+td.realnum{font-variant-numeric:tabular-nums}table#real-vs-paper td{font-size:.95em}
 """
 
 
@@ -304,8 +305,8 @@ def real_data_html(results: StudyResults) -> str:
         where = f'<div class="ev">{_e(r.group)}: {_e(r.setting)}</div>' if r.group != prev else ""
         prev = r.group
         body.append(f"<tr><td><b>{_e(r.dataset)}</b>{where}</td>"
-                    f"<td>{_e(r.metric)}</td><td>{_e(r.paper)}{src}</td><td class=\"num\">{_e(r.qkov)}</td>"
-                    f"<td class=\"num\">{_e(r.comparison)}</td><td>{_badge(r.verdict)}</td></tr>")
+                    f"<td>{_e(r.metric)}</td><td>{_e(r.paper)}{src}</td><td class=\"realnum\">{_e(r.qkov)}</td>"
+                    f"<td class=\"realnum\">{_e(r.comparison)}</td><td>{_badge(r.verdict)}</td></tr>")
     lines = "".join(f"<li>{_badge(v.verdict)} <b>{_e(v.dataset)}</b> <span class=\"meta\">({_e(v.group)})</span>: "
                     f"read {_e(v.reads)}"
                     + (f"<details><summary>the rule's line</summary><p>{_e(v.line)}</p></details>" if v.line else "")
