@@ -138,3 +138,40 @@ def test_nothing_from_the_summary_reaches_the_page_unescaped(tmp_path):
     assert html_lib.escape(PAYLOAD, quote=True) in html
     md = render_markdown(res, build_ledger(res))
     assert "<img src=x" not in md and "<script>" not in md and "](javascript:" not in md
+
+
+def _run(ratio: float, seed: int, mass: float, acc: float, dataset: str) -> dict:
+    """One run record as :func:`qkov.study.real_summary.load_runs` returns it (five checkpoints, best at 3)."""
+    import numpy as np
+
+    cps = [{"step": i, "epoch": i, "train_loss": x, "val_loss": x,
+            "test": {"relevant_mass_mean": mass * i / 4, "accuracy": acc * i / 4}}
+           for i, x in enumerate((1.0, 0.7, 0.5, 0.4, 0.45))]
+    uni = {"relevant_mass_mean": 0.3, "accuracy": 0.5}
+    best = {"accuracy": acc, "relevant_mass_mean": mass, "checkpoint": 3, "epoch": 3, "val_loss": 0.4}
+    cfg = {"dataset": dataset, "optimizer": "sgd" if dataset == "sva" else "adamw", "model": "small", "quick": True,
+           "ratio": ratio, "seed": seed, "data_dir": "/d"}
+    return {"dir": Path(f"validate-real-{dataset}-{ratio:g}-{seed}"), "config": cfg, "arrays": {"labels": np.array([0, 1, 1])},
+            "metrics": {"accuracy": acc, "relevant_mass_mean": mass, "checkpoints": cps, "best_val": best,
+                        "baseline": {"uniform": uni, "step0": uni}}}
+
+
+def test_the_table_reads_groups_as_the_summary_writes_them(tmp_path):
+    """From run records through :func:`summarise_groups` and a JSON round trip (tables.json): every row has qkov's
+    values at ratio 1 and the claim ratio, the primary rows the verdict's interval, one verdict line per dataset."""
+    import json
+
+    from qkov.study.real_summary import summarise_groups
+
+    runs = [_run(r, s, 0.4 + 0.01 * s + (0.1 + 0.02 * s) * (r > 1), 0.7 + 0.01 * s, ds)
+            for ds, rs in (("hatexplain", (1.0, 30.0)), ("sva", (1.0, 100.0))) for r in rs for s in range(3)]
+    groups = json.loads(json.dumps(summarise_groups(runs)))
+    rows, verdicts, problems = real_table(results_of(groups, tmp_path))
+    assert not problems and [v.group for v in verdicts] == ["hatexplain/adamw/small/quick", "sva/sgd/small/quick"]
+    assert all(v.verdict == "supports" for v in verdicts), [v.line for v in verdicts]
+    sva = [r for r in rows if r.dataset == "sva"]
+    assert [r.metric for r in sva] == ["relevant_mass_mean", "accuracy"]
+    assert sva[0].qkov == "0.41 ± 0.01 -> 0.53 ± 0.03 (ratio 1 -> 100; n = 3 and 3 seeds)"
+    assert sva[0].comparison.startswith("+0.12 [95% t ") and "n=3, MDE" in sva[0].comparison
+    assert sva[1].comparison == "+0 [95% t +0, +0], n=3, MDE 0 (primary: read by the verdict)"   # accuracy kept
+    assert "ratio 100 vs 1 at best validation" in verdicts[1].reads and verdicts[1].line.startswith("sva (")
