@@ -59,6 +59,7 @@ def test_real_data_section_opens_on_the_paper_vs_qkov_table(chromium, tmp_path, 
     assert ac[0].startswith("squad") and ac[2].startswith("about 12% -> 43% (ratio 1 -> 20)")
     assert ac[3].startswith("10 ± 0% -> 40 ± 0%")
     assert len(got["verdicts"]) == 2
+    assert [v.split()[:2] for v in got["verdicts"]] == [["contradicts", "squad"], ["supports", "hatexplain"]]
     for line in got["verdicts"]:
         assert "vs 1 at best validation" in line and "n=3" in line and "MDE" in line and "95% t" in line, line
     found = chromium.execute_script(HANDLERS_JS)
