@@ -16,6 +16,8 @@ from __future__ import annotations
 import dataclasses
 import math
 
+from theory.paper_numbers import claim_text
+
 STAGES: tuple[str, ...] = ("derive", "simulate", "synthetic", "real")
 """Stages that may test a claim: the names of ``qkov.study.stages.STAGE_NAMES``, in its order (theory cannot import
 the app; ``tests/unit/theory/test_claims_table.py`` checks that the two agree)."""
@@ -248,31 +250,29 @@ CLAIMS: dict[str, Claim] = {c.id: c for c in (
 )}
 """The table, in the report's order."""
 
-_FIRST_SCREEN: dict[str, tuple[str, str]] = {
-    "symmetric-subspace": ("", "no: exact up to round-off at any size"),
-    "reduced-odes": ("", "no: an identity, checked at larger K, M in --full"),
-    "rescaling": ("", "no: one GD step at theory's states"),
-    "fixed-lines": ("", "no: exact up to round-off"),
-    "first-integrals": ("", "no: same integration"),
-    "growth-rates": ("u = O(log t), v = O(log^2 t)", "no: same integration to t = 1e12, larger K, M"),
-    "sharpness-ratio": ("Figure 2: faster QK (QK 0.2, OV 0.01) raises distinct attention (no number stated)",
-                        "not for CACO: at the paper's 10^5 steps x 5 seeds its attention still moves to the query's id "
-                        "(0.41 -> 0.04, docs/synthetic-validation.md); longer synthetic runs reach lower losses"),
-    "sharpness-order": ("CACO, FACO concentrate attention; FAFO predicts with weak attention (no number)",
-                        "no: FAFO stays sharper than CACO down to a crossover loss far below any reached "
-                        "(1.5e-8 at K=4, M=8, r=1; docs/simulation.md)"),
-    "paper-equations": ("(m, n, b, M) = (5, 50, 50, 20), ratios 0.01-100, RK4 step 10", "no: same equations"),
-    "adam-ratio": ("", "may: ratio 10 added"),
-    "adam-ratio-default": ("", "not for momentum 0.9 on CACO (it sharpens like gradient flow); ratio 8 and 1500 "
-                              "steps reach lower losses, where Adam can leave the symmetric set (issue 31)"),
-    "optimizer-stability": ("", "no: the transverse call (FTLE along the reduced trajectory) does not depend on the "
-                               "run length"),
-    "real-data": ("SQuAD: AC about 12% -> 43% (QK x20); HateXplain QK x30, SVA QK x100 (accuracy kept)",
-                  "yes: the paper's sizes, 5 seeds"),
+_FULL_PRESET: dict[str, str] = {
+    "symmetric-subspace": "no: exact up to round-off at any size",
+    "reduced-odes": "no: an identity, checked at larger K, M in --full",
+    "rescaling": "no: one GD step at theory's states",
+    "fixed-lines": "no: exact up to round-off",
+    "first-integrals": "no: same integration",
+    "growth-rates": "no: same integration to t = 1e12, larger K, M",
+    "sharpness-ratio": "not for CACO: at the paper's 10^5 steps x 5 seeds its attention still moves to the query's id "
+                       "(0.41 -> 0.04, docs/synthetic-validation.md); longer synthetic runs reach lower losses",
+    "sharpness-order": "no: FAFO stays sharper than CACO down to a crossover loss far below any reached "
+                       "(1.5e-8 at K=4, M=8, r=1; docs/simulation.md)",
+    "paper-equations": "no: same equations",
+    "adam-ratio": "may: ratio 10 added",
+    "adam-ratio-default": "not for momentum 0.9 on CACO (it sharpens like gradient flow); ratio 8 and 1500 "
+                          "steps reach lower losses, where Adam can leave the symmetric set (issue 31)",
+    "optimizer-stability": "no: the transverse call (FTLE along the reduced trajectory) does not depend on the run "
+                           "length",
+    "real-data": "yes: the paper's sizes, 5 seeds",
 }
-"""The paper's number and the full-preset expectation of each claim (the report's first screen)."""
-for _id, (_paper, _full) in _FIRST_SCREEN.items():
-    CLAIMS[_id] = dataclasses.replace(CLAIMS[_id], paper_number=_paper, full_preset=_full)
+"""Whether the full preset is expected to change each claim's quick verdict (the report's first screen); the
+paper's number beside it comes from the one registry of the paper's numbers, :mod:`theory.paper_numbers`."""
+for _id, _full in _FULL_PRESET.items():
+    CLAIMS[_id] = dataclasses.replace(CLAIMS[_id], paper_number=claim_text(_id), full_preset=_full)
 
 
 CHECK_FAMILIES: dict[str, tuple[str, ...]] = {}

@@ -7,12 +7,12 @@ from pathlib import Path
 from qkov.core.runstore import atomic_write_bytes
 from qkov.report.collect import collect_runs
 from qkov.report.ledger import build_ledger
+from qkov.report.real_table import REAL_SUMMARY
 from qkov.report.render_html import render_html
 from qkov.report.render_markdown import render_markdown
 
 HTML_NAME = "report.html"
 MD_NAME = "report.md"
-REAL_SUMMARY = "validate-real-summary"
 SUMMARY_SCHEMA = 2
 """Version of the summary's evidence: 2 = one ``real-data`` record per group with its number and scope
 (:func:`qkov.study.rules.real_data_evidence`). A summary of an older version is rebuilt."""

@@ -19,6 +19,7 @@ from qkov.report import content
 from qkov.report.collect import Figure, RunRecord, StudyResults
 from qkov.report.ledger import STAGE_TITLES, LedgerRow, StageVerdict
 from qkov.report.mathml import html_text, math_block  # html_text: formulas in prose, no raw ** or _
+from qkov.report.real_table import REAL_SUMMARY, real_table
 from qkov.report.tables import MetricTable, metric_tables
 
 CSS = """
@@ -50,6 +51,7 @@ section.claim{border-top:2px solid #ccc;margin-top:1.6em;padding-top:.2em}
 section.claim h3{margin:.4em 0 .2em}section.claim .where{color:#666;font-size:.88em}
 ul.evidence li{margin:.35em 0}details{margin:.3em 0}details summary{cursor:pointer;color:#1f4e9a}
 .stagecell{font-size:.86em}
+td.realnum{font-variant-numeric:tabular-nums}table#real-vs-paper td{font-size:.95em}
 """
 
 
@@ -280,6 +282,41 @@ def _tables(runs: list[RunRecord], what: str) -> str:
             t, f"{what}: mean ± sample std over seeds (n runs per row) for run kind {t.kind}.") for t in tables)
 
 
+REAL_NOTE = ("Paper: its number as spec/PAPER.md records it (source per row; none = the paper gives no number "
+             "there). qkov: the real-data summary's groups (dataset x configuration), read where the verdict reads "
+             "them. The verdict reads one pre-declared comparison per group (claim ratio vs 1, relevant mass and the "
+             "task metric, per-seed differences, t-interval over seeds, MDE at one-sided 2.5 % and power 0.8; "
+             "qkov.study.real_inference); the other metrics are exploratory.")
+
+
+def real_data_html(results: StudyResults) -> str:
+    """The real-data section's opening: per dataset and metric the paper's value beside qkov's at the same ratios
+    and the comparison the verdict read (:func:`qkov.report.real_table.real_table`), then one verdict line per
+    group naming the comparison, n, the interval and the MDE."""
+    from qkov.report.real_table import COLUMNS
+
+    rows, verdicts, problems = real_table(results)
+    if not rows and not problems:
+        return '<p class="meta">No real-data summary in these runs (no completed real-data runs).</p>'
+    head = "".join(f"<th>{_e(c)}</th>" for c in COLUMNS)
+    body, prev = [], None
+    for r in rows:
+        src = f'<div class="ev">{_e(r.source)}</div>' if r.source else ""
+        where = f'<div class="ev">{_e(r.group)}: {_e(r.setting)}</div>' if r.group != prev else ""
+        prev = r.group
+        body.append(f"<tr><td><b>{_e(r.dataset)}</b>{where}</td>"
+                    f"<td>{_e(r.metric)}</td><td>{_e(r.paper)}{src}</td><td class=\"realnum\">{_e(r.qkov)}</td>"
+                    f"<td class=\"realnum\">{_e(r.comparison)}</td><td>{_badge(r.verdict)}</td></tr>")
+    lines = "".join(f"<li>{_badge(v.verdict)} <b>{_e(v.dataset)}</b> <span class=\"meta\">({_e(v.group)})</span>: "
+                    f"read {_e(v.reads)}"
+                    + (f"<details><summary>the rule's line</summary><p>{_e(v.line)}</p></details>" if v.line else "")
+                    + "</li>" for v in verdicts)
+    bad = "".join(f"<li>{_e(x)}</li>" for x in problems)
+    return (f'<div class="scroll"><table id="real-vs-paper"><caption>{_e(REAL_NOTE)}</caption><thead><tr>{head}'
+            f"</tr></thead><tbody>{''.join(body)}</tbody></table></div>"
+            f'<h3>Real-data verdict per dataset</h3><ul class="evidence" id="real-verdicts">{lines}{bad}</ul>')
+
+
 def render_html(results: StudyResults, rows: list[LedgerRow]) -> str:
     """The whole report page."""
     now = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
@@ -305,7 +342,9 @@ def render_html(results: StudyResults, rows: list[LedgerRow]) -> str:
         f'<details><summary>each stage\'s verdict</summary>{claims_table(rows)}</details>',
         f'<h2 id="per-claim">{content.section_title("per-claim")}</h2>' + "\n".join(claim_section(r, results) for r in rows),
         f'<h2 id="derivation">{content.section_title("derivation")}</h2>' + (f"<p>{_e(dtext)}</p>" if dtext else "") + eqs,
-        f'<h2 id="real-data">{content.section_title("real-data")}</h2>' + _tables(real, "real data"),
+        f'<h2 id="real-data">{content.section_title("real-data")}</h2>' + real_data_html(results)
+        + "<details><summary>per-run metrics of the real-data runs (configuration columns)</summary>"
+        + _tables([r for r in real if r.kind != REAL_SUMMARY], "real data") + "</details>",
         f'<h2 id="other-figures">{content.section_title("other-figures")}</h2>'
         + (f"<details><summary>{len(others)} figures not tied to a claim's evidence</summary>"
            + _figures(others, "") + "</details>" if others else '<p class="meta">None.</p>'),

@@ -19,8 +19,9 @@ from qkov.report.mathml import plain_powers  # no raw ** in formulas
 from qkov.report import content
 from qkov.report.collect import StudyResults
 from qkov.report.ledger import STAGE_TITLES, LedgerRow
+from qkov.report.real_table import COLUMNS as REAL_COLUMNS, REAL_SUMMARY, real_table
 from qkov.report.tables import metric_tables
-from qkov.report.render_html import VERDICT_NOTE
+from qkov.report.render_html import REAL_NOTE, VERDICT_NOTE
 from qkov.study.claims import VERDICTS
 
 _MD_SPECIAL = re.compile(r"([\\`*_\[\]()!|{}#~])")
@@ -86,6 +87,24 @@ def _claim_section(r: LedgerRow, out: Path) -> str:
     return "\n\n".join(parts)
 
 
+def _real_data(results: StudyResults) -> str:
+    """The real-data section's opening (as :func:`qkov.report.render_html.real_data_html`): the paper-vs-qkov
+    table, then one verdict line per group."""
+    rows, verdicts, problems = real_table(results)
+    if not rows and not problems:
+        return "_No real-data summary in these runs (no completed real-data runs)._"
+    first = {r.group: i for i, r in reversed(list(enumerate(rows)))}   # the group's first row names its setting
+    table = _table(list(REAL_COLUMNS),
+                   [[f"**{_md(r.dataset)}**" + (f" ({_md(r.group)}: {_md(r.setting)})" if first[r.group] == i else ""),
+                     _md(r.metric),
+                     _md(r.paper) + (f" ({_md(r.source)})" if r.source else ""), _md(r.qkov), _md(r.comparison),
+                     f"**{_v(r.verdict)}**"] for i, r in enumerate(rows)])
+    lines = [f"- **{_v(v.verdict)}** {_md(v.dataset)} ({_md(v.group)}): read {_md(v.reads)}"
+             + (f"; the rule's line: {_md(v.line)}" if v.line else "") for v in verdicts]
+    lines += [f"- {_md(x)}" for x in problems]
+    return (table + f"\n\n*{_md(REAL_NOTE)}*\n\n### Real-data verdict per dataset\n\n" + "\n".join(lines))
+
+
 def _headline(rows: list[LedgerRow]) -> str:
     counts, lines = content.headline_parts(rows)
     return f"**{_md(counts)}**" + (f"\n\n**Evidence against ({len(lines)} lines):**\n\n"
@@ -120,7 +139,9 @@ def render_markdown(results: StudyResults, rows: list[LedgerRow]) -> str:
         f"## {content.section_title('per-claim')}",
         "\n\n".join(_claim_section(r, out) for r in rows),
         f"## {content.section_title('derivation')}", _md(content.derivation_text(results)), eqs,
-        f"## {content.section_title('real-data')}", _metric_tables(results.stage("real"), "real data"),
+        f"## {content.section_title('real-data')}", _real_data(results),
+        "### Per-run metrics of the real-data runs (configuration columns)",
+        _metric_tables([r for r in results.stage("real") if r.kind != REAL_SUMMARY], "real data"),
         f"## {content.section_title('other-figures')}",
         _figures(content.other_figures(results, rows), out) or "_None._",
         f"## {content.section_title('metrics')}",

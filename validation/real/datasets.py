@@ -21,6 +21,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
+from theory.paper_numbers import dataset_text
+
 from .errors import file_problem
 from .hatexplain_data import HATEXPLAIN_FETCH, load_hatexplain
 from .squad_data import SQUAD_FETCH, SQUAD_FILE, load_squad
@@ -78,7 +80,8 @@ class Dataset:
     summary_metric: str = "accuracy"
     summary_columns: tuple[str, ...] = CLASS_COLUMNS
     paper_result: str = "numbers not in PAPER.md"
-    """What the paper reports for this dataset (the summary prints it beside the measured effect)."""
+    """What the paper reports for this dataset (the summary prints it beside the measured effect): one line from
+    the registry of the paper's numbers, :func:`theory.paper_numbers.dataset_text`."""
 
     def missing(self, data_dir: Path) -> str | None:
         """``None`` when the files are there, else one line saying what is wrong or what to fetch."""
@@ -94,8 +97,7 @@ DATASETS: dict[str, Dataset] = {d.name: d for d in (
         splits="dev v1.1 by article (article i is test iff i mod 4 = 3); validation 10 % of train",
         paper_ratio=20.0, ratios=(1.0, 2.0, 5.0, 10.0, 20.0), quick_ratios=(1.0, 20.0), paper_optimizer="adamw",
         paper_recipe=(), summary_metric="f1", summary_columns=SQUAD_COLUMNS,
-        paper_result="AC about 12% -> 43% at QK multiplier 20 (6-layer GPT-2-tokenizer decoder, GloVe-300, "
-                     "SQuAD v2.0)",
+        paper_result=dataset_text("squad"),
         defaults={
             ("small", False): dict(d=64, heads=2, d_head=32, layers=2, epochs=12, batch_size=32, window=48,
                                    question_len=20, answer_len=6, checkpoints_per_epoch=1),
@@ -113,7 +115,7 @@ DATASETS: dict[str, Dataset] = {d.name: d for d in (
         splits="the official post_id_divisions.json", paper_ratio=30.0, ratios=_HX_RATIOS,
         quick_ratios=(1.0, 10.0, 30.0), paper_optimizer="adamw", paper_recipe=("embedding",),
         models=("paper", "small", "minilm"),
-        paper_result="numbers not in PAPER.md (QK multiplier 30, 1 layer, 4 heads)",
+        paper_result=dataset_text("hatexplain"),
         defaults={
             ("small", False): dict(d=64, epochs=8, batch_size=32, max_len=192),
             ("small", True): dict(d=32, epochs=5, batch_size=32, max_len=192, max_train=4000, max_val=500,
@@ -134,7 +136,7 @@ DATASETS: dict[str, Dataset] = {d.name: d for d in (
         splits="Edinburgh wiki-dev + wiki-test, duplicates dropped, sha1(sentence) mod 5 = 0 is test",
         paper_ratio=100.0, ratios=_HX_RATIOS, quick_ratios=(1.0, 10.0, 100.0), paper_optimizer="sgd",
         paper_recipe=("embedding", "bias"),
-        paper_result="numbers not in PAPER.md (QK multiplier 100, SGD momentum 0.99)",
+        paper_result=dataset_text("sva"),
         defaults={
             ("small", False): dict(d=64, epochs=15, batch_size=32, max_len=64),
             ("small", True): dict(d=32, epochs=8, batch_size=32, max_len=64, max_train=3000, max_val=400,
