@@ -26,6 +26,7 @@ from numpy.typing import ArrayLike
 
 from simulation.batch import BatchSolution, integrate_batch
 from simulation.numeric import numeric_system
+from simulation.scalar import SMALL_BATCH, integrate_columns
 from theory.parametrization import Parametrization
 
 DEFAULT_RTOL = 1e-10
@@ -129,6 +130,9 @@ def integrate_states(param: Parametrization, y0: np.ndarray, K, M, eta_qk, eta_o
 
     Returns:
         states ``(n_state, T, B)`` and the solver's :class:`~simulation.batch.BatchSolution`.
+
+    Batches of at most :data:`simulation.scalar.SMALL_BATCH` trajectories run one scipy DOP853 call each
+    (:mod:`simulation.scalar`, faster there); larger ones the vectorised DOP853 of :mod:`simulation.batch`.
     """
     ns = numeric_system(param)
     y0 = np.asarray(y0, dtype=float)
@@ -140,6 +144,11 @@ def integrate_states(param: Parametrization, y0: np.ndarray, K, M, eta_qk, eta_o
     B = y0.shape[1]
     params = [np.broadcast_to(np.asarray(x, dtype=float), (B,)).copy() for x in (K, M, eta_qk, eta_ov)]
     t_eval = _check_times(t_eval)
+    if B <= SMALL_BATCH and ns.generated_rhs is not None:
+        # Few trajectories: one plain scipy DOP853 call each beats the batch loop's per-step overhead.
+        sol = integrate_columns(ns.generated_rhs, y0, np.stack(params), tau_of_t(t_eval), rtol=rtol, atol=atol,
+                                max_steps=MAX_STEPS)
+        return sol.y, sol
 
     def g(tau, y, idx):
         return np.exp(tau) * ns.rhs(y, *(q[idx] for q in params))
