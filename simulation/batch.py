@@ -57,8 +57,9 @@ def _error_norm(K: np.ndarray, h: np.ndarray, scale: np.ndarray) -> np.ndarray:
 
     ``K``: stages ``(13, n, B)``; ``h, scale``: ``(B,)`` and ``(n, B)``. Returns ``(B,)``.
     """
-    err5 = np.einsum("snb,s->nb", K, _E5) / scale
-    err3 = np.einsum("snb,s->nb", K, _E3) / scale
+    flat = K.reshape(K.shape[0], -1)
+    err5 = (_E5 @ flat).reshape(scale.shape) / scale
+    err3 = (_E3 @ flat).reshape(scale.shape) / scale
     e5 = np.sum(err5 ** 2, axis=0)
     e3 = np.sum(err3 ** 2, axis=0)
     denom = e5 + 0.01 * e3
@@ -145,11 +146,12 @@ def integrate_batch(fun: Callable[[np.ndarray, np.ndarray, np.ndarray], np.ndarr
         land = ta + ha >= target
         ha = np.where(land, target - ta, ha)
         Kst = np.empty((n_stages + 1, n, ia.size))
+        Kflat = Kst.reshape(n_stages + 1, -1)             # a view: stage sums are (s,) @ (s, n*B') matmuls
         Kst[0] = fa
         for s in range(1, n_stages):
-            dy = np.einsum("snb,s->nb", Kst[:s], _A[s, :s]) * ha
+            dy = (_A[s, :s] @ Kflat[:s]).reshape(n, -1) * ha
             Kst[s] = fun(ta + _C[s] * ha, ya + dy, ia)
-        y_new = ya + ha * np.einsum("snb,s->nb", Kst[:n_stages], _B)
+        y_new = ya + ha * (_B @ Kflat[:n_stages]).reshape(n, -1)
         f_new = fun(ta + ha, y_new, ia)
         Kst[n_stages] = f_new
         nfev += n_stages

@@ -47,7 +47,12 @@ class NumericSystem:
 
 
 def _stacked(values, shape) -> np.ndarray:
-    return np.stack([np.broadcast_to(np.asarray(o, dtype=float), shape) for o in values])
+    """A generated tuple (arrays of ``shape`` or constants) as one ``(len(values),) + shape`` array, written in place."""
+    values = tuple(values)
+    out = np.empty((len(values),) + tuple(shape))
+    for i, o in enumerate(values):
+        out[i] = o
+    return out
 
 
 @lru_cache(maxsize=None)

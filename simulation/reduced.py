@@ -150,8 +150,12 @@ def integrate_states(param: Parametrization, y0: np.ndarray, K, M, eta_qk, eta_o
                                 max_steps=MAX_STEPS)
         return sol.y, sol
 
+    bound: list = [None, ()]                  # parameters of the running trajectories, gathered once per step
+
     def g(tau, y, idx):
-        return np.exp(tau) * ns.rhs(y, *(q[idx] for q in params))
+        if bound[0] is not idx:               # the batch loop passes the same idx array to all stages of a step
+            bound[0], bound[1] = idx, tuple(q[idx] for q in params)
+        return np.exp(tau) * ns.rhs(y, *bound[1])
 
     sol = integrate_batch(g, y0, tau_of_t(t_eval), rtol=rtol, atol=atol, max_steps=MAX_STEPS)
     return sol.y, sol
