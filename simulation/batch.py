@@ -14,21 +14,25 @@ trajectory is shortened to land on it (no interpolation error).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Callable
 
 import numpy as np
-from scipy.integrate._ivp import dop853_coefficients as _dop
 
 SAFETY = 0.9
 MIN_FACTOR = 0.2
 MAX_FACTOR = 10.0
 _EXPONENT = -1.0 / 8.0          # error estimator of order 7 -> h ~ err^(-1/8)
 
-_A = _dop.A[: _dop.N_STAGES, : _dop.N_STAGES]
-_B = _dop.B
-_C = _dop.C[: _dop.N_STAGES]
-_E3 = _dop.E3
-_E5 = _dop.E5
+
+@lru_cache(maxsize=1)
+def _tableau():
+    """scipy's DOP853 tableau ``(n_stages, A, B, C, E3, E5)``, read on the first integration (importing
+    scipy.integrate costs 0.3 s, which ``import simulation`` should not pay)."""
+    from scipy.integrate._ivp import dop853_coefficients as dop
+
+    n = dop.N_STAGES
+    return n, dop.A[:n, :n], dop.B, dop.C[:n], dop.E3, dop.E5
 
 
 @dataclass(frozen=True)
@@ -57,6 +61,7 @@ def _error_norm(K: np.ndarray, h: np.ndarray, scale: np.ndarray) -> np.ndarray:
 
     ``K``: stages ``(13, n, B)``; ``h, scale``: ``(B,)`` and ``(n, B)``. Returns ``(B,)``.
     """
+    _, _, _, _, _E3, _E5 = _tableau()
     flat = K.reshape(K.shape[0], -1)
     err5 = (_E5 @ flat).reshape(scale.shape) / scale
     err3 = (_E3 @ flat).reshape(scale.shape) / scale
@@ -134,7 +139,7 @@ def integrate_batch(fun: Callable[[np.ndarray, np.ndarray, np.ndarray], np.ndarr
     h[ia] = _initial_step(fun, tau[ia], y[:, ia], f[:, ia], ia, rtol, atol)
     nfev += 1
     was_rejected = np.zeros(B, dtype=bool)
-    n_stages = _dop.N_STAGES
+    n_stages, _A, _B, _C, _, _ = _tableau()
     for _ in range(max_steps):
         ia = idx_all[active]
         if ia.size == 0:
