@@ -144,7 +144,12 @@ def main() -> None:
     ap.add_argument("--scipy-cap", type=int, default=100, help="scipy loops time at most this many trajectories")
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--json", default=None, help="write the results here")
+    ap.add_argument("--table", default=None, help="only print the tables of a results file written by --json")
     args = ap.parse_args()
+    if args.table:
+        with open(args.table) as fh:
+            print_table(json.load(fh))
+        return
     from simulation import generated
     from theory.parametrization import Parametrization
 
@@ -223,26 +228,25 @@ def time_row(final, runners, chosen, args, B, t1) -> dict:
     return row
 
 
-def _ratio(row, n, q) -> str:
-    c = row.get(n)
-    return f"{c['s'] / q:.2g}x" if c else "n/a"
+def _cell(c) -> str:
+    if c is None:
+        return "n/a"
+    return f"{'~' if c['extrapolated'] else ''}{c['cpu_s']:.3g} ({c['s']:.3g})"
 
 
 def print_table(record) -> None:
+    """Markdown: CPU-s (wall s) per method; ratios are the method's CPU time over qkov's (> 1: qkov faster)."""
     for t1, h in record["horizons"].items():
         names = list(h["rtol"])
-        print(f"\nt1 = {t1}: matched rtol " + ", ".join(f"{n} {h['rtol'][n]}" for n in names))
-        print("| B | " + " | ".join(names) + " | qkov vs LSODA | vs DOP853 | vs best diffrax |")
-        print("| ---: |" + " ---: |" * (len(names) + 3))
+        print(f"\nt1 = {t1}; matched rtol: " + ", ".join(f"{n} {h['rtol'][n]:g}" if h["rtol"][n] else f"{n} none"
+                                                      for n in names))
+        others = [n for n in names if n != "qkov"]
+        print("| B | " + " | ".join(names) + " | " + " | ".join(f"{n} / qkov" for n in others) + " |")
+        print("| ---: |" + " ---: |" * (len(names) + len(others)))
         for B, row in h["times"].items():
-            cells = []
-            for n in names:
-                c = row.get(n)
-                cells.append("n/a" if c is None else f"{'~' if c['extrapolated'] else ''}{c['s']:.3g}")
-            q = row["qkov"]["s"] if row.get("qkov") else np.nan
-            dx = [row[n]["s"] for n in names if n.startswith("diffrax") and row.get(n)]
-            print(f"| {B} | " + " | ".join(cells) + f" | {_ratio(row, 'scipy-LSODA', q)} | {_ratio(row, 'scipy-DOP853', q)} | "
-                  + (f"{min(dx) / q:.2g}x" if dx else "n/a") + " |")
+            q = row["qkov"]["cpu_s"] if row.get("qkov") else np.nan
+            ratios = [f"{row[n]['cpu_s'] / q:.2g}x" if row.get(n) else "n/a" for n in others]
+            print(f"| {B} | " + " | ".join(_cell(row.get(n)) for n in names) + " | " + " | ".join(ratios) + " |")
 
 
 if __name__ == "__main__":
