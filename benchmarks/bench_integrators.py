@@ -144,6 +144,7 @@ def main() -> None:
     ap.add_argument("--scipy-cap", type=int, default=100, help="scipy loops time at most this many trajectories")
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--json", default=None, help="write the results here")
+    ap.add_argument("--methods", default=None, help="comma-separated subset of the methods (default all)")
     ap.add_argument("--table", default=None, help="only print the tables of a results file written by --json")
     args = ap.parse_args()
     if args.table:
@@ -162,6 +163,10 @@ def main() -> None:
         r = diffrax_runner(args.param, name)
         if r is not None:
             runners[f"diffrax-{name}"] = r
+    if args.methods:
+        keep = set(args.methods.split(","))
+        methods = {k: v for k, v in methods.items() if k in keep}
+        runners = {k: v for k, v in runners.items() if k in keep}
     if not runners:
         print("diffrax: not installed (pip install 'qkov[bench]'); its columns are absent")
     record: dict = {"param": args.param, "target_p99": TARGET, "machine": platform.platform(),
