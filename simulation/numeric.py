@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Callable
+from typing import Callable, cast
 
 import numpy as np
 
@@ -88,7 +88,7 @@ def numeric_system(param: Parametrization) -> NumericSystem:
             return _stacked(init_fn(u0_, v0_, K_), shape)
 
     return NumericSystem(str(p), tuple(generated.STATE_NAMES[p]), rhs, jacobian, observables, initial_state,
-                         rhs_fn)
+                         cast(Callable[..., tuple], rhs_fn))
 
 
 __all__ = ["NumericSystem", "numeric_system"]

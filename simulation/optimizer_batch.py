@@ -94,12 +94,12 @@ def run_orbit_maps(param: str, optimizer: str = "adam", *, K, M, eta_qk, eta_ov,
     ws = [w.copy()] if 0 in keep else []
     Kc, Mc = cfg["K"], cfg["M"]
     for n in range(1, steps + 1):
-        g = _columns(grad(*w, Kc, Mc), C)
+        g = _columns(grad(*w, Kc, Mc), C)  # type: ignore[operator]  # generated table of callables
         w, st = opt.step(w, g, st, lr, h, n)
         if n in keep:
             ws.append(w.copy())
     W = np.array(ws).reshape(len(ws), len(circuits), C)
-    obs = gen.ORBIT_OBS[param](*(W[:, i, :] for i in range(W.shape[1])), Kc, Mc)
+    obs = gen.ORBIT_OBS[param](*(W[:, i, :] for i in range(W.shape[1])), Kc, Mc)  # type: ignore[operator]
     u, v, p, residual, loss = (np.broadcast_to(np.asarray(o, dtype=np.float64), (len(ws), C)).copy() for o in obs)
     return OrbitRuns(param, optimizer, tuple(gen.ORBIT_NAMES[param]), want, want[:, None] * cfg["dt"][None, :], W,
                      u, v, p, residual, loss, cfg)

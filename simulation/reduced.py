@@ -156,8 +156,9 @@ def integrate_states(param: Parametrization, y0: np.ndarray, K, M, eta_qk, eta_o
         return sol.y, sol
 
     if B > CHUNK:
-        parts = [integrate_states(param, y0[:, i:i + CHUNK], *(q[i:i + CHUNK] for q in params), t_eval, rtol=rtol,
-                                  atol=atol)[1] for i in range(0, B, CHUNK)]
+        pK, pM, pq, po = params
+        parts = [integrate_states(param, y0[:, i:i + CHUNK], pK[i:i + CHUNK], pM[i:i + CHUNK], pq[i:i + CHUNK],
+                                  po[i:i + CHUNK], t_eval, rtol=rtol, atol=atol)[1] for i in range(0, B, CHUNK)]
         sol = BatchSolution(parts[0].tau, np.concatenate([s.y for s in parts], axis=2),
                             np.concatenate([s.steps for s in parts]), np.concatenate([s.rejected for s in parts]),
                             sum(s.nfev for s in parts), np.concatenate([s.success for s in parts]))
