@@ -14,21 +14,25 @@ trajectory is shortened to land on it (no interpolation error).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Callable
 
 import numpy as np
-from scipy.integrate._ivp import dop853_coefficients as _dop
 
 SAFETY = 0.9
 MIN_FACTOR = 0.2
 MAX_FACTOR = 10.0
 _EXPONENT = -1.0 / 8.0          # error estimator of order 7 -> h ~ err^(-1/8)
 
-_A = _dop.A[: _dop.N_STAGES, : _dop.N_STAGES]
-_B = _dop.B
-_C = _dop.C[: _dop.N_STAGES]
-_E3 = _dop.E3
-_E5 = _dop.E5
+
+@lru_cache(maxsize=1)
+def _tableau():
+    """scipy's DOP853 tableau ``(n_stages, A, B, C, E3, E5)``, read on the first integration (importing
+    scipy.integrate costs 0.3 s, which ``import simulation`` should not pay)."""
+    from scipy.integrate._ivp import dop853_coefficients as dop
+
+    n = dop.N_STAGES
+    return n, dop.A[:n, :n], dop.B, dop.C[:n], dop.E3, dop.E5
 
 
 @dataclass(frozen=True)
@@ -57,8 +61,10 @@ def _error_norm(K: np.ndarray, h: np.ndarray, scale: np.ndarray) -> np.ndarray:
 
     ``K``: stages ``(13, n, B)``; ``h, scale``: ``(B,)`` and ``(n, B)``. Returns ``(B,)``.
     """
-    err5 = np.einsum("snb,s->nb", K, _E5) / scale
-    err3 = np.einsum("snb,s->nb", K, _E3) / scale
+    _, _, _, _, _E3, _E5 = _tableau()
+    flat = K.reshape(K.shape[0], -1)
+    err5 = (_E5 @ flat).reshape(scale.shape) / scale
+    err3 = (_E3 @ flat).reshape(scale.shape) / scale
     e5 = np.sum(err5 ** 2, axis=0)
     e3 = np.sum(err3 ** 2, axis=0)
     denom = e5 + 0.01 * e3
@@ -133,7 +139,7 @@ def integrate_batch(fun: Callable[[np.ndarray, np.ndarray, np.ndarray], np.ndarr
     h[ia] = _initial_step(fun, tau[ia], y[:, ia], f[:, ia], ia, rtol, atol)
     nfev += 1
     was_rejected = np.zeros(B, dtype=bool)
-    n_stages = _dop.N_STAGES
+    n_stages, _A, _B, _C, _, _ = _tableau()
     for _ in range(max_steps):
         ia = idx_all[active]
         if ia.size == 0:
@@ -145,11 +151,12 @@ def integrate_batch(fun: Callable[[np.ndarray, np.ndarray, np.ndarray], np.ndarr
         land = ta + ha >= target
         ha = np.where(land, target - ta, ha)
         Kst = np.empty((n_stages + 1, n, ia.size))
+        Kflat = Kst.reshape(n_stages + 1, -1)             # a view: stage sums are (s,) @ (s, n*B') matmuls
         Kst[0] = fa
         for s in range(1, n_stages):
-            dy = np.einsum("snb,s->nb", Kst[:s], _A[s, :s]) * ha
+            dy = (_A[s, :s] @ Kflat[:s]).reshape(n, -1) * ha
             Kst[s] = fun(ta + _C[s] * ha, ya + dy, ia)
-        y_new = ya + ha * np.einsum("snb,s->nb", Kst[:n_stages], _B)
+        y_new = ya + ha * (_B @ Kflat[:n_stages]).reshape(n, -1)
         f_new = fun(ta + ha, y_new, ia)
         Kst[n_stages] = f_new
         nfev += n_stages

@@ -166,6 +166,15 @@ def _dop853_batch(system, t, *, rtol: float = 1e-10, atol: float = 1e-12, max_st
     y0 = np.asarray(system.y0, dtype=float)
     single = y0.ndim == 1
     Y0 = y0[:, None] if single else y0
+    if single and system.generated_rhs is not None:
+        # One trajectory of a generated flow: one plain scipy DOP853 call is faster (simulation.scalar).
+        from simulation.scalar import integrate_columns
+
+        params = np.asarray(system.rhs_params, dtype=float)[:, None]
+        sol = integrate_columns(system.generated_rhs, Y0, params, _log_time(t), rtol=rtol, atol=atol,
+                                max_steps=max_steps)
+        msg = "" if sol.success[0] else f"step size underflow or step cap ({max_steps}) before t = {float(np.max(t)):g}"
+        return Integration(sol.y[:, :, 0], bool(sol.success[0]), msg, sol.nfev, int(sol.steps[0]), None)
 
     def g(tau, y, idx):
         return np.exp(tau) * system.rhs_batch(y, idx)

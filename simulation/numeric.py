@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Callable
+from typing import Callable, cast
 
 import numpy as np
 
@@ -30,6 +30,7 @@ class NumericSystem:
         jacobian: ``jacobian(y, K, M, eta_qk, eta_ov) -> (n_state, n_state, ...)``.
         observables: ``observables(y, K, M) -> dict`` with ``u, v, p, residual (= 1 - p), loss``.
         initial_state: ``initial_state(u0, v0, K) -> y0`` — MODEL.md's symmetric/balanced start.
+        generated_rhs: the generated ``f(*y, K, M, eta_qk, eta_ov) -> tuple`` behind ``rhs`` (no broadcasting).
     """
 
     param: str
@@ -38,6 +39,7 @@ class NumericSystem:
     jacobian: Callable[..., np.ndarray]
     observables: Callable[..., dict[str, np.ndarray]]
     initial_state: Callable[..., np.ndarray]
+    generated_rhs: Callable[..., tuple] | None = None
 
     @property
     def dimension(self) -> int:
@@ -45,7 +47,12 @@ class NumericSystem:
 
 
 def _stacked(values, shape) -> np.ndarray:
-    return np.stack([np.broadcast_to(np.asarray(o, dtype=float), shape) for o in values])
+    """A generated tuple (arrays of ``shape`` or constants) as one ``(len(values),) + shape`` array, written in place."""
+    values = tuple(values)
+    out = np.empty((len(values),) + tuple(shape))
+    for i, o in enumerate(values):
+        out[i] = o
+    return out
 
 
 @lru_cache(maxsize=None)
@@ -80,7 +87,8 @@ def numeric_system(param: Parametrization) -> NumericSystem:
         with np.errstate(invalid="ignore"):
             return _stacked(init_fn(u0_, v0_, K_), shape)
 
-    return NumericSystem(str(p), tuple(generated.STATE_NAMES[p]), rhs, jacobian, observables, initial_state)
+    return NumericSystem(str(p), tuple(generated.STATE_NAMES[p]), rhs, jacobian, observables, initial_state,
+                         cast(Callable[..., tuple], rhs_fn))
 
 
 __all__ = ["NumericSystem", "numeric_system"]

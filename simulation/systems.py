@@ -43,6 +43,10 @@ class System:
     observe: Callable[[Array], dict[str, Array]]
     jacobian: Callable[[Array], Array] | None = None
     vectorized: bool = True
+    generated_rhs: Callable[..., tuple] | None = None
+    """The generated ``f(*y, *rhs_params) -> tuple`` behind ``rhs`` where there is one (the reduced flows): the
+    small-batch path (:mod:`simulation.scalar`) calls it without ``rhs``'s broadcasting."""
+    rhs_params: tuple[float, ...] = ()
 
     def rhs_batch(self, y: Array, idx: Array | None = None) -> Array:
         """``rhs`` of a batch ``(n, B)``, column by column when the system is not vectorised."""
@@ -75,7 +79,7 @@ def reduced(param, K, M, eta_qk, eta_ov, u0, v0, *, y0: Array | None = None) -> 
     pars = (float(K), float(M), float(eta_qk), float(eta_ov))
     return System("reduced", Parametrization(param), ns.state_names, start,
                   lambda y: ns.rhs(y, *pars), lambda Y: ns.observables(Y, pars[0], pars[1]),
-                  lambda y: ns.jacobian(y, *pars))
+                  lambda y: ns.jacobian(y, *pars), generated_rhs=ns.generated_rhs, rhs_params=pars)
 
 
 def _pack(state: dict[str, Array], names: tuple[str, ...]) -> Array:
