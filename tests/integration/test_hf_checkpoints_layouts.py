@@ -17,7 +17,6 @@ from validation.attention_layouts import (  # noqa: E402
 )
 from validation.user_models import merge_all, merged_copy, qk_ov_param_groups  # noqa: E402
 
-torch.set_num_threads(1)
 T = transformers
 T.logging.set_verbosity_error()
 E, NH, V, LR, RATIO = 32, 2, 50, 1e-3, 10.0
