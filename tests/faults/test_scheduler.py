@@ -8,7 +8,7 @@ import threading
 
 import pytest
 
-from faultkit import run_cli
+from tests.faults.faultkit import run_cli
 from qkov.cli.main import cli
 
 
