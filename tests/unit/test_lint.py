@@ -1,6 +1,6 @@
 """The lint and type gates, run as tests: ruff (pyflakes F, bugbear B, McCabe complexity C90; the settings are
-``[tool.ruff]`` in pyproject.toml) over the packages and benchmarks, and mypy (``[tool.mypy]``) on theory/ and
-simulation/. Each is skipped with one line when the tool is not installed (``pip install -e .[test]`` has both)."""
+``[tool.ruff]`` in pyproject.toml) over the packages and benchmarks, and mypy (``[tool.mypy]``) on all four
+packages: theory/, simulation/, validation/ and qkov/. Each is skipped with one line when the tool is not installed (``pip install -e .[test]`` has both)."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ import pytest
 from tests.paths import ROOT
 
 RUFF_PATHS = ("theory", "simulation", "validation", "qkov", "benchmarks")
-MYPY_PATHS = ("theory", "simulation")
+MYPY_PATHS = ("theory", "simulation", "validation", "qkov")
 
 
 def _tool(name: str) -> None:
