@@ -120,7 +120,7 @@ def config_for(preset: str, out: str | os.PathLike[str], **options: Any) -> Repr
 
 def reproduce(preset: str = "quick", out: str | os.PathLike[str] = "qkov-results", *,
               data_dir: str | os.PathLike[str] | None = None, scheduler: str | None = None,
-              workers: int | None = None, retries: int = 2, only: Sequence[str] | None = None,
+              workers: int | str | None = None, retries: int | str = 2, only: Sequence[str] | None = None,
               stages: Sequence[engine.Stage] | None = None, progress: bool = False,
               echo: Echo = _print, device: str | None = None, bf16: bool = False,
               heartbeat_s: float | None = None) -> ReproduceResult:
@@ -128,7 +128,8 @@ def reproduce(preset: str = "quick", out: str | os.PathLike[str] = "qkov-results
 
     ``preset``: ``quick`` or ``full`` (:data:`PRESETS`); ``data_dir``: the real-data directory (else
     ``$QKOV_DATA_DIR``; none: the real stage is skipped); ``scheduler``: an existing Dask scheduler's
-    address (else a local cluster of ``workers`` processes, default the CPU count); ``only``: stage names to
+    address (else a local cluster of ``workers`` processes, default the CPU count; ``workers`` and ``retries`` may
+    be given as the command line's text, checked like numbers); ``only``: stage names to
     run (default all); ``stages``: the :class:`~qkov.study.engine.Stage` objects of the study (default the
     registry's, :func:`qkov.study.stages.default_stages`). Raises :class:`ConfigError` (one line, nothing
     written) on a bad option, a busy ``out`` (:class:`qkov.core.lock.ResultsLocked`, before planning), a
