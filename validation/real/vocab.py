@@ -20,12 +20,20 @@ PAD, UNK, CLS, SEP = "[PAD]", "[UNK]", "[CLS]", "[SEP]"
 SPECIALS = (PAD, UNK, CLS, SEP)
 
 
+def _special_id(tokenizer: Tokenizer, token: str) -> int:
+    """The id of a special token the vocabulary must hold (every :meth:`Vocab.train` vocabulary does)."""
+    i = tokenizer.token_to_id(token)
+    if i is None:
+        raise ValueError(f"tokenizer: no {token} token (a Vocab's tokenizer holds {', '.join(SPECIALS)})")
+    return i
+
+
 class Vocab:
     """Word -> id mapping with ``[PAD]=0, [UNK]=1, [CLS]=2, [SEP]=3``."""
 
     def __init__(self, tokenizer: Tokenizer):
         self.tokenizer = tokenizer
-        self.pad, self.unk, self.cls, self.sep = (tokenizer.token_to_id(t) for t in SPECIALS)
+        self.pad, self.unk, self.cls, self.sep = (_special_id(tokenizer, t) for t in SPECIALS)
 
     @classmethod
     def train(cls, sentences: Iterable[Sequence[str]], *, max_size: int = 20000, min_frequency: int = 2) -> "Vocab":
