@@ -48,6 +48,16 @@ class Vocab:
     def __len__(self) -> int:
         return self.tokenizer.get_vocab_size()
 
+    def words(self, ids: Iterable[int]) -> list[str]:
+        """The word of each id in ``ids`` (every id of this vocabulary has one; another id is an error)."""
+        out = []
+        for i in ids:
+            w = self.tokenizer.id_to_token(i)
+            if w is None:
+                raise ValueError(f"id {i}: not in the vocabulary ({len(self)} words)")
+            out.append(w)
+        return out
+
     def encode(self, words: Sequence[str]) -> list[int]:
         """One id per word (unknown and empty words -> ``[UNK]``), same length as ``words``."""
         get = self.tokenizer.token_to_id
