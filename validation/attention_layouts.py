@@ -42,7 +42,7 @@ from __future__ import annotations
 import warnings
 from dataclasses import dataclass, field
 from dataclasses import replace as _replace
-from typing import Any, Iterable
+from typing import Any, Iterable, TypeGuard
 
 import torch
 from torch import nn
@@ -120,8 +120,16 @@ class AttentionSite:
     notes: list[str] = field(default_factory=list)
 
 
-def _is_projection(m: object) -> bool:
+def _is_projection(m: object) -> TypeGuard[nn.Module]:
     return isinstance(m, nn.Module) and isinstance(getattr(m, "weight", None), torch.Tensor)
+
+
+def _weight(m: nn.Module) -> torch.Tensor:
+    """``m.weight`` of a projection (:func:`_is_projection`), typed as the tensor it is."""
+    w = getattr(m, "weight", None)
+    if not isinstance(w, torch.Tensor):
+        raise UnknownAttentionLayout(f"{type(m).__name__}: no weight tensor")
+    return w
 
 
 def _params_of(m: nn.Module, circuit: str, role: str) -> list[WholeTensor]:
@@ -201,6 +209,7 @@ def _block_labels(n: int, m: nn.Module, parts: tuple[str, ...] = ("q", "k", "v")
     heads = _int_attr(m, "num_heads", "num_attention_heads", "n_heads", "n_head")
     kv = _int_attr(m, "num_key_value_heads", "kv_n_heads", "num_kv_heads", "kv_heads")
     hd = _int_attr(m, "head_dim", "head_size")
+    sizes: tuple[int, ...]
     if len(parts) == 3 and heads and kv and hd and (heads + 2 * kv) * hd == n:
         sizes = (heads * hd, kv * hd, kv * hd)
     elif n % len(parts) == 0:
@@ -293,8 +302,9 @@ def _fused_site(name: str, m: nn.Module, attr: str) -> AttentionSite | None:
                                           verified=True, declared=True))
         else:
             site.fused.append(FusedTensor(proj, a, dim, cands[0][1], tuple(cands)))
-    if _is_projection(getattr(m, "q_attn", None)) and attr == "c_attn":
-        site.whole += _params_of(m.q_attn, "qk", "q")
+    q_attn = getattr(m, "q_attn", None)
+    if _is_projection(q_attn) and attr == "c_attn":
+        site.whole += _params_of(q_attn, "qk", "q")
     if out is None:
         site.notes.append("no output projection found; W_O stays at lr_other")
     else:
@@ -320,7 +330,7 @@ def match_site(model: nn.Module, name: str, m: nn.Module) -> AttentionSite | Non
         return declared.site(name, m)
     for layout, (qn, kn, vn), outs in SEPARATE_LAYOUTS:
         q, k, v = (getattr(m, n, None) for n in (qn, kn, vn))
-        if not all(_is_projection(p) for p in (q, k, v)):
+        if not (_is_projection(q) and _is_projection(k) and _is_projection(v)):
             continue
         out = _first_child(m, outs) if outs else (_first_child(m, ("dense",)) or _bert_output(model, name))
         if outs and out is None:
@@ -425,7 +435,7 @@ class AttentionLayout:
                 raise UnknownAttentionLayout(f"{name} ({type(m).__name__}): declared qkv={self.qkv!r} is not a "
                                              "child with a weight")
             groups = self.groups if isinstance(self.groups, int) else getattr(m, self.groups, None)
-            n = proj.weight.shape[self.fused_dim]
+            n = _weight(proj).shape[self.fused_dim]
             if not isinstance(groups, int) or groups <= 0 or set(self.order) - set("qkv") \
                     or n % (groups * len(self.order)):
                 raise UnknownAttentionLayout(f"{name} ({type(m).__name__}): declared qkv={self.qkv!r} with "

@@ -21,7 +21,7 @@ projections are split in place, with the model's own state-dict format kept
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Callable, cast
 
 from torch import nn
 
@@ -48,7 +48,9 @@ def trainer_param_groups(model: nn.Module, lr: float, ratio: float, *, weight_de
     """
     groups = qk_ov_param_groups(model, lr, ratio, lr_other, **qk_ov_options)
     if decay_names is None:
-        names = set(transformers.Trainer.get_decay_parameter_names(None, model))  # uses no Trainer state
+        # Trainer's own rule, called unbound: it reads no Trainer state (self is never used), so None stands in
+        rule: Callable[[Any, nn.Module], list[str]] = transformers.Trainer.get_decay_parameter_names
+        names = set(rule(None, model))
     else:
         names = set(decay_names(model))
     decay_ids = {id(p) for n, p in model.named_parameters() if n in names}
@@ -97,12 +99,16 @@ class QKOVTrainer(transformers.Trainer):
     def create_optimizer(self, model: nn.Module | None = None) -> Any:
         """The optimizer Trainer would build (``args.optim`` and its kwargs) on the QK/OV groups."""
         opt_model = self.model if model is None else model
+        if opt_model is None:
+            raise ValueError("create_optimizer: no model (pass one, or build the Trainer with model=...)")
         if self.optimizer is None:
             groups = trainer_param_groups(opt_model, self.args.learning_rate, self.qk_ov_ratio,
                                           weight_decay=self.args.weight_decay, lr_other=self.qk_ov_lr_other,
                                           decay_names=self.get_decay_parameter_names,
                                           **self.qk_ov_options)
-            cls, kwargs = self.get_optimizer_cls_and_kwargs(self.args, opt_model)
+            # typed PreTrainedModel upstream, used only by GaLore/Apollo/LOMO; this Trainer also trains plain
+            # nn.Modules and hands them on exactly as transformers' own create_optimizer does
+            cls, kwargs = self.get_optimizer_cls_and_kwargs(self.args, cast("transformers.PreTrainedModel", opt_model))
             kwargs = {k: v for k, v in kwargs.items() if k != "params"}
             self.optimizer = cls(groups, **kwargs)
         return self.optimizer

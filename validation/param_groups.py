@@ -45,8 +45,13 @@ def model_param_groups(model: nn.Module, *, lr_ov: float, ratio: float, lr_other
     Parameters of ``model`` in neither circuit (embeddings, heads, norms) form the
     ``"other"`` group at ``lr_other``.
     """
-    qk = list(model.qk_parameters())
-    ov = list(model.ov_parameters())
+    qk_parameters = getattr(model, "qk_parameters", None)
+    ov_parameters = getattr(model, "ov_parameters", None)
+    if not (callable(qk_parameters) and callable(ov_parameters)):
+        raise TypeError(f"{type(model).__name__} has no qk_parameters() and ov_parameters() "
+                        "(use validation.user_models.qk_ov_param_groups for other models)")
+    qk = list(qk_parameters())
+    ov = list(ov_parameters())
     ids = {id(p) for p in qk + ov}
     other = [p for p in model.parameters() if id(p) not in ids]
     return circuit_param_groups(qk, ov, other, lr_ov=lr_ov, ratio=ratio, lr_other=lr_other, **group_options)

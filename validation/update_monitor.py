@@ -23,6 +23,7 @@ the history with :meth:`UpdateMonitor.plot`. Split the model first (``qk_ov_para
 from __future__ import annotations
 
 import contextlib
+import importlib.util
 import math
 from typing import Any, Iterator
 
@@ -165,12 +166,9 @@ class UpdateMonitor:
         return fig
 
 
-try:  # a Trainer callback when transformers is installed
+if importlib.util.find_spec("transformers") is not None:  # a Trainer callback when transformers is installed
     import transformers as _transformers
-except ImportError:  # pragma: no cover - exercised only without the extra
-    _transformers = None
 
-if _transformers is not None:
     class UpdateMonitorCallback(_transformers.TrainerCallback):
         """``transformers`` callback: measures each optimizer step that is due (``every``).
 

@@ -58,14 +58,15 @@ def _takes_output_attentions(model: nn.Module) -> bool:
 def _hf_attention(model: nn.Module, inputs: Any, stack: str | None) -> list[torch.Tensor]:
     cfg = getattr(model, "config", None)
     impl = getattr(cfg, "_attn_implementation", None)
-    switch = impl not in (None, "eager") and hasattr(model, "set_attn_implementation")
-    if switch:
-        model.set_attn_implementation("eager")
+    set_impl = getattr(model, "set_attn_implementation", None)
+    switch = impl not in (None, "eager") and callable(set_impl)
+    if switch and callable(set_impl):
+        set_impl("eager")
     try:
         out = _call(model, inputs, output_attentions=True)
     finally:
-        if switch:
-            model.set_attn_implementation(impl)
+        if switch and callable(set_impl):
+            set_impl(impl)
     if stack is None:
         stack = "self" if getattr(out, "attentions", None) is not None else "encoder"
     field = STACKS.get(stack)

@@ -82,13 +82,18 @@ def _stale_optimizer_check(optimizer: torch.optim.Optimizer, _args: Any, _kwargs
         return
     for g in optimizer.param_groups:
         for p in g["params"]:
-            ref = _REPLACED.get(id(p))
-            if ref is not None and ref() is p:
+            if _retired(p):
                 raise RuntimeError(
                     f"qkov: this {type(optimizer).__name__} holds a tensor of shape {tuple(p.shape)} that qkov took "
                     "out of the model (the split of a fused q/k/v projection, or merge_all): it was built before the "
                     "split and would never move those weights; build it after the split, from "
                     "qk_ov_param_groups(model, lr, ratio) (or from model.parameters() called after it)")
+
+
+def _retired(p: torch.Tensor) -> bool:
+    """Whether ``p`` itself (not a new tensor at the same address) was taken out of its model by qkov."""
+    ref = _REPLACED.get(id(p))
+    return ref is not None and ref() is p
 
 
 def _retire(p: Any) -> None:
@@ -102,7 +107,11 @@ def _retire(p: Any) -> None:
         register_optimizer_step_pre_hook(_stale_optimizer_check)
         _HOOKED = True
     key = id(p)
-    _REPLACED[key] = weakref.ref(p, lambda _r, k=key: _REPLACED.pop(k, None))
+
+    def forget(_ref: weakref.ref) -> None:  # p was garbage-collected: its id may be reused
+        _REPLACED.pop(key, None)
+
+    _REPLACED[key] = weakref.ref(p, forget)
 
 
 def check_model(model: Any) -> None:
@@ -146,12 +155,33 @@ def _n_parts(pl: Any) -> int:
     return int(getattr(pl, "ntensors", 3))
 
 
+def _plist(module: nn.Module, attr: str) -> parametrize.ParametrizationList:
+    """The ``ParametrizationList`` torch registered on ``module.<attr>`` (``module.parametrizations[attr]``).
+
+    Looked up with ``get_submodule`` and checked, because ``nn.Module.__getattr__`` is typed ``Tensor | Module``.
+    """
+    pl = module.get_submodule(f"parametrizations.{attr}")
+    if not isinstance(pl, parametrize.ParametrizationList):
+        raise TypeError(f"{type(module).__name__}.{attr}: not a parametrized tensor ({type(pl).__name__})")
+    return pl
+
+
+def _slicer(pl: parametrize.ParametrizationList) -> nn.Module:
+    """The first (qkov's: :class:`ConcatSlices` or :class:`FusedSlices`) parametrization in ``pl``."""
+    return pl[0]
+
+
+def _originals(pl: parametrize.ParametrizationList) -> list[nn.Parameter]:
+    """The stored parts ``original0, original1, ...`` of a split tensor."""
+    return [getattr(pl, f"original{i}") for i in range(_n_parts(pl))]
+
+
 def _fuse_on_save(module: nn.Module, state_dict: dict, prefix: str, _local_metadata: Any) -> None:
     """State-dict post-hook: ``parametrizations.<attr>.original0..`` -> the fused ``<attr>`` (standard key)."""
     for attr in module.__dict__.get(_FUSED_ATTRS, ()):
         if not parametrize.is_parametrized(module, attr):
             continue
-        pl = module.parametrizations[attr]
+        pl = _plist(module, attr)
         keys = [f"{prefix}parametrizations.{attr}.original{i}" for i in range(_n_parts(pl))]
         if not all(k in state_dict for k in keys):
             continue
@@ -166,10 +196,12 @@ def _split_on_load(module: nn.Module, state_dict: dict, prefix: str, *_args: Any
         key = prefix + attr
         if key not in state_dict or not parametrize.is_parametrized(module, attr):
             continue
-        pl = module.parametrizations[attr]
+        pl = _plist(module, attr)
+        slicer = _slicer(pl)
+        assert isinstance(slicer, (ConcatSlices, FusedSlices))  # _FUSED_ATTRS lists the tensors qkov split
         fused = state_dict.pop(key)
         with torch.no_grad():
-            parts = pl[0].right_inverse(fused)
+            parts = slicer.right_inverse(fused)
         for i, part in enumerate(parts):
             state_dict[f"{prefix}parametrizations.{attr}.original{i}"] = part
 
@@ -198,7 +230,7 @@ def _own_class(module: nn.Module) -> None:
 
 
 def _remove_split(module: nn.Module, attr: str) -> None:
-    for p in module.parametrizations[attr].parameters():
+    for p in _plist(module, attr).parameters():
         _retire(p)
     _own_class(module)
     parametrize.remove_parametrizations(module, attr, leave_parametrized=True)
@@ -206,7 +238,7 @@ def _remove_split(module: nn.Module, attr: str) -> None:
 
 def is_split(mha: nn.MultiheadAttention) -> bool:
     """Whether :func:`split_mha_in_proj` has been applied to ``mha``."""
-    return any(parametrize.is_parametrized(mha, n) and isinstance(mha.parametrizations[n][0], ConcatSlices)
+    return any(parametrize.is_parametrized(mha, n) and isinstance(_slicer(_plist(mha, n)), ConcatSlices)
                for n in ("in_proj_weight", "in_proj_bias") if getattr(mha, n, None) is not None)
 
 
@@ -224,7 +256,7 @@ def split_mha_in_proj(mha: nn.MultiheadAttention) -> nn.MultiheadAttention:
         if getattr(mha, name, None) is None:
             continue
         if parametrize.is_parametrized(mha, name):
-            if isinstance(mha.parametrizations[name][0], ConcatSlices):
+            if isinstance(_slicer(_plist(mha, name)), ConcatSlices):
                 continue
             raise ValueError(f"{name} already carries another parametrization; cannot split it")
         _retire(getattr(mha, name))
@@ -236,7 +268,7 @@ def split_mha_in_proj(mha: nn.MultiheadAttention) -> nn.MultiheadAttention:
 def merge_mha_in_proj(mha: nn.MultiheadAttention) -> nn.MultiheadAttention:
     """Undo :func:`split_mha_in_proj`: plain ``in_proj_weight``/``in_proj_bias`` with the current values."""
     for name in ("in_proj_weight", "in_proj_bias"):
-        if parametrize.is_parametrized(mha, name) and isinstance(mha.parametrizations[name][0], ConcatSlices):
+        if parametrize.is_parametrized(mha, name) and isinstance(_slicer(_plist(mha, name)), ConcatSlices):
             _remove_split(mha, name)
     return mha
 
@@ -244,9 +276,7 @@ def merge_mha_in_proj(mha: nn.MultiheadAttention) -> nn.MultiheadAttention:
 def _slices(mha: nn.MultiheadAttention, name: str) -> list[nn.Parameter]:
     if getattr(mha, name, None) is None:
         return []
-    orig = mha.parametrizations[name].original0, mha.parametrizations[name].original1, \
-        mha.parametrizations[name].original2
-    return list(orig)
+    return _originals(_plist(mha, name))
 
 
 def _mha_circuits(mha: nn.MultiheadAttention) -> tuple[list[nn.Parameter], list[nn.Parameter]]:
@@ -263,9 +293,9 @@ def _mha_circuits(mha: nn.MultiheadAttention) -> tuple[list[nn.Parameter], list[
     b = _slices(mha, "in_proj_bias")
     qk += b[:2]
     ov += b[2:]
-    if mha.bias_k is not None:
+    if isinstance(mha.bias_k, nn.Parameter):  # None, or a Parameter (typed Tensor | None by torch)
         qk.append(mha.bias_k)
-    if mha.bias_v is not None:
+    if isinstance(mha.bias_v, nn.Parameter):
         ov.append(mha.bias_v)
     ov += list(mha.out_proj.parameters())
     return qk, ov
@@ -282,6 +312,11 @@ class FusedSlices(nn.Module):
     per-head interleaving alike. Forward and ``right_inverse`` only copy entries, so the
     module computes bit for bit the same function.
     """
+
+    order: torch.Tensor
+    """Buffer: the fused indices of each role in turn (q's, then k's, then v's)."""
+    position: torch.Tensor
+    """Buffer: the position of fused index ``i`` in the concatenation (the inverse permutation of ``order``)."""
 
     def __init__(self, dim: int, labels: tuple[str, ...]):
         super().__init__()
@@ -306,14 +341,16 @@ def split_fused(ft: FusedTensor) -> dict[str, nn.Parameter]:
     """Register :class:`FusedSlices` on ``ft`` (idempotent); return ``{role: Parameter}``."""
     m, attr = ft.module, ft.attr
     if parametrize.is_parametrized(m, attr):
-        if not isinstance(m.parametrizations[attr][0], FusedSlices):
+        if not isinstance(_slicer(_plist(m, attr)), FusedSlices):
             raise ValueError(f"{type(m).__name__}.{attr} already carries another parametrization; cannot split it")
     else:
         _retire(getattr(m, attr))
         parametrize.register_parametrization(m, attr, FusedSlices(ft.dim, ft.labels), unsafe=True)
         _keep_standard_format(m, attr)
-    pl = m.parametrizations[attr]
-    return {r: getattr(pl, f"original{i}") for i, r in enumerate(pl[0].roles)}
+    pl = _plist(m, attr)
+    slicer = _slicer(pl)
+    assert isinstance(slicer, FusedSlices)  # checked above, or registered just now
+    return {r: getattr(pl, f"original{i}") for i, r in enumerate(slicer.roles)}
 
 
 def merge_all(model: nn.Module) -> nn.Module:
@@ -327,7 +364,7 @@ def merge_all(model: nn.Module) -> nn.Module:
         if isinstance(m, nn.MultiheadAttention):
             merge_mha_in_proj(m)
         for attr in list(getattr(m, "parametrizations", {}) or {}):
-            if isinstance(m.parametrizations[attr][0], FusedSlices):
+            if isinstance(_slicer(_plist(m, attr)), FusedSlices):
                 _remove_split(m, attr)
     return model
 
@@ -546,16 +583,18 @@ def plan_qk_ov(  # noqa: C901 - known complexity debt (docs/architecture.md)
             "q_lin/k_lin/v_lin, q/k/v/o, c_attn, query_key_value (GPT-NeoX), qkv_proj, Wqkv, nn.MultiheadAttention")
     for s in sites:
         for ft in s.fused:
-            m = ft.module
-            if parametrize.is_parametrized(m, ft.attr):
-                pl = m.parametrizations[ft.attr]
+            fm = ft.module
+            if parametrize.is_parametrized(fm, ft.attr):
+                pl = _plist(fm, ft.attr)
+                slicer = _slicer(pl)
+                assert isinstance(slicer, FusedSlices)  # qkov splits fused tensors with FusedSlices only
                 base = names[id(pl.original0)].rsplit(".", 1)[0]
-                for i, r in enumerate(pl[0].roles):
+                for i, r in enumerate(slicer.roles):
                     p = getattr(pl, f"original{i}")
                     c = "other" if ft.attr == "bias" and r in "qk" and not qk_bias else ("qk" if r in "qk" else "ov")
                     add(f"{base}.original{i}", f"{r} (split)", tuple(p.shape), c, s.name, s.layout)
             else:
-                p = getattr(m, ft.attr)
+                p = getattr(fm, ft.attr)
                 for r in dict.fromkeys(ft.labels):
                     c = "other" if ft.attr == "bias" and r in "qk" and not qk_bias else ("qk" if r in "qk" else "ov")
                     rows.append(PlanRow(names[id(p)], _fmt_segments(ft, r), tuple(p.shape), c, s.name, s.layout))
@@ -572,7 +611,7 @@ def plan_qk_ov(  # noqa: C901 - known complexity debt (docs/architecture.md)
                         add(names[id(ap)], f"adapter {an} of W_{wt.role.upper()}", tuple(ap.shape), wt.circuit,
                             s.name, s.layout)
     if embeddings:
-        every = {}
+        every: dict[int, list[str]] = {}
         for n, p in model.named_parameters(remove_duplicate=False):
             every.setdefault(id(p), []).append(n)
         for p in _input_embeddings(model):

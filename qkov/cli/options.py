@@ -318,7 +318,7 @@ def out_option(default: str = "qkov-results") -> Callable:
                 help="Results directory; each run goes to OUT/runs/<kind>-<key>/.")
 
 
-def device_option(default: str = "auto") -> Callable:
+def device_option(default: str | None = "auto") -> Callable:
     """``--device``: where torch training runs (``auto`` = CUDA, else MPS, else CPU) and ``--bf16``: bf16 autocast
     on CUDA (off by default). Both are recorded in every run's manifest."""
     def deco(f):

@@ -28,7 +28,7 @@ def _betas(text: str) -> tuple[float, float]:
         b = ()
     if len(b) != 2 or not all(0.0 <= x < 1.0 for x in b):
         raise field_error("betas", text, "must be two numbers B1,B2, each in [0, 1)")
-    return b  # type: ignore[return-value]
+    return b[0], b[1]
 
 
 def optimizer_map_run(params, ratios, data, optimizer, steps, dt, init, seed, K, M, as_json, out, betas, eps,
@@ -103,7 +103,7 @@ def synthetic(params, ratios, data: str, optimizer: str, steps: int | None, dt: 
                                  _betas(betas), eps, weight_decay, start, **where)
     cfg = build_config(params, ratios, data, optimizer, steps, dt, init, seed, K, M)
     try:
-        res = validate_synthetic(cfg, out, progress=progress, **where)
+        res = validate_synthetic(cfg, out, progress=progress, scheduler=scheduler, workers=workers)
     except RunsFailed as exc:
         raise click.ClickException(str(exc)) from None
     if as_json:

@@ -13,7 +13,7 @@ import functools
 import math
 import os
 from pathlib import Path
-from typing import Annotated, Any, Sequence, TypeVar
+from typing import Annotated, Any, Mapping, Sequence, TypeVar
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, TypeAdapter, ValidationError
 
@@ -97,7 +97,7 @@ class StrictConfig(BaseModel):
         return self.model_dump(mode="json")
 
 
-def _describe_error(err: dict[str, Any]) -> str:
+def _describe_error(err: Mapping[str, Any]) -> str:
     field = ".".join(str(p) for p in err.get("loc", ())).replace("_", "-") or "<config>"
     value = err.get("input")
     msg = err.get("msg", "invalid value")
@@ -137,7 +137,8 @@ def parse_config(cls: type[C], **values: Any) -> C:
     try:
         if isinstance(cls, type) and issubclass(cls, BaseModel):
             return cls(**values)
-        return _adapter(cls).validate_python(values)
+        spec: type = cls  # a dataclass type (hashable: the adapter cache's key)
+        return _adapter(spec).validate_python(values)
     except ValidationError as exc:
         raise ConfigError(_describe_error(exc.errors()[0])) from None
 

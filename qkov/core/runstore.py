@@ -38,7 +38,7 @@ import stat
 import subprocess
 import sys
 from pathlib import Path
-from typing import Any, BinaryIO, Iterator, Mapping
+from typing import Any, BinaryIO, Iterator, Literal, Mapping
 
 import numpy as np
 
@@ -298,7 +298,7 @@ class RunWriter:
         self.write_json("config.json", self.config)
         return self
 
-    def __exit__(self, exc_type, exc, tb) -> bool:
+    def __exit__(self, exc_type, exc, tb) -> Literal[False]:
         if exc_type is None:
             self.write_json("manifest.json", {**build_manifest(self.kind, self.seed, self.started, _now()),
                                               **self.manifest_extra})
@@ -332,7 +332,8 @@ class RunWriter:
     def write_arrays(self, name: str, **arrays: Any) -> Path:
         """Atomically write arrays as one ``.npz`` file."""
         buf = io.BytesIO()
-        np.savez(buf, **{k: np.asarray(v) for k, v in arrays.items()})
+        named: dict[str, Any] = {k: np.asarray(v) for k, v in arrays.items()}
+        np.savez(buf, allow_pickle=True, **named)  # numpy's default, stated: no key can be taken for it
         return self.write_bytes(name, buf.getvalue())
 
     def write_figure(self, stem: str, fig: Any, dpi: int = 120) -> tuple[Path, Path]:

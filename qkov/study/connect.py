@@ -63,7 +63,8 @@ def check_scheduler(address: str, timeout: float | None = None) -> None:
     except socket.gaierror as exc:
         raise _fail(address, f"host {host!r} does not resolve ({exc.strerror})") from None
     try:
-        with socket.create_connection(infos[0][4][:2], timeout=timeout):
+        sockaddr = infos[0][4]  # (host, port[, flow, scope]) of the first address found
+        with socket.create_connection((str(sockaddr[0]), int(sockaddr[1])), timeout=timeout):
             pass
     except ConnectionRefusedError:
         raise _fail(address, "connection refused: no scheduler listens on that port") from None

@@ -118,25 +118,26 @@ def config_for(preset: str, out: str | os.PathLike[str], **options: Any) -> Repr
     return parse_config(ReproduceConfig, quick=PRESETS[preset], out=Path(out), **values)
 
 
-def _stage_names(stages, only):
+def _stage_names(stages: Any, only: Any) -> tuple[Any, Any]:
     """``stages`` given as names (``"derive,simulate"``, ``"all"`` or a sequence of str) selects those of the
-    registry's stages, as ``only`` does (a comma-separated ``only`` too); Stage objects pass unchanged.
-    Unknown names are refused by :func:`reproduce`'s check (one line naming the allowed ones)."""
-    def split(x):
-        if isinstance(x, str):
-            return tuple(n.strip() for n in x.split(",") if n.strip())
-        return None if x is None else tuple(x)
-    if isinstance(stages, str) or (stages is not None and all(isinstance(s, str) for s in stages)):
-        if only is not None:
-            raise field_error("stages", ",".join(split(stages)), "give stage names once (stages= or only=)")
-        names = split(stages)
-        return None, (None if tuple(names) == ("all",) else tuple(names))
-    return stages, (None if split(only) == ("all",) else split(only))
+    registry's stages, as ``only`` does; Stage objects, and anything else, pass unchanged to the argument check
+    (:func:`qkov.core.config.check_study_arguments`, which refuses a bad one in one line). Unknown names are
+    refused by :func:`reproduce`'s check (one line naming the allowed ones)."""
+    names: tuple[str, ...] | None = None
+    if isinstance(stages, str):
+        names = tuple(n.strip() for n in stages.split(",") if n.strip())
+    elif isinstance(stages, (list, tuple)) and stages and all(isinstance(s, str) for s in stages):
+        names = tuple(stages)
+    if names is None:
+        return stages, only
+    if only is not None:
+        raise field_error("stages", ",".join(names), "give stage names once (stages= or only=)")
+    return None, (None if names == ("all",) else names)
 
 
 def reproduce(preset: str = "quick", out: str | os.PathLike[str] = "qkov-results", *,
               data_dir: str | os.PathLike[str] | None = None, scheduler: str | None = None,
-              workers: int | None = None, retries: int = 2, only: Sequence[str] | str | None = None,
+              workers: int | str | None = None, retries: int | str = 2, only: Sequence[str] | None = None,
               stages: Sequence[engine.Stage] | str | Sequence[str] | None = None, progress: bool = False,
               echo: Echo = _print, device: str | None = None, bf16: bool = False,
               heartbeat_s: float | None = None) -> ReproduceResult:
@@ -144,7 +145,8 @@ def reproduce(preset: str = "quick", out: str | os.PathLike[str] = "qkov-results
 
     ``preset``: ``quick`` or ``full`` (:data:`PRESETS`); ``data_dir``: the real-data directory (else
     ``$QKOV_DATA_DIR``; none: the real stage is skipped); ``scheduler``: an existing Dask scheduler's
-    address (else a local cluster of ``workers`` processes, default the CPU count); ``only``: stage names to
+    address (else a local cluster of ``workers`` processes, default the CPU count; ``workers`` and ``retries`` may
+    be given as the command line's text, checked like numbers); ``only``: stage names to
     run (default all); ``stages``: the :class:`~qkov.study.engine.Stage` objects of the study (default the
     registry's, :func:`qkov.study.stages.default_stages`), or stage names as for ``only`` (``"derive,simulate"``,
     as ``--stages`` takes them). Raises :class:`ConfigError` (one line, nothing

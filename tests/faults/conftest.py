@@ -1,28 +1,22 @@
 """Fixtures of the fault-injection suite: the fault stage, one shared Dask cluster, subprocess drivers.
 
-Every test here is marked ``faults`` (``pytest -m faults`` runs the suite alone). Worker processes import
-the fault stage module by name, so ``tests/faults`` goes on ``PYTHONPATH`` for them too. Helpers the tests
-import are in ``faultkit.py``.
+Every test here is marked ``faults`` (``pytest -m faults`` runs the suite alone). The fault stage is the
+module ``tests.faults.faultstudy``: importable from the repository root, which pytest puts on ``sys.path``
+(``tests`` is a package) and Dask's spawned worker processes inherit; subprocesses get it through
+:func:`tests.paths.child_env`. Nothing here edits ``sys.path`` or the environment. Helpers the tests import
+are in ``faultkit.py``.
 """
 
 from __future__ import annotations
 
 import contextlib
-import os
-import sys
 from pathlib import Path
 
 import pytest
 
-HERE = Path(__file__).resolve().parent
-_PATHS = [str(HERE), str(HERE.parent.parent)]
-for _p in reversed(_PATHS):
-    if _p not in sys.path:
-        sys.path.insert(0, _p)
-os.environ["PYTHONPATH"] = os.pathsep.join(
-    _PATHS + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p and p not in _PATHS])
+from tests.faults.faultkit import Reproduce
 
-from faultkit import Reproduce  # noqa: E402  (needs the path above)
+HERE = Path(__file__).resolve().parent
 
 
 def pytest_collection_modifyitems(items):

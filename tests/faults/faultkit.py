@@ -14,16 +14,16 @@ import sys
 import time
 from pathlib import Path
 
-HERE = Path(__file__).resolve().parent
-ROOT = HERE.parent.parent
-PATHS = [str(HERE), str(ROOT)]
-"""What worker processes need on their path: the fault stage module and the repository."""
+from tests.paths import ROOT, child_env
+
+PATHS = [str(ROOT)]
+"""What a driver script puts on its path: the repository (the fault stage is ``tests.faults.faultstudy``)."""
 
 
 def fault_stages():
     """The engine's stages for these tests: the fault stage alone, as a Stage object."""
-    import faultstudy
     from qkov.study import engine
+    from tests.faults import faultstudy
 
     return (engine.Stage.from_module("synthetic", faultstudy),)
 
@@ -41,7 +41,7 @@ import signal
 signal.signal(signal.SIGINT, signal.default_int_handler)  # a launcher without job control (nohup cmd &)
 # leaves SIGINT ignored, and Python keeps it so: the test's SIGINT would then be lost
 sys.path[:0] = {paths!r}
-from faultkit import fault_stages
+from tests.faults.faultkit import fault_stages
 from qkov.cli.main import main
 if __name__ == "__main__":
     main(["reproduce", "--out", {out!r}, "--workers", "1", "--no-progress"], obj={{"stages": fault_stages()}})
@@ -55,7 +55,7 @@ class Reproduce:
         script = tmp / "driver.py"
         script.write_text(DRIVER.format(paths=PATHS, out=str(out)))
         self.out = out
-        self.proc = subprocess.Popen([sys.executable, str(script)], cwd=ROOT, env=dict(os.environ),
+        self.proc = subprocess.Popen([sys.executable, str(script)], cwd=ROOT, env=child_env(),
                                      stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                                      start_new_session=True)
 

@@ -13,8 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from faultkit import assert_complete_runs_are_whole, complete_runs, run_cli
-from faultstudy import executions, set_behaviour
+from tests.faults.faultkit import assert_complete_runs_are_whole, complete_runs, run_cli
+from tests.paths import child_env
+from tests.faults.faultstudy import executions, set_behaviour
 from qkov.cli.main import cli
 
 DASK = Path(sys.executable).with_name("dask")
@@ -26,7 +27,7 @@ def dask_cluster(tmp: Path):
     if not DASK.exists():
         pytest.skip(f"no `dask` command next to {sys.executable}")
     sfile = tmp / "scheduler.json"
-    common = dict(cwd=tmp, env=dict(os.environ), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    common = dict(cwd=tmp, env=child_env(), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                   start_new_session=True)
     procs = [subprocess.Popen([str(DASK), "scheduler", "--host", "127.0.0.1", "--port", "0", "--no-dashboard",
                                "--scheduler-file", str(sfile)], **common)]

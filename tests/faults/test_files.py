@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 import socket
 import stat
 import subprocess
@@ -12,8 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from faultkit import DRIVER, PATHS, ROOT, assert_complete_runs_are_whole, complete_runs, run_cli
-from faultstudy import executions, set_behaviour
+from tests.faults.faultkit import DRIVER, PATHS, ROOT, assert_complete_runs_are_whole, complete_runs, run_cli
+from tests.paths import child_env
+from tests.faults.faultstudy import executions, set_behaviour
 from qkov.cli.main import cli
 
 
@@ -99,7 +99,7 @@ def test_modes_follow_the_umask_and_the_local_cluster_serves_no_dashboard(tmp_pa
     script = tmp_path / "perms_driver.py"
     script.write_text(_PERMS_DRIVER.format(paths=PATHS, out=str(out)))
     try:
-        r = subprocess.run([sys.executable, str(script), oct(umask)], cwd=ROOT, env=dict(os.environ),
+        r = subprocess.run([sys.executable, str(script), oct(umask)], cwd=ROOT, env=child_env(),
                            capture_output=True, text=True, timeout=120)
     finally:
         blocker.close()

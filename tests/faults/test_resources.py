@@ -18,8 +18,8 @@ from pathlib import Path
 
 import pytest
 
-from faultkit import assert_complete_runs_are_whole, complete_runs, run_cli
-from faultstudy import executions, set_behaviour
+from tests.faults.faultkit import assert_complete_runs_are_whole, complete_runs, run_cli
+from tests.faults.faultstudy import executions, set_behaviour
 from qkov.cli.main import cli
 
 

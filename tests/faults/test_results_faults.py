@@ -271,17 +271,32 @@ def test_lock_write_failure_leaves_nothing_behind(tmp_path, monkeypatch, capsys)
     assert sorted(p.name for p in out.iterdir()) == ["runs"]
 
 
-def test_refusal_of_a_busy_lock_is_immediate(tmp_path):
-    """The lock API itself refuses a busy directory at once (the commands take it before any planning)."""
+def test_refusal_of_a_busy_lock_is_immediate(tmp_path, monkeypatch):
+    """The lock API itself refuses a busy directory at once (the commands take it before any planning):
+    every flock it tries is non-blocking (LOCK_NB) and it never sleeps to wait for the holder."""
+    import fcntl
+
+    flags: list[int] = []
+    real_flock = fcntl.flock
+
+    def recording_flock(fd, op):
+        flags.append(op)
+        return real_flock(fd, op)
+
+    def no_sleep(seconds):
+        raise AssertionError(f"the refusal waited ({seconds} s)")
+
     out = tmp_path / "out"
     holder = _hold(out, "flock")
     try:
-        t0 = time.monotonic()
+        monkeypatch.setattr(fcntl, "flock", recording_flock)
+        monkeypatch.setattr(time, "sleep", no_sleep)
         for _ in range(20):
             with pytest.raises(ResultsLocked):
                 with results_lock(out, mode="flock"):
                     pass
-        assert (time.monotonic() - t0) / 20 < 1.0  # generous: a refusal is a few system calls
+        monkeypatch.undo()
+        assert len(flags) >= 20 and all(op & fcntl.LOCK_NB for op in flags), flags
     finally:
         holder.kill()
         holder.wait()

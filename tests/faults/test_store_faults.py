@@ -17,8 +17,8 @@ from pathlib import Path
 
 import pytest
 
-from faultkit import ROOT, fault_stages, run_cli
-from faultstudy import executions, set_behaviour
+from tests.faults.faultkit import ROOT, fault_stages, run_cli
+from tests.faults.faultstudy import executions, set_behaviour
 from qkov.cli.main import cli
 from qkov.core.config import ConfigError
 from theory.errors import InputError

@@ -17,9 +17,18 @@ from validation.attention_layouts import (  # noqa: E402
 )
 from validation.user_models import merge_all, merged_copy, qk_ov_param_groups  # noqa: E402
 
-torch.set_num_threads(1)
 T = transformers
-T.logging.set_verbosity_error()
+
+
+@pytest.fixture(autouse=True)
+def _quiet_transformers():
+    """transformers' own warnings off during each test here, its previous verbosity restored after."""
+    before = T.logging.get_verbosity()
+    T.logging.set_verbosity_error()
+    yield
+    T.logging.set_verbosity(before)
+
+
 E, NH, V, LR, RATIO = 32, 2, 50, 1e-3, 10.0
 D = E // NH
 IDS = torch.randint(0, V, (2, 8), generator=torch.Generator().manual_seed(0))

@@ -15,7 +15,6 @@ from validation.attention_layouts import UnknownAttentionLayout  # noqa: E402
 from validation.user_models import describe_param_groups, qk_ov_param_groups  # noqa: E402
 
 pytestmark = pytest.mark.integration
-torch.set_num_threads(1)
 V = 50
 
 

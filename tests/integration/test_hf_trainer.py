@@ -14,7 +14,6 @@ from safetensors.torch import load_file  # noqa: E402
 
 from validation.hf_trainer import QKOVTrainer  # noqa: E402
 
-torch.set_num_threads(1)
 E, V, L, LR, RATIO, WD = 32, 50, 8, 1e-3, 10.0, 0.1
 
 

@@ -15,7 +15,6 @@ from validation.update_monitor import UpdateMonitor  # noqa: E402
 from validation.user_models import qk_ov_param_groups  # noqa: E402
 
 pytestmark = pytest.mark.integration
-torch.set_num_threads(1)
 V = 40
 IDS = torch.randint(0, V, (4, 8), generator=torch.Generator().manual_seed(2))
 

@@ -13,7 +13,6 @@ TUTORIAL = DOCS / "tutorials" / "own-model.md"
 
 def test_tutorial_code_runs(capsys, tmp_path, monkeypatch):
     pytest.importorskip("transformers", reason="transformers not installed (pip install qkov[hf])")
-    torch.set_num_threads(1)
     assert len(python_blocks(TUTORIAL.read_text())) == 7
     monkeypatch.chdir(tmp_path)  # whatever the page writes stays out of the checkout
     namespace = run_page(TUTORIAL)

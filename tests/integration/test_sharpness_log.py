@@ -12,7 +12,6 @@ from validation.sharpness_log import SharpnessLogger  # noqa: E402
 from validation.user_attention import read_attention  # noqa: E402
 from validation.user_models import qk_ov_param_groups  # noqa: E402
 
-torch.set_num_threads(1)
 V, L = 40, 8
 
 

@@ -3,7 +3,6 @@
 import re
 
 import pytest
-import torch
 
 from tests.docs_pages import python_blocks, run_page
 from tests.paths import DOCS
@@ -14,7 +13,6 @@ TUTORIAL = DOCS / "tutorials" / "trainer.md"
 def test_trainer_tutorial_runs(capsys, tmp_path, monkeypatch):
     pytest.importorskip("transformers", reason="transformers not installed (pip install qkov[hf])")
     pytest.importorskip("accelerate", reason="accelerate not installed (pip install qkov[hf])")
-    torch.set_num_threads(1)
     assert len(python_blocks(TUTORIAL.read_text())) == 5
     monkeypatch.chdir(tmp_path)  # whatever the page writes stays out of the checkout
     namespace = run_page(TUTORIAL)

@@ -13,7 +13,6 @@ transformers = pytest.importorskip("transformers", reason="transformers not inst
 from validation.user_attention import attention_metrics, read_attention  # noqa: E402
 from validation.user_models import describe_param_groups, merge_all, qk_ov_param_groups  # noqa: E402
 
-torch.set_num_threads(1)
 E, NH, V, L, B = 16, 2, 40, 6, 3
 LR, RATIO = 1e-3, 10.0
 T = transformers

@@ -1,19 +1,16 @@
 """The layering promise, checked on the source: imports go theory -> simulation -> validation -> qkov.
 
-Static (AST) scan of every module, so an import hidden in a function body counts too; and fresh
-processes, so what `import qkov` or a simulation pulls in is measured, not assumed.
+Static (AST) scan of every module, so an import hidden in a function body counts too. What a fresh process
+loads (`import qkov`, a simulation, a training run) is measured in tests/integration/test_import_footprint.py.
 """
 
 from __future__ import annotations
 
 import ast
-import subprocess
-import sys
 from pathlib import Path
 
-import pytest
-
 from tests.paths import ROOT
+
 LAYERS = ("theory", "simulation", "validation", "qkov")
 """Data-flow order: a package may import itself and the ones before it, never one after it."""
 
@@ -147,36 +144,6 @@ def test_no_module_name_string_imports_of_project_modules():
         for f in (ROOT / layer).rglob("*.py"):
             text = f.read_text()
             assert "import_module(" not in text, f"{f.relative_to(ROOT)} imports by module-name string"
-
-
-def _modules_after(code: str) -> set[str]:
-    out = subprocess.run([sys.executable, "-c", code + "\nimport sys; print(' '.join(sorted(sys.modules)))"],
-                         capture_output=True, text=True, cwd=ROOT, check=True)
-    return set(out.stdout.split())
-
-
-SYMBOLIC = {"sympy", "theory.symbols", "theory.reduced", "theory.derivation", "theory.asymptotics", "theory.codegen"}
-"""What a process that only computes numbers must not load: sympy and theory's symbolic modules."""
-
-
-@pytest.mark.parametrize("code,absent", [
-    ("import qkov", {"torch", "distributed", "dask", "pydantic"} | SYMBOLIC),
-    ("from qkov.cli.main import cli", {"torch", "distributed", "dask", "scipy"} | SYMBOLIC),
-    ("from qkov.study import reproduce", {"torch", "distributed", "dask", "scipy"} | SYMBOLIC),
-    ("from simulation import solve; solve('FAFO', K=4, M=3, eta_qk=2, eta_ov=1, u0=.1, v0=.1, t=[1, 10])",
-     {"torch"} | SYMBOLIC),
-    ("from simulation.closed_forms import law_functions, first_integral_values", {"torch"} | SYMBOLIC),
-])
-def test_fresh_process_imports_only_what_it_needs(code, absent):
-    assert _modules_after(code) & absent == set()
-
-
-def test_training_loads_no_symbolic_theory():
-    """Training needs the generated numerics only. (torch's own optimizers import sympy through
-    torch._dynamo, so sympy itself is not checked here; theory's symbolic modules are.)"""
-    loaded = _modules_after("from validation.synthetic.experiment import SyntheticConfig, run_grid\n"
-                            "run_grid(SyntheticConfig(params=('FAFO',), ratios=(3.0,), steps=20, log_every=10))")
-    assert loaded & (SYMBOLIC - {"sympy"}) == set()
 
 
 DATASET_HOMES = ("validation/real/datasets.py", "validation/real/fetch.py", "validation/real/squad_run.py")

@@ -1,6 +1,7 @@
-"""The lint and type gates, run as tests: ruff (pyflakes F, bugbear B, McCabe complexity C90; the settings are
-``[tool.ruff]`` in pyproject.toml) over the packages and benchmarks, and mypy (``[tool.mypy]``) on theory/ and
-simulation/. Each is skipped with one line when the tool is not installed (``pip install -e .[test]`` has both)."""
+"""The lint gate, run as tests: ruff (pyflakes F, bugbear B, McCabe complexity C90; the settings are
+``[tool.ruff]`` in pyproject.toml) over the packages and benchmarks. The type gate (mypy on all four packages)
+is tests/integration/test_types.py: a cold mypy run takes ~45 s of CPU, too much for the unit tier. Skipped
+with one line when ruff is not installed (``pip install -e .[test]`` has it)."""
 
 from __future__ import annotations
 
@@ -13,7 +14,6 @@ import pytest
 from tests.paths import ROOT
 
 RUFF_PATHS = ("theory", "simulation", "validation", "qkov", "benchmarks")
-MYPY_PATHS = ("theory", "simulation")
 
 
 def _tool(name: str) -> None:
@@ -39,9 +39,3 @@ def test_ruff_gate_can_fail(tmp_path):
     r = _run("ruff", "check", "--no-cache", "--output-format", "concise", "--config", str(ROOT / "pyproject.toml"),
              str(tmp_path / "bad.py"))
     assert r.returncode == 1 and all(code in r.stdout for code in ("F401", "B006", "C901")), r.stdout
-
-
-def test_mypy_finds_nothing():
-    _tool("mypy")
-    r = _run("mypy", "--no-error-summary", *MYPY_PATHS)
-    assert r.returncode == 0, r.stdout[-6000:] + r.stderr[-2000:]

@@ -60,10 +60,10 @@ def parse_json(text: str, path: Path, what: str, *, line: int | None = None) -> 
     try:
         return json.loads(text)
     except json.JSONDecodeError as exc:
-        where = line if line is not None else exc.lineno
+        at = line if line is not None else exc.lineno
         if exc.pos >= len(text.rstrip()):
-            raise truncated(path, where, "the JSON document" if line is None else "a JSON record") from None
-        raise DataError(f"data file {str(path)!r}, line {where}: expected {what} ({exc.msg})") from None
+            raise truncated(path, at, "the JSON document" if line is None else "a JSON record") from None
+        raise DataError(f"data file {str(path)!r}, line {at}: expected {what} ({exc.msg})") from None
     except RecursionError:
         where = f", line {line}" if line is not None else ""
         raise DataError(f"data file {str(path)!r}{where}: expected {what} (nested too deeply to read: "

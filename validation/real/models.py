@@ -56,14 +56,20 @@ class _Circuits(nn.Module):
     attn: QKOVAttention
     lower: nn.ModuleList
 
+    def _lower_blocks(self) -> Iterator[SelfAttentionBlock]:
+        for blk in self.lower:
+            if not isinstance(blk, SelfAttentionBlock):
+                raise TypeError(f"lower layer {type(blk).__name__}: expected a SelfAttentionBlock")
+            yield blk
+
     def qk_parameters(self) -> Iterator[nn.Parameter]:
         yield from self.attn.qk_parameters()
-        for blk in self.lower:
+        for blk in self._lower_blocks():
             yield from blk.qk_parameters()
 
     def ov_parameters(self) -> Iterator[nn.Parameter]:
         yield from self.attn.ov_parameters()
-        for blk in self.lower:
+        for blk in self._lower_blocks():
             yield from blk.ov_parameters()
 
 

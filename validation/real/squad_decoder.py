@@ -261,7 +261,7 @@ def greedy_decode(model: DecoderLM, data: DecoderTensors, max_words: int, banned
     for i in range(0, len(data), EVAL_BATCH):
         b = data.take(torch.arange(i, min(i + EVAL_BATCH, len(data))))
         ids, valid = b.ids[:, :data.P].clone(), b.valid[:, :data.P].clone()
-        gen = [[] for _ in range(len(b))]
+        gen: list[list[int]] = [[] for _ in range(len(b))]
         done = torch.zeros(len(b), dtype=torch.bool)
         for _ in range(max_words + 1):
             h, att = model(ids, valid)
@@ -300,9 +300,8 @@ def em_f1(model: DecoderLM, data: DecoderTensors, examples: list[SquadExample], 
     """Per-item EM and F1 (percent) of greedy decoding, and the predictions by question id.
     ``context_of[i]`` is the example whose window item ``i`` reads (default: its own)."""
     gens = greedy_decode(model, data, max_words, banned=(vocab.pad, vocab.unk))
-    id2w = vocab.tokenizer.id_to_token
     ctx = context_of or examples
-    preds = {ex.uid: answer_text([id2w(t) for t in g], c, int(s), data.W)
+    preds = {ex.uid: answer_text(vocab.words(g), c, int(s), data.W)
              for ex, c, g, s in zip(examples, ctx, gens, data.start.tolist())}
     em = np.array([100.0 * exact_match(preds[ex.uid], list(ex.answers)) for ex in examples])
     f1 = np.array([100.0 * squad_f1(preds[ex.uid], list(ex.answers)) for ex in examples])

@@ -75,7 +75,8 @@ def is_test_sentence(sentence: str) -> bool:
 def load_sva(data_dir: Path) -> Splits:
     """The Linzen SVA items of ``data_dir``, deduplicated and split by sentence hash."""
     seen: set[str] = set()
-    train, test = [], []
+    train: list[ClassExample] = []
+    test: list[ClassExample] = []
     for name in SVA_FILES:
         for sentence, ex in load_sva_file(Path(data_dir) / SVA_DIR / name):
             if sentence in seen:

@@ -20,12 +20,20 @@ PAD, UNK, CLS, SEP = "[PAD]", "[UNK]", "[CLS]", "[SEP]"
 SPECIALS = (PAD, UNK, CLS, SEP)
 
 
+def _special_id(tokenizer: Tokenizer, token: str) -> int:
+    """The id of a special token the vocabulary must hold (every :meth:`Vocab.train` vocabulary does)."""
+    i = tokenizer.token_to_id(token)
+    if i is None:
+        raise ValueError(f"tokenizer: no {token} token (a Vocab's tokenizer holds {', '.join(SPECIALS)})")
+    return i
+
+
 class Vocab:
     """Word -> id mapping with ``[PAD]=0, [UNK]=1, [CLS]=2, [SEP]=3``."""
 
     def __init__(self, tokenizer: Tokenizer):
         self.tokenizer = tokenizer
-        self.pad, self.unk, self.cls, self.sep = (tokenizer.token_to_id(t) for t in SPECIALS)
+        self.pad, self.unk, self.cls, self.sep = (_special_id(tokenizer, t) for t in SPECIALS)
 
     @classmethod
     def train(cls, sentences: Iterable[Sequence[str]], *, max_size: int = 20000, min_frequency: int = 2) -> "Vocab":
@@ -39,6 +47,16 @@ class Vocab:
 
     def __len__(self) -> int:
         return self.tokenizer.get_vocab_size()
+
+    def words(self, ids: Iterable[int]) -> list[str]:
+        """The word of each id in ``ids`` (every id of this vocabulary has one; another id is an error)."""
+        out = []
+        for i in ids:
+            w = self.tokenizer.id_to_token(i)
+            if w is None:
+                raise ValueError(f"id {i}: not in the vocabulary ({len(self)} words)")
+            out.append(w)
+        return out
 
     def encode(self, words: Sequence[str]) -> list[int]:
         """One id per word (unknown and empty words -> ``[UNK]``), same length as ``words``."""

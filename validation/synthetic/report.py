@@ -17,6 +17,7 @@ from matplotlib.ticker import NullFormatter
 
 from simulation.plots import OKABE_ITO
 from theory.claims import THRESHOLDS
+from theory.parametrization import Parametrization
 from validation.attention import circuit_kinds
 from validation.metrics.dtap import SYNTH_EDGES, acmc, attention_confidence, dtap_histogram, plot_dtap
 from validation.synthetic.compare import (closed_form_residuals, conserved_drift, measured_rescaling,
@@ -48,7 +49,8 @@ def pair_summary(cfg: SyntheticConfig, run: PairRun) -> tuple[dict[str, Any], An
                              "mass": [_f(x) for x in np.asarray(L["test_mass"], float)]}
     traj = None
     if cfg.compares_to_ode:
-        traj = reference_trajectory(run.param, cfg.K, cfg.M, run.ratio * cfg.eta_ov, cfg.eta_ov, cfg.u0, cfg.v0, L["t"])
+        traj = reference_trajectory(Parametrization(run.param), cfg.K, cfg.M, run.ratio * cfg.eta_ov, cfg.eta_ov,
+                                    cfg.u0, cfg.v0, L["t"])
         if traj is None:
             out["ode"] = {"available": False}
         else:
@@ -76,9 +78,10 @@ def pair_summary(cfg: SyntheticConfig, run: PairRun) -> tuple[dict[str, Any], An
 
 def rescaling_check(cfg: SyntheticConfig, runs: list[PairRun], n_states: int = 3) -> dict[str, Any]:
     """Measured vs predicted implicit learning-rate factors at states along the factorized runs."""
-    rows = []
+    rows: list[dict[str, Any]] = []
     for run in runs:
-        qk_f, ov_f = circuit_kinds(run.param)
+        param = Parametrization(run.param)
+        qk_f, ov_f = circuit_kinds(param)
         if not (qk_f or ov_f) or "u" not in run.log:
             continue
         idx = np.linspace(0, len(run.log["t"]) - 1, n_states).astype(int)
@@ -86,8 +89,8 @@ def rescaling_check(cfg: SyntheticConfig, runs: list[PairRun], n_states: int = 3
             u, v = float(run.log["u"][i]), float(run.log["v"][i])
             if u <= 0 or v <= 0:
                 continue
-            mq, mo = measured_rescaling(run.param, cfg.K, cfg.M, u, v)
-            pq, po = predicted_rescaling(run.param, cfg.K, cfg.M, u, v)
+            mq, mo = measured_rescaling(param, cfg.K, cfg.M, u, v)
+            pq, po = predicted_rescaling(param, cfg.K, cfg.M, u, v)
             rows.append({"param": run.param, "u": u, "v": v, "measured_qk": mq, "predicted_qk": pq,
                          "measured_ov": mo, "predicted_ov": po,
                          "rel_err": max(abs(mq / pq - 1), abs(mo / po - 1))})
@@ -122,7 +125,8 @@ def theory_curves(cfg: SyntheticConfig, run: PairRun) -> Any:
         return None
     u0, v0 = (cfg.u0, cfg.v0) if cfg.compares_to_ode else (float(L["u"][0]), float(L["v"][0]))
     try:
-        return reference_trajectory(run.param, cfg.K, cfg.M, run.ratio * cfg.eta_ov, cfg.eta_ov, u0, v0, L["t"])
+        return reference_trajectory(Parametrization(run.param), cfg.K, cfg.M, run.ratio * cfg.eta_ov, cfg.eta_ov, u0, v0,
+                                    L["t"])
     except (ValueError, RuntimeError):
         return None
 

@@ -1,29 +1,22 @@
-"""Fixtures of the reproduce tests: fake stage modules, one shared Dask cluster per test module."""
+"""Fixtures of the reproduce tests: fake stage modules, one shared Dask cluster per test module.
+
+The fake stages are the package ``tests.e2e.reproduce.fakestudy``: importable from the repository root, which
+pytest puts on ``sys.path`` (``tests`` is a package) and Dask's spawned workers inherit; nothing here edits
+``sys.path`` or the environment.
+"""
 
 from __future__ import annotations
 
 import contextlib
-import os
-import sys
-from pathlib import Path
 
 import pytest
-
-HERE = Path(__file__).resolve().parent
-# The fake stages (package `fakestudy`) must import in the Dask worker processes too.
-if str(HERE) not in sys.path:
-    sys.path.insert(0, str(HERE))
-os.environ["PYTHONPATH"] = os.pathsep.join(
-    [str(HERE)] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p])
-
-import fakestudy  # noqa: E402,F401  (needs the path above; workers import it by name)
 
 
 @pytest.fixture
 def fake_stages(tmp_path, monkeypatch):
     """Set up the fake stages' environment; return the scratch directory (execution counters).
 
-    The tests pass the stages themselves (``FAKE_STAGES``; ``fakestudy.run_cli`` injects them into the CLI).
+    The tests pass the stages themselves (``FAKE_STAGES``; ``tests.e2e.reproduce.fakestudy.run_cli`` injects them into the CLI).
     """
     scratch = tmp_path / "scratch"
     scratch.mkdir()

@@ -6,7 +6,7 @@ from pathlib import Path
 
 from qkov.study import engine
 
-from fakestudy import FAKE_STAGES
+from tests.e2e.reproduce.fakestudy import FAKE_STAGES
 
 
 def fake_stages() -> tuple[engine.Stage, ...]:
@@ -26,7 +26,7 @@ def add_figure2_runs(out: Path) -> None:
     """Four fake ``figure2`` runs (one per parametrization) with the metrics the Figure 2 grid reads."""
     import numpy as np
 
-    from fakestudy.common import write_run
+    from tests.e2e.reproduce.fakestudy.common import write_run
     from theory.parametrization import PARAMETRIZATIONS
 
     for i, p in enumerate(PARAMETRIZATIONS):

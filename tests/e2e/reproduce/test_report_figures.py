@@ -6,7 +6,7 @@ import re
 
 from qkov.report import build_report
 
-from report_fixture import add_figure2_runs, build_fake_results
+from tests.e2e.reproduce.report_fixture import add_figure2_runs, build_fake_results
 
 
 def test_figure2_grid_sits_under_sharpness_and_no_image_is_embedded_twice(tmp_path):

@@ -12,8 +12,8 @@ from qkov.core.lock import ResultsLocked
 from qkov.study import engine
 from tests.paths import ROOT
 
-from fakestudy import FAKE_STAGES, run_cli
-from fakestudy.common import executions
+from tests.e2e.reproduce.fakestudy import FAKE_STAGES, run_cli
+from tests.e2e.reproduce.fakestudy.common import executions
 
 _HOLDER = """
 import sys, time

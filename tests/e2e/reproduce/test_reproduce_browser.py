@@ -12,9 +12,9 @@ import pytest
 from qkov.report import build_report
 from qkov.study.claims import CLAIMS
 
-from browser import chromium_missing, open_driver
-from injection import inject
-from report_fixture import add_figure2_runs, build_fake_results
+from tests.e2e.reproduce.browser import chromium_missing, open_driver
+from tests.e2e.reproduce.injection import inject
+from tests.e2e.reproduce.report_fixture import add_figure2_runs, build_fake_results
 
 pytestmark = pytest.mark.browser
 

@@ -11,8 +11,8 @@ from qkov.core.runstore import config_key, is_complete
 from qkov.study import engine
 from qkov.cli.main import cli
 
-from fakestudy import FAKE_STAGES, badruns, run_cli
-from fakestudy.common import executions
+from tests.e2e.reproduce.fakestudy import FAKE_STAGES, badruns, run_cli
+from tests.e2e.reproduce.fakestudy.common import executions
 
 
 def test_plan_keys_runs_and_writes_nothing(tmp_path, fake_stages):

@@ -15,8 +15,8 @@ from qkov.report import build_report
 from qkov.study.claims import CLAIMS
 from qkov.report.render_html import CLASS_OF
 
-from injection import EXTRA_FILES, inject
-from report_fixture import build_fake_results
+from tests.e2e.reproduce.injection import EXTRA_FILES, inject
+from tests.e2e.reproduce.report_fixture import build_fake_results
 
 ALLOWED_CLASSES = set(CLASS_OF.values()) | {"v", "v-none", "v-unknown", "ev", "meta", "headline", "stages", "wide",
                                             "scroll", "metrics", "num", "eq", "latex", "claim", "where", "evidence",

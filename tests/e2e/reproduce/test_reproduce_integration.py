@@ -6,8 +6,6 @@ import json
 import os
 import subprocess
 import sys
-import time
-from pathlib import Path
 
 import pytest
 
@@ -37,16 +35,14 @@ def test_existing_stages_plan_valid_resumable_runs(tmp_path):
 
 @pytest.mark.slow
 def test_reproduce_quick_end_to_end_within_ten_minutes_and_resumes(tmp_path):
-    """`qkov reproduce --quick` on this machine: under 10 minutes, report path last, a rerun redoes nothing."""
+    """`qkov reproduce --quick` on this machine: done within its 10-minute budget (the subprocess is stopped
+    at 600 s, which fails the test: no elapsed time is measured), report path last, a rerun redoes nothing."""
     env = {k: v for k, v in os.environ.items() if k != "QKOV_DATA_DIR"}
     out = tmp_path / "out"
     cmd = [sys.executable, "-m", "validation", "reproduce", "--quick", "--out", str(out), "--no-progress"]
-    t0 = time.monotonic()
-    first = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=900)
-    elapsed = time.monotonic() - t0
+    first = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
     assert first.returncode == 0, first.stdout + first.stderr
     assert first.stdout.strip().splitlines()[-1] == f"report: {(out / 'report.html').resolve()}"
-    assert elapsed < 600, f"reproduce --quick took {elapsed:.0f} s"
     runs = list((out / "runs").iterdir())
     assert runs and all(is_complete(r) for r in runs)
     second = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)

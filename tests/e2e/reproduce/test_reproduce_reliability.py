@@ -8,7 +8,6 @@ import signal
 import subprocess
 import sys
 import time
-from pathlib import Path
 
 import pytest
 
@@ -16,11 +15,11 @@ from qkov.core.runstore import is_complete
 from qkov.study import engine
 from qkov.cli.main import cli
 
-from fakestudy import FAKE_STAGES, HERE, run_cli
-from fakestudy.common import executions
+from tests.e2e.reproduce.fakestudy import FAKE_STAGES, run_cli
+from tests.e2e.reproduce.fakestudy.common import executions
 from tests.cli_errors import assert_one_line_error
 
-from tests.paths import ROOT  # noqa: E402
+from tests.paths import ROOT, child_env
 
 
 def test_killed_worker_task_reruns_and_results_complete(tmp_path, fake_stages, dask_client, monkeypatch):
@@ -89,8 +88,8 @@ import sys
 import signal
 signal.signal(signal.SIGINT, signal.default_int_handler)  # a launcher without job control (nohup cmd &)
 # leaves SIGINT ignored, and Python keeps it so: the test's SIGINT would then be lost
-sys.path.insert(0, {here!r})
-from fakestudy import STUDY
+sys.path.insert(0, {root!r})
+from tests.e2e.reproduce.fakestudy import STUDY
 from qkov.cli.main import main
 if __name__ == "__main__":
     main(["reproduce", "--out", {out!r}, "--workers", "2", "--no-progress"], obj=STUDY)
@@ -104,8 +103,8 @@ def test_interrupted_reproduce_resumes_without_redoing_finished_runs(tmp_path, f
     monkeypatch.setenv("QKOV_FAKE_SLEEP", "3.0")
     out = tmp_path / "out"
     script = tmp_path / "driver.py"
-    script.write_text(_DRIVER.format(here=str(HERE), out=str(out)))
-    proc = subprocess.Popen([sys.executable, str(script)], cwd=ROOT, env=dict(os.environ),
+    script.write_text(_DRIVER.format(root=str(ROOT), out=str(out)))
+    proc = subprocess.Popen([sys.executable, str(script)], cwd=ROOT, env=child_env(),
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
     try:
         deadline = time.monotonic() + 90

@@ -16,7 +16,7 @@ from qkov.study.claims import CLAIMS
 from qkov.report.mathml import math_block, sanitise_mathml
 from qkov.report.tables import flatten_metrics, metric_tables
 
-from report_fixture import build_fake_results
+from tests.e2e.reproduce.report_fixture import build_fake_results
 from tests.cli_errors import assert_one_line_error
 
 

@@ -6,14 +6,8 @@ import os
 from pathlib import Path
 
 import pytest
-import torch
 
 from qkov.study.real_stage import missing_data
-
-
-@pytest.fixture(autouse=True)
-def _one_thread():
-    torch.set_num_threads(1)
 
 
 def data_dir_for(dataset: str) -> Path:

@@ -13,8 +13,6 @@ from validation.metrics.attention_mass import relevant_mass
 from validation.metrics.dtap import (DEFAULT_KAPPA, DEFAULT_TAU, SQUAD_MASS_EDGES, SYNTH_EDGES, acmc,
                                      attention_confidence, dtap_histogram, plot_dtap, top_cell_thresholds)
 
-torch.set_num_threads(1)
-
 
 def test_relevant_mass_hand_computed():
     attn = np.array([[0.5, 0.3, 0.2], [0.1, 0.1, 0.8]])

@@ -12,7 +12,6 @@ from validation.metrics.eraser import (AOPC_FRACTIONS, LOWER_IS_BETTER, aopc, co
                                        comprehensiveness_aopc, eraser_scores, n_top_tokens, sufficiency,
                                        sufficiency_aopc, top_k_mask)
 
-torch.set_num_threads(1)
 
 # a bag-of-tokens binary classifier: p_1 = sigmoid(sum of kept tokens' weights)
 WEIGHTS = torch.tensor([2.0, 1.0, -2.0])

@@ -9,8 +9,6 @@ import torch
 from validation.metrics.eraser import eraser_scores
 from validation.metrics.eraser_export import eraser_aopc_from_records, to_eraser_results
 
-torch.set_num_threads(1)
-
 
 def _model(w):
     def predict_proba(token_ids, keep):

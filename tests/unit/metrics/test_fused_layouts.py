@@ -9,7 +9,6 @@ from tests.unit.metrics.toy_attention import attend
 from validation.attention_layouts import UnknownAttentionLayout, neox_labels
 from validation.user_models import describe_param_groups, merge_all, plan_qk_ov, qk_ov_param_groups
 
-torch.set_num_threads(1)
 E, H = 6, 2
 D = E // H
 LR, RATIO, WD = 1e-2, 7.0, 0.1

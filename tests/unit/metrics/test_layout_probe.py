@@ -14,7 +14,6 @@ from validation.attention_layouts import (
 )
 from validation.user_models import qk_ov_param_groups
 
-torch.set_num_threads(1)
 E, H = 8, 2
 LR, RATIO = 1e-3, 10.0
 

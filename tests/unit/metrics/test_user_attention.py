@@ -8,7 +8,6 @@ from torch import nn
 from validation.metrics.attention_mass import attention_rollout
 from validation.user_attention import attention_metrics, read_attention
 
-torch.set_num_threads(1)
 E, H, L, B = 8, 2, 5, 3
 
 

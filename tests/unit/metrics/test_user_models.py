@@ -10,7 +10,6 @@ from torch import nn
 from validation.user_models import (is_split, merge_all, merge_mha_in_proj, qk_ov_parameters,
                                     qkov_param_groups, split_mha_in_proj)
 
-torch.set_num_threads(1)
 E, H, LR, RATIO = 8, 2, 1e-3, 10.0
 
 

@@ -13,7 +13,6 @@ from validation.attention_layouts import UnknownAttentionLayout
 from validation.user_models import describe_param_groups, qk_ov_param_groups
 
 pytestmark = pytest.mark.unit
-torch.set_num_threads(1)
 E, H, L = 8, 2, 5
 
 

@@ -4,20 +4,18 @@ from __future__ import annotations
 
 import io
 
-import matplotlib
+import numpy as np
+from matplotlib.figure import Figure
+from PIL import Image
 
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
-from PIL import Image  # noqa: E402
-
-from qkov.report.render_html import compact_png  # noqa: E402
+from qkov.report.render_html import compact_png
 
 
 def _figure_png() -> bytes:
     """A figure like the study's: lines, a log axis, a heatmap with a 256-entry colour map."""
     rng = np.random.default_rng(0)
-    fig, (a, b) = plt.subplots(1, 2, figsize=(8, 3.5), dpi=150)
+    fig = Figure(figsize=(8, 3.5), dpi=150)  # no pyplot: no backend to switch, no figure registry to close
+    a, b = fig.subplots(1, 2)
     t = np.logspace(0, 3, 200)
     for k in range(4):
         a.loglog(t, t ** (-0.3 * (k + 1)), label=f"ratio {k}")
@@ -26,7 +24,6 @@ def _figure_png() -> bytes:
     fig.colorbar(im, ax=b)
     buf = io.BytesIO()
     fig.savefig(buf, format="png")
-    plt.close(fig)
     return buf.getvalue()
 
 

@@ -2,14 +2,12 @@
 
 import numpy as np
 import pytest
-import torch
 from hypothesis import given, settings, strategies as st
 
 from simulation.full_matrix import (PopulationGradient, autograd_gradients, balanced_state, random_state,
                                     simulate_full, symmetric_projection_distance, effective)
 from simulation.reduced import integrate
 
-torch.set_num_threads(1)
 PARAMS = ("CACO", "FACO", "CAFO", "FAFO")
 
 

@@ -1,14 +1,11 @@
-"""Reduced-flow integration: accuracy against tight and high-precision references, batch = single."""
+"""Reduced-flow integration: accuracy against tight references, batch = single (the high-precision mpmath
+reference is tests/integration/test_reduced_mpmath_reference.py)."""
 
-import mpmath
 import numpy as np
 import pytest
-import sympy as sp
 
 from simulation.batch import integrate_batch
 from simulation.reduced import initial_states, integrate, integrate_many, integrate_states, reference_states
-from theory.reduced import reduced_system
-from theory.symbols import K as K_, M as M_, eta_ov, eta_qk
 
 PARAMS = ("CACO", "FACO", "CAFO", "FAFO")
 T_LONG = np.array([0.0, 0.5, 10.0, 1e3, 1e6, 1e9, 1e12])
@@ -34,21 +31,6 @@ def test_reduced_matches_tight_solve_ivp_to_1e12(param):
         ref = reference_states(param, y0, trajs.K[b], trajs.M[b], trajs.eta_qk[b], 1.0, T_LONG)
         scale = np.maximum(np.abs(ref), 1e-6)
         assert np.max(np.abs(trajs.state[:, :, b] - ref) / scale) < 2e-8
-
-
-def test_reduced_matches_mpmath_taylor_reference():
-    # High-precision reference: mpmath's Taylor-series ODE solver on theory's rhs (lambdified to mpmath).
-    sysm = reduced_system("CACO")
-    f = sp.lambdify((*sysm.state, K_, M_, eta_qk, eta_ov), list(sysm.rhs), modules="mpmath")
-    mpmath.mp.dps = 25
-    sol = mpmath.odefun(lambda t, y: f(y[0], y[1], 5, 4, 3.0, 1.0), 0, [mpmath.mpf("0.2"), mpmath.mpf("0.1")])
-    ts = [1.0, 4.0, 12.0]
-    tr = integrate("CACO", 5, 4, 3.0, 1.0, 0.2, 0.1, ts)
-    for i, t in enumerate(ts):
-        u, v = sol(t)
-        assert abs(tr.u[i] - float(u)) < 1e-8 * max(1, abs(float(u)))
-        assert abs(tr.v[i] - float(v)) < 1e-8 * max(1, abs(float(v)))
-    mpmath.mp.dps = 15
 
 
 def test_batch_equals_single_trajectories():

@@ -1,5 +1,7 @@
 """Conserved quantities and first integrals along trajectories (hypothesis over sizes, ratios, states)."""
 
+import functools
+
 import numpy as np
 import sympy as sp
 import torch
@@ -90,13 +92,18 @@ def test_slope_rescaling_identity_of_ratio(k, m, ratio, u, v):
         np.testing.assert_allclose(f3[1] / f3[0], 2.0 * f1[1] / f1[0], rtol=1e-12)
 
 
-@given(m=st.integers(1, 50), X=st.floats(1.0, 500.0))
-def test_lambert_w_form_of_v_solves_the_collapsed_first_integral(m, X):
-    r"""v(X) from theory solves e^v + (M+1) v = X (the collapsed-QK first integral at level X)."""
+@functools.lru_cache(maxsize=1)
+def _v_of_level_collapsed_qk():
+    """theory's v(X) of the collapsed-QK first integral, lambdified once (to mpmath) for every example."""
     from theory.first_integrals import v_of_u_collapsed_qk
     from theory.symbols import M as M_
 
     expr = v_of_u_collapsed_qk("CACO")
-    fn = sp.lambdify((sp.Symbol("X", positive=True), M_), expr, modules="mpmath")
-    v = float(sp.re(fn(X, m)))
+    return sp.lambdify((sp.Symbol("X", positive=True), M_), expr, modules="mpmath")
+
+
+@given(m=st.integers(1, 50), X=st.floats(1.0, 500.0))
+def test_lambert_w_form_of_v_solves_the_collapsed_first_integral(m, X):
+    r"""v(X) from theory solves e^v + (M+1) v = X (the collapsed-QK first integral at level X)."""
+    v = float(sp.re(_v_of_level_collapsed_qk()(X, m)))
     np.testing.assert_allclose(np.exp(v) + (m + 1) * v, X, rtol=1e-10)

@@ -1,7 +1,9 @@
 """Fake study stages for the engine's tests: same contract as ``qkov.study.derive_stage`` & co, instant runs.
 
 Behaviour comes from the environment of the *planning* process and travels inside
-each run's config (so the workers need nothing but this importable package):
+each run's config (so the workers need nothing but this package, ``tests.e2e.reproduce.fakestudy``, importable
+from the repository root: in-process Dask workers get the parent's ``sys.path``, subprocesses get
+:func:`tests.paths.child_env`):
 
 - ``QKOV_FAKE_DIR``: scratch directory; each execution appends to ``counts/<run dir name>``;
 - ``QKOV_FAKE_SLEEP``: seconds each run sleeps between its first file and ``COMPLETE``;
@@ -10,14 +12,9 @@ each run's config (so the workers need nothing but this importable package):
 - ``QKOV_FAKE_FAIL=1``: the first synthetic run always raises.
 """
 
-from pathlib import Path
+from qkov.study.engine import Stage
 
-HERE = Path(__file__).resolve().parent.parent
-"""``tests/reproduce``: the directory that must be on the path of every worker."""
-
-from qkov.study.engine import Stage  # noqa: E402
-
-from fakestudy import derive, real, simulate, synthetic  # noqa: E402
+from . import derive, real, simulate, synthetic
 
 FAKE_STAGES = (
     Stage.from_module("derive", derive),

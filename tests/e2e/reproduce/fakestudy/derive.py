@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from fakestudy.common import behaviour, write_run
+from .common import behaviour, write_run
 
 CLAIM_STATUS = {"symmetric-subspace": "derived", "reduced-odes": "derived", "rescaling": "refined",
                 "growth-rates": "derived", "sharpness-ratio": "derived", "paper-equations": "refuted",

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from fakestudy.common import behaviour, ev, numbers, write_run
+from .common import behaviour, ev, numbers, write_run
 
 
 def study_runs(quick, data_dir):
