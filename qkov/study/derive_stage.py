@@ -14,14 +14,16 @@ def study_runs(quick: bool, data_dir: Path | None) -> list[tuple[str, dict]]:
     return [("derive", {"params": list(PARAMETRIZATIONS), "formats": ["md", "html", "tex"], "thorough": not quick})]
 
 
-def execute(kind: str, config: dict, run_dir: Path, ctx: RunContext = DEFAULT_CONTEXT) -> None:
-    """Write the derive run (derivation.json, reports, metrics, claims) into ``run_dir``."""
+def execute(kind: str, config: dict, run_dir: Path, ctx: RunContext = DEFAULT_CONTEXT, *,
+            use_cache: bool = True) -> None:
+    """Write the derive run (derivation.json, reports, metrics, claims) into ``run_dir``; ``use_cache=False``:
+    derive again even if the derivation of this code is cached (``qkov derive --no-cache``)."""
     from qkov.study.derive_command import DeriveConfig, write_derivation
     from qkov.core.config import parse_config
 
     if kind != "derive":
         raise ValueError(f"qkov.study.derive_stage: unknown run kind {kind!r}")
-    write_derivation(run_dir, parse_config(DeriveConfig, **config))
+    write_derivation(run_dir, parse_config(DeriveConfig, **config), use_cache=use_cache)
 
 
 def derivation_evidence(payload: dict) -> list:

@@ -18,6 +18,7 @@ from qkov.core.runstore import RunWriter
 from qkov.study import evidence_types as et
 from qkov.study.claims import Evidence, write_evidence
 from qkov.study.rules import evidence as judged
+from simulation.optimizer_defaults import ADAM_BETAS
 from validation.synthetic.experiment import torch_threads
 from validation.synthetic.optimizer_map_run import (OptimizerMapConfig, curve_arrays, optimizer_map_figure,
                                                     without_curves)
@@ -31,8 +32,8 @@ def study_configs(quick: bool) -> list[OptimizerMapConfig]:
     """Adam(0.9, 0.999, 1e-8) and momentum 0.9 on CACO and FAFO at ratios 1 and 4 (quick: 1000 steps of
     dt 0.01, about 25 s on one core; full: ratios 1, 4, 8 and 1500 steps, the docs' table)."""
     ratios, steps = ((1.0, 4.0), 1000) if quick else ((1.0, 4.0, 8.0), 1500)
-    return [OptimizerMapConfig(optimizer="adam", betas=(0.9, 0.999), ratios=ratios, steps=steps),
-            OptimizerMapConfig(optimizer="momentum", betas=(0.9, 0.999), ratios=ratios, steps=steps)]
+    return [OptimizerMapConfig(optimizer="adam", betas=ADAM_BETAS, ratios=ratios, steps=steps),
+            OptimizerMapConfig(optimizer="momentum", betas=ADAM_BETAS, ratios=ratios, steps=steps)]
 
 
 def write_run(cfg: OptimizerMapConfig, runs: list[dict[str, Any]], run: RunWriter) -> list[Evidence]:
