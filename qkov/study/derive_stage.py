@@ -28,7 +28,7 @@ def execute(kind: str, config: dict, run_dir: Path, ctx: RunContext = DEFAULT_CO
 
 def derivation_evidence(payload: dict) -> list:
     """Evidence of the derive run, one per ledger entry that the derivation can settle: the typed
-    :class:`~qkov.study.evidence_types.Derivation` (status, holds, first sentence, and for ``sharpness-order`` the
+    :class:`~qkov.study.evidence_types.DerivationEntry` (status, holds, first sentence, and for ``sharpness-order`` the
     derived asymptotic order) judged by :func:`qkov.study.rules.judge` (a status the rules do not know, e.g.
     ``empirical``, gets no derive evidence)."""
     from qkov.study import evidence_types as et
@@ -43,7 +43,7 @@ def derivation_evidence(payload: dict) -> list:
         first = str(e.get("derived", "")).split(". ")[0].strip()
         first = first if len(first) <= 160 else first[:157] + "..."
         order = tuple(e.get("order") or ()) if cid == "sharpness-order" else ()
-        typed = et.Derivation(str(status), str(e.get("holds", "") or ""), first, order)
+        typed = et.DerivationEntry(str(status), str(e.get("holds", "") or ""), first, order)
         numbers = f"{status}" + (" (holds in part)" if e.get("holds") == "in part" else "") + (f": {first}" if first else "")
         if order and status in ("derived", "refined"):
             # What the derivation settles is the asymptotic order; judged on the paper's pairs only. The

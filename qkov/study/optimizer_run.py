@@ -93,7 +93,7 @@ def pair_points(pair: dict, levels: list) -> tuple[et.OptimizerPoint, ...]:
 def default_betas_evidence(runs: list[dict], scope: str = "") -> et.AdamDefault:
     """Typed ``adam-ratio-default`` evidence: every ratio at every matched loss of every parametrization."""
     opt = optimizer_label(runs)
-    return et.AdamDefault(tuple(et.OptimizerRun(run["pairs"][0]["param"] if run["pairs"] else "?", opt,
+    return et.AdamDefault(tuple(et.AdamDefaultRun(run["pairs"][0]["param"] if run["pairs"] else "?", opt,
                                                 tuple(pt for p in run["pairs"] for pt in pair_points(p, run["levels"])))
                                 for run in runs), opt, scope or opt)
 

@@ -43,7 +43,7 @@ def build_config(params, ratios, data: str, optimizer: str, steps: int | None, d
 
 
 @dataclasses.dataclass(frozen=True)
-class SyntheticResult:
+class SyntheticRunResult:
     """What :func:`validate_synthetic` wrote: the run directory, its metrics and its claim evidence."""
 
     run_dir: Path
@@ -64,7 +64,7 @@ def run_one(kind: str, config: dict[str, Any], out: Path, progress: bool | None,
 
 
 def validate_synthetic(cfg: SyntheticConfig, out: Path, progress: bool | None = None, *, executor: Any = None,
-                       scheduler: str | None = None, workers: int | None = None) -> SyntheticResult:
+                       scheduler: str | None = None, workers: int | None = None) -> SyntheticRunResult:
     """Train every (parametrization, ratio) of ``cfg`` and write the run ``out/runs/synthetic-<key>/`` through the
     study engine (:func:`run_one`: in this process by default; a complete run is reused); return what it holds."""
     from qkov.core.runstore import load_run
@@ -72,7 +72,7 @@ def validate_synthetic(cfg: SyntheticConfig, out: Path, progress: bool | None = 
 
     run_dir = run_one("synthetic", cfg.to_json_dict(), out, progress, executor, scheduler, workers)
     run = load_run(run_dir)
-    return SyntheticResult(run_dir, run.metrics, read_evidence(run.json.get(CLAIMS_FILE, {}))[0])
+    return SyntheticRunResult(run_dir, run.metrics, read_evidence(run.json.get(CLAIMS_FILE, {}))[0])
 
 
 def validate_optimizer_map(params, ratios, data: str, optimizer: str, steps: int | None, dt: float | None,
@@ -99,4 +99,4 @@ def validate_optimizer_map(params, ratios, data: str, optimizer: str, steps: int
     return run_dir, res
 
 
-__all__ = ["validate_optimizer_map", "build_config", "validate_synthetic", "SyntheticResult", "DEFAULT_STEPS", "DEFAULT_DT", "PAPER_DATA"]
+__all__ = ["validate_optimizer_map", "build_config", "validate_synthetic", "SyntheticRunResult", "DEFAULT_STEPS", "DEFAULT_DT", "PAPER_DATA"]
