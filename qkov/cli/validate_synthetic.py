@@ -15,6 +15,7 @@ from qkov.cli.support import CONTEXT_SETTINGS
 from qkov.core.config import field_error
 from qkov.study.engine import RunsFailed
 from simulation.optimizer_defaults import ADAM_BETAS, ADAM_EPS
+from validation.synthetic.trainer import TRAIN_OPTIMIZERS
 from qkov.study.synthetic_command import build_config, validate_optimizer_map, validate_synthetic
 
 
@@ -55,7 +56,7 @@ def optimizer_map_run(params, ratios, data, optimizer, steps, dt, init, seed, K,
 @ratios_option("1,3,10")
 @click.option("--data", type=Choice(("population", "sampled", "paper")), default="population", show_default=True,
               help="population (MODEL.md exactly), sampled (departures from it), paper (the paper's Figure 2 data).")
-@click.option("--optimizer", type=Choice(("gd", "sgd", "adamw", "adam", "momentum")), default="gd", show_default=True,
+@click.option("--optimizer", type=Choice(TRAIN_OPTIMIZERS + OPTIMIZER_MAP_CHOICES), default="gd", show_default=True,
               help="adam / momentum: from the symmetric start, measured 1-p and set distance against the reduced "
                    "optimizer map at matched loss (issue 23).")
 @click.option("--steps", type=Integer(1, 10_000_000), default=None,
