@@ -84,3 +84,24 @@ def test_derive_reuses_a_complete_run_and_no_cache_rewrites_it(tmp_path, monkeyp
     assert not redone.reused and calls == [False] and is_complete(redone.run_dir)
     assert redone.run_dir == first.run_dir
     assert json.loads((redone.run_dir / "manifest.json").read_text())["started"] >= started
+
+
+def test_simulate_save_in_process_and_on_dask_write_the_same_run(tmp_path):
+    """The engine's executors are interchangeable for `simulate --save`: the same directory name, files and
+    numbers (float64 integration, deterministic: equal to 1e-12 relative)."""
+    from qkov.study import engine
+    from qkov.study.simulate_command import simulate
+    import numpy as np
+
+    cfg = _cfg()
+    here = simulate(cfg, save_to=tmp_path / "here", executor=engine.IN_PROCESS)
+    with engine.StudyCluster(workers=1, processes=False) as client:   # Dask: 1 worker, threads of this process
+        there = simulate(cfg, save_to=tmp_path / "dask", executor=client)
+    assert here.run_dir.name == there.run_dir.name and not there.reused
+    a, b = load_run(here.run_dir), load_run(there.run_dir)
+    assert a.files == b.files and a.config == b.config and a.json["runs.json"] == b.json["runs.json"]
+    arrays = a.arrays["trajectories.npz"]
+    assert arrays.keys() == b.arrays["trajectories.npz"].keys()
+    for k, v in arrays.items():
+        np.testing.assert_allclose(b.arrays["trajectories.npz"][k], v, rtol=1e-12, atol=0)
+    assert [r.as_json() for r in here.runs] == [r.as_json() for r in there.runs]
