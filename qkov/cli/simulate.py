@@ -76,7 +76,7 @@ def _laws_table(cfg: SimulateConfig, tables) -> str:
               help="Initial attention logit gap v; > 0 for factorized QK.")
 @click.option("--t", "t", type=IncreasingTimes(), default="50,500,2500", show_default=True,
               help="Output times, strictly increasing, <= 1e15.")
-@click.option("--method", type=Choice(METHODS), default="reduced", show_default=True,
+@click.option("--method", type=Choice(tuple(METHODS)), default="reduced", show_default=True,
               help="reduced (derived ODE), full-gd / full-rk4 (full matrices, step --dt), paper-rk4 (the paper's "
                    "equations, CACO).")
 @click.option("--dt", type=Number(0.0, 1e3, lo_open=True), default=0.05, show_default=True,
