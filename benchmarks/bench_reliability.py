@@ -197,7 +197,7 @@ PROMISES = [
      "test_store_faults.py::test_over_long_value_list_is_refused_with_a_short_message_stating_the_limit"),
     ("A full disk during `simulate --save` is one line naming the file and the fix (exit 1); the partial run "
      "stays incomplete (before: a 39-line traceback).",
-     "test_store_faults.py::test_full_disk_during_simulate_save_is_one_line_and_the_run_stays_incomplete"),
+     "test_store_faults.py::test_full_disk_during_simulate_save_is_one_line_and_no_incomplete_run_is_left"),
     ("`QKOV_DEVICE=garbage` and `--data-dir \"\"` are refused in one line before any cluster starts (before: "
      "24 failed runs in 25 lines; the real stage silently skipped).",
      "test_store_faults.py::test_bad_device_and_empty_data_dir_are_refused_before_any_cluster_starts"),

@@ -26,9 +26,6 @@ from simulation import generated
 from simulation.closed_forms import first_integral_drift, first_integral_evaluator
 from theory.parametrization import Parametrization
 
-PROBLEMS = ("frozen_qk_time", "collapsed_qk_v_of_u", "first_integral_drift")
-"""The exact problems this module provides."""
-
 
 def frozen_qk_time(param: Parametrization, u_, K_, M_, eta_ov_, u0, v0) -> np.ndarray:
     r"""Exact time at which the flow with :math:`\eta_{QK} = 0` from ``(u0, v0)`` reaches ``u_`` (any shape)."""
@@ -52,4 +49,4 @@ def collapsed_qk_v_of_u(param: Parametrization, u_, K_, M_, eta_qk_, eta_ov_, u0
     return z - np.real(wrightomega(z - np.log(M_ + 1)))
 
 
-__all__ = ["PROBLEMS", "frozen_qk_time", "collapsed_qk_v_of_u", "first_integral_drift"]
+__all__ = ["frozen_qk_time", "collapsed_qk_v_of_u", "first_integral_drift"]

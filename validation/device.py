@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import contextlib
 import re
-from typing import Any, Iterator
+from typing import Any
 
 import torch
 
@@ -99,15 +99,5 @@ def device_record(device: torch.device, bf16: bool = False, requested: str | Non
             "cuda": torch.version.cuda}
 
 
-@contextlib.contextmanager
-def on_device(device: torch.device) -> Iterator[torch.device]:
-    """Make ``device`` current for CUDA (so ``torch.cuda`` calls default to it); a no-op elsewhere."""
-    if device.type == "cuda":
-        with torch.cuda.device(device):
-            yield device
-    else:
-        yield device
-
-
 __all__ = ["DeviceError", "parse_device", "resolve_device", "check_autocast", "autocast", "device_record",
-           "on_device", "DEVICE_CHOICES"]
+           "DEVICE_CHOICES"]

@@ -12,6 +12,7 @@ from qkov.cli.support import CONTEXT_SETTINGS
 from qkov.core.config import parse_config
 from theory.checks import exactness_text
 from qkov.study.derive_command import FORMATS, DeriveConfig, derivation_payload, derive as run
+from qkov.study.engine import RunsFailed
 
 
 @click.command(context_settings=CONTEXT_SETTINGS)
@@ -25,14 +26,19 @@ from qkov.study.derive_command import FORMATS, DeriveConfig, derivation_payload,
 def derive(params, out: Path, formats, as_json: bool, thorough: bool, no_cache: bool) -> None:
     """Derive the gradient flow of the four parametrizations in sympy, check every claim, write the report.
 
-    The run goes to OUT/runs/derive-<key>/ (derivation.json, report.md/.html/.tex, metrics, claims).
-    With --json the derivation is printed on stdout and nothing is written.
+    The run goes to OUT/runs/derive-<key>/ (derivation.json, report.md/.html/.tex, metrics, claims); a
+    complete run of the same options there is reused (--no-cache derives again and rewrites it). With --json the derivation is printed on stdout and nothing is written.
     """
     cfg = parse_config(DeriveConfig, params=params, formats=formats, thorough=thorough)
     if as_json:
         click.echo(json.dumps(derivation_payload(cfg, not no_cache)[0], indent=1))
         return
-    res = run(cfg, out, use_cache=not no_cache)
+    try:
+        res = run(cfg, out, use_cache=not no_cache)
+    except RunsFailed as exc:
+        raise click.ClickException(str(exc)) from None
+    if res.reused:
+        click.echo(f"reused the complete run {res.run_dir.name} (--no-cache derives again)", err=True)
     s = res.payload["summary"]
     click.echo(f"checks: {exactness_text(s)}")
     for path in res.reports:

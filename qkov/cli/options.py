@@ -308,10 +308,6 @@ def seed_option(default: int = 0) -> Callable:
     return _opt("--seed", type=Integer(0, 2**32 - 1), default=default, help="Random seed.")
 
 
-def seeds_option(default: str) -> Callable:
-    return _opt("--seeds", type=ListOf(Integer(0, 2**32 - 1)), default=default, help="Seeds, comma-separated.")
-
-
 def out_option(default: str = "qkov-results") -> Callable:
     """``--out``: the results directory; runs go to ``OUT/runs/<kind>-<key>/``."""
     return _opt("--out", type=OutDir(), default=default,
@@ -334,6 +330,6 @@ def json_option() -> Callable:
 
 
 __all__ = ["Number", "Integer", "Choice", "ListOf", "ParamList", "IncreasingTimes", "OutDir", "check_out_dir",
-           "field_error", "param_option", "size_options", "ratios_option", "seed_option", "seeds_option",
+           "field_error", "param_option", "size_options", "ratios_option", "seed_option",
            "out_option", "json_option", "Device", "device_option", "ETA", "RATIO", "ETA_MIN", "ETA_MAX", "T_MAX",
            "SIZE_MAX", "MAX_TIMES", "MAX_VALUES"]

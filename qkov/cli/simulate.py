@@ -10,12 +10,14 @@ from qkov.cli.options import (ETA, Choice, IncreasingTimes, Number, json_option,
                               seed_option, size_options)
 from qkov.cli.support import CONTEXT_SETTINGS
 from qkov.core.simulate_config import SimulateConfig, parse_simulate_config
+from qkov.study.engine import RunsFailed
 from qkov.study.simulate_command import LAW_KEYS, simulate as run
+from simulation import METHODS
+from simulation.optimizer_defaults import ADAM_BETAS, ADAM_EPS
+from simulation.optimizer_maps import OPTIMIZERS
 
-METHODS = ("reduced", "full-gd", "full-rk4", "paper-rk4")
-
-
-OPTIMIZER_CHOICES = ("flow", "gd", "momentum", "nesterov", "adam", "adamw", "sign")
+OPTIMIZER_CHOICES = ("flow", *OPTIMIZERS)
+"""``flow`` (the reduced ODE) or an optimizer of :data:`simulation.optimizer_maps.OPTIMIZERS`."""
 
 
 def optimizer_options(fn):
@@ -24,11 +26,11 @@ def optimizer_options(fn):
         click.option("--optimizer", type=Choice(OPTIMIZER_CHOICES), default="flow", show_default=True,
                      help="flow (the reduced ODE) or the exact reduced map of an element-wise optimizer, steps of "
                           "eta * dt (gd, momentum, nesterov, adam, adamw, sign)."),
-        click.option("--beta1", type=Number(0.0, 1.0), default=0.9, show_default=True,
+        click.option("--beta1", type=Number(0.0, 1.0), default=ADAM_BETAS[0], show_default=True,
                      help="Adam's beta1, or the momentum coefficient."),
-        click.option("--beta2", type=Number(0.0, 1.0), default=0.999, show_default=True,
+        click.option("--beta2", type=Number(0.0, 1.0), default=ADAM_BETAS[1], show_default=True,
                      help="Adam's beta2."),
-        click.option("--eps", type=Number(0.0, 1e3, lo_open=True), default=1e-8, show_default=True,
+        click.option("--eps", type=Number(0.0, 1e3, lo_open=True), default=ADAM_EPS, show_default=True,
                      help="Adam's eps."),
         click.option("--weight-decay", type=Number(0.0, 1e3), default=0.0, show_default=True,
                      help="Weight decay (decoupled for adamw and sign, L2 otherwise)."),
@@ -74,7 +76,7 @@ def _laws_table(cfg: SimulateConfig, tables) -> str:
               help="Initial attention logit gap v; > 0 for factorized QK.")
 @click.option("--t", "t", type=IncreasingTimes(), default="50,500,2500", show_default=True,
               help="Output times, strictly increasing, <= 1e15.")
-@click.option("--method", type=Choice(METHODS), default="reduced", show_default=True,
+@click.option("--method", type=Choice(tuple(METHODS)), default="reduced", show_default=True,
               help="reduced (derived ODE), full-gd / full-rk4 (full matrices, step --dt), paper-rk4 (the paper's "
                    "equations, CACO).")
 @click.option("--dt", type=Number(0.0, 1e3, lo_open=True), default=0.05, show_default=True,
@@ -88,7 +90,8 @@ def _laws_table(cfg: SimulateConfig, tables) -> str:
               help="Also print theory's asymptotic laws at each time: leading and next order for u, v and 1 - p "
                    "(reduced method only).")
 @json_option()
-@click.option("--save", is_flag=True, help="Write the run to OUT/runs/simulate-<key>/ (runs.json, trajectories.npz).")
+@click.option("--save", is_flag=True, help="Write the run to OUT/runs/simulate-<key>/ (runs.json, trajectories.npz); a complete run of "
+                   "the same options there is reused.")
 @click.option("--plot", is_flag=True, help="Also write figures (PNG + SVG) into that run directory (implies --save).")
 @out_option()
 @optimizer_options
@@ -98,7 +101,10 @@ def simulate(params, K, M, eta_qk, eta_ov, u0, v0, t, method, dt, init, scale, s
     cfg = parse_simulate_config(params=params, K=K, M=M, eta_qk=eta_qk, eta_ov=eta_ov, u0=u0, v0=v0, t=t,
                                 method=method, dt=dt, init=init, scale=scale, seed=seed, optimizer=optimizer,
                                 beta1=beta1, beta2=beta2, eps=eps, weight_decay=weight_decay, lr=lr)
-    res = run(cfg, laws=laws, save_to=out if (save or plot) else None, plots=plot)
+    try:
+        res = run(cfg, laws=laws, save_to=out if (save or plot) else None, plots=plot)
+    except RunsFailed as exc:
+        raise click.ClickException(str(exc)) from None
     if as_json:
         records = [r.as_json() for r in res.runs]
         for rec, tab in zip(records, res.laws or ()):
@@ -108,6 +114,8 @@ def simulate(params, K, M, eta_qk, eta_ov, u0, v0, t, method, dt, init, scale, s
         click.echo(_table(cfg, res.runs) if res.laws is None else _laws_table(cfg, res.laws))
         click.echo(f"({res.seconds:.2f} s)", err=True)
         if res.run_dir is not None:
+            if res.reused:
+                click.echo("(reused the complete run of this config)", err=True)
             click.echo(f"results: {res.run_dir.resolve()}")
 
 

@@ -14,6 +14,8 @@ from qkov.cli.support import CONTEXT_SETTINGS
 
 from qkov.core.config import field_error
 from qkov.study.engine import RunsFailed
+from simulation.optimizer_defaults import ADAM_BETAS, ADAM_EPS
+from validation.synthetic.trainer import TRAIN_OPTIMIZERS
 from qkov.study.synthetic_command import build_config, validate_optimizer_map, validate_synthetic
 
 
@@ -56,7 +58,7 @@ def optimizer_map_run(params, ratios, data, optimizer, steps, dt, init, seed, K,
 @ratios_option("1,3,10")
 @click.option("--data", type=Choice(("population", "sampled", "paper")), default="population", show_default=True,
               help="population (MODEL.md exactly), sampled (departures from it), paper (the paper's Figure 2 data).")
-@click.option("--optimizer", type=Choice(("gd", "sgd", "adamw", "adam", "momentum")), default="gd", show_default=True,
+@click.option("--optimizer", type=Choice(TRAIN_OPTIMIZERS + OPTIMIZER_MAP_CHOICES), default="gd", show_default=True,
               help="adam / momentum: from the symmetric start, measured 1-p and set distance against the reduced "
                    "optimizer map at matched loss (issue 23).")
 @click.option("--steps", type=Integer(1, 10_000_000), default=None,
@@ -70,9 +72,9 @@ def optimizer_map_run(params, ratios, data, optimizer, steps, dt, init, seed, K,
 @json_option()
 @out_option()
 @click.option("--progress/--no-progress", default=None, help="Progress bars (default: on long runs).")
-@click.option("--betas", type=str, default="0.9,0.999", show_default=True,
+@click.option("--betas", type=str, default=",".join(f"{b:g}" for b in ADAM_BETAS), show_default=True,
               help="B1,B2 of --optimizer adam (B1 is the coefficient of --optimizer momentum); each in [0, 1).")
-@click.option("--eps", type=Number(0.0, 1e3, lo_open=True), default=1e-8, show_default=True, help="Adam's eps.")
+@click.option("--eps", type=Number(0.0, 1e3, lo_open=True), default=ADAM_EPS, show_default=True, help="Adam's eps.")
 @click.option("--weight-decay", type=Number(0.0, 1e3), default=0.0, show_default=True,
               help="Decoupled weight decay of --optimizer adam (AdamW).")
 @click.option("--u0", type=Number(0.0, 1e3, lo_open=True), default=None,

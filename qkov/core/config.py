@@ -78,15 +78,6 @@ TimeGrid = Annotated[tuple[float, ...], AfterValidator(_increasing_times)]
 """A strictly increasing tuple of finite, non-negative times."""
 
 
-def _existing_dir(p: Path) -> Path:
-    if not p.is_dir():
-        raise ValueError("must be an existing directory")
-    return p
-
-
-ExistingDir = Annotated[Path, AfterValidator(_existing_dir)]
-
-
 class StrictConfig(BaseModel):
     """Base of all qkov configurations: frozen, no unknown fields."""
 

@@ -394,17 +394,5 @@ def busy_message(out: str | os.PathLike[str], command: str = "qkov") -> str | No
         os.close(fd)
 
 
-def read_holder(out: str | os.PathLike[str]) -> dict[str, Any] | None:
-    """The holder recorded in ``out``'s lock file, or None when there is none."""
-    try:
-        fd = os.open(Path(out) / LOCK_NAME, os.O_RDONLY | _NOFOLLOW | getattr(os, "O_NONBLOCK", 0))
-    except OSError:
-        return None
-    try:
-        return _read(fd)
-    finally:
-        os.close(fd)
-
-
-__all__ = ["LOCK_NAME", "LOCK_ENV", "ResultsLocked", "results_lock", "read_holder", "holder_alive", "describe",
+__all__ = ["LOCK_NAME", "LOCK_ENV", "ResultsLocked", "results_lock", "holder_alive", "describe",
            "busy_message"]

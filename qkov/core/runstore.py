@@ -482,13 +482,6 @@ def discard_incomplete(path: str | os.PathLike[str]) -> bool:
     return False
 
 
-@contextlib.contextmanager
-def open_run(path: str | os.PathLike[str], *, kind: str, config: Mapping[str, Any], seed: int | None = None) -> Iterator[RunWriter]:
-    """Functional form of :class:`RunWriter`."""
-    with RunWriter(path, kind=kind, config=config, seed=seed) as run:
-        yield run
-
-
 def run_dir_for(out: str | os.PathLike[str], kind: str, config: Mapping[str, Any]) -> Path:
     """The one run-directory convention: ``OUT/runs/<kind>-<config_key(kind, config)>/``."""
     return Path(out) / RUNS_DIR / f"{kind}-{config_key(kind, config)}"

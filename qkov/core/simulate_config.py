@@ -8,6 +8,7 @@ from pydantic import AfterValidator, Field
 
 from qkov.core.config import (PARAMETRIZATIONS, ConfigError, StrictConfig, TimeGrid, field_error,
                               parse_config)
+from simulation.optimizer_defaults import ADAM_BETAS, ADAM_EPS
 from theory.parametrization import ParamName, Parametrization
 
 ETA_BOUNDS = (1e-4, 1e4)
@@ -54,9 +55,9 @@ class SimulateConfig(StrictConfig):
     seed: int = Field(0, ge=0, le=2**32 - 1)
     # -- optimizer (issue 23): the exact reduced map of an element-wise optimizer instead of the flow --------
     optimizer: Literal["flow", "gd", "momentum", "nesterov", "adam", "adamw", "sign"] = "flow"
-    beta1: Annotated[float, Field(ge=0.0, lt=1.0)] = 0.9
-    beta2: Annotated[float, Field(ge=0.0, lt=1.0)] = 0.999
-    eps: Annotated[float, Field(gt=0.0, le=1e3)] = 1e-8
+    beta1: Annotated[float, Field(ge=0.0, lt=1.0)] = ADAM_BETAS[0]
+    beta2: Annotated[float, Field(ge=0.0, lt=1.0)] = ADAM_BETAS[1]
+    eps: Annotated[float, Field(gt=0.0, le=1e3)] = ADAM_EPS
     weight_decay: Annotated[float, Field(ge=0.0, le=1e3)] = 0.0
     lr: Annotated[float, Field(gt=0.0, le=1e3)] | None = None
 

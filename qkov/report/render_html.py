@@ -361,9 +361,3 @@ def render_html(results: StudyResults, rows: list[LedgerRow]) -> str:
             f"<title>qkov reproduction report</title><style>{CSS}</style></head><body>"
             + "\n".join(sections) + "</body></html>\n")
 
-
-def write_html(path: Path, text: str) -> Path:
-    """Write the page atomically."""
-    from qkov.core.runstore import atomic_write_bytes
-
-    return atomic_write_bytes(path, text.encode("utf-8"))

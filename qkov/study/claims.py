@@ -32,8 +32,6 @@ from theory.claims import CLAIMS, SHARPNESS_ORDER_PAIRS, STAGES, THRESHOLDS, Cla
 
 VERDICTS: tuple[str, ...] = ("supports", "supports in part", "contradicts", "inconclusive", "insufficient", "mixed")
 """Every verdict a piece of evidence (or a stage's combination) may carry; ``mixed``: older files only."""
-UNTESTED = ""
-"""The combination of no evidence at all."""
 
 CLAIMS_FILE = "claims.json"
 
@@ -111,6 +109,6 @@ from qkov.study.rules import (attention_moved, beyond_chance, claim_verdict, com
                               judge_bound, judge_fraction, judge_order, judge_threshold, left_start, order_pairs_text)
 
 __all__ = ["CLAIMS", "Claim", "STAGES", "THRESHOLDS", "judge_threshold", "left_start", "attention_moved", "beyond_chance",
-           "Evidence", "VERDICTS", "UNTESTED", "combine", "claim_verdict", "judge_fraction", "judge_bound",
+           "Evidence", "VERDICTS", "combine", "claim_verdict", "judge_fraction", "judge_bound",
            "distinct_within", "judge_order", "order_pairs_text", "SHARPNESS_ORDER_PAIRS", "write_evidence",
            "read_evidence", "CLAIMS_FILE"]

@@ -14,19 +14,21 @@ def study_runs(quick: bool, data_dir: Path | None) -> list[tuple[str, dict]]:
     return [("derive", {"params": list(PARAMETRIZATIONS), "formats": ["md", "html", "tex"], "thorough": not quick})]
 
 
-def execute(kind: str, config: dict, run_dir: Path, ctx: RunContext = DEFAULT_CONTEXT) -> None:
-    """Write the derive run (derivation.json, reports, metrics, claims) into ``run_dir``."""
+def execute(kind: str, config: dict, run_dir: Path, ctx: RunContext = DEFAULT_CONTEXT, *,
+            use_cache: bool = True) -> None:
+    """Write the derive run (derivation.json, reports, metrics, claims) into ``run_dir``; ``use_cache=False``:
+    derive again even if the derivation of this code is cached (``qkov derive --no-cache``)."""
     from qkov.study.derive_command import DeriveConfig, write_derivation
     from qkov.core.config import parse_config
 
     if kind != "derive":
         raise ValueError(f"qkov.study.derive_stage: unknown run kind {kind!r}")
-    write_derivation(run_dir, parse_config(DeriveConfig, **config))
+    write_derivation(run_dir, parse_config(DeriveConfig, **config), use_cache=use_cache)
 
 
 def derivation_evidence(payload: dict) -> list:
     """Evidence of the derive run, one per ledger entry that the derivation can settle: the typed
-    :class:`~qkov.study.evidence_types.Derivation` (status, holds, first sentence, and for ``sharpness-order`` the
+    :class:`~qkov.study.evidence_types.DerivationEntry` (status, holds, first sentence, and for ``sharpness-order`` the
     derived asymptotic order) judged by :func:`qkov.study.rules.judge` (a status the rules do not know, e.g.
     ``empirical``, gets no derive evidence)."""
     from qkov.study import evidence_types as et
@@ -41,7 +43,7 @@ def derivation_evidence(payload: dict) -> list:
         first = str(e.get("derived", "")).split(". ")[0].strip()
         first = first if len(first) <= 160 else first[:157] + "..."
         order = tuple(e.get("order") or ()) if cid == "sharpness-order" else ()
-        typed = et.Derivation(str(status), str(e.get("holds", "") or ""), first, order)
+        typed = et.DerivationEntry(str(status), str(e.get("holds", "") or ""), first, order)
         numbers = f"{status}" + (" (holds in part)" if e.get("holds") == "in part" else "") + (f": {first}" if first else "")
         if order and status in ("derived", "refined"):
             # What the derivation settles is the asymptotic order; judged on the paper's pairs only. The

@@ -12,7 +12,7 @@ Num = float | None
 
 
 @dataclasses.dataclass(frozen=True)
-class Derivation:
+class DerivationEntry:
     """The derive stage's ledger entry for one claim: its status (``derived``, ``refined``, ``refuted``,
     ``unverified``), whether it holds only ``"in part"``, its first sentence, and for ``sharpness-order`` the
     derived asymptotic order (sharpest first)."""
@@ -178,7 +178,7 @@ class OptimizerPoint:
 
 
 @dataclasses.dataclass(frozen=True)
-class OptimizerRun:
+class AdamDefaultRun:
     """``adam-ratio-default`` (synthetic): one parametrization's points over ratios and matched losses."""
 
     param: str
@@ -191,7 +191,7 @@ class OptimizerRun:
 class AdamDefault:
     """``adam-ratio-default``: every parametrization of one run."""
 
-    runs: tuple[OptimizerRun, ...]
+    runs: tuple[AdamDefaultRun, ...]
     optimizer: str = ""
     scope: str = ""
 
@@ -226,6 +226,6 @@ class RealGroup:
     scope: str = ""
 
 
-__all__ = ["Derivation", "Bound", "ReducedAgreement", "GrowthCell", "Growth", "Series", "RatioTrend", "Order",
-           "RunState", "Figure2Setting", "Figure2", "SlopePair", "AdamSlopes", "OptimizerPoint", "OptimizerRun",
+__all__ = ["DerivationEntry", "Bound", "ReducedAgreement", "GrowthCell", "Growth", "Series", "RatioTrend", "Order",
+           "RunState", "Figure2Setting", "Figure2", "SlopePair", "AdamSlopes", "OptimizerPoint", "AdamDefaultRun",
            "AdamDefault", "StabilityPair", "Stability", "RealGroup"]

@@ -18,6 +18,7 @@ from qkov.core.runstore import RunWriter
 from qkov.study import evidence_types as et
 from qkov.study.claims import Evidence, write_evidence
 from qkov.study.rules import evidence as judged
+from simulation.optimizer_defaults import ADAM_BETAS
 from validation.synthetic.experiment import torch_threads
 from validation.synthetic.optimizer_map_run import (OptimizerMapConfig, curve_arrays, optimizer_map_figure,
                                                     without_curves)
@@ -27,7 +28,7 @@ STAGE = "synthetic"
 FIGURE = "optimizer_map"
 
 
-BREAKDOWN = OptimizerMapConfig(optimizer="adam", betas=(0.9, 0.999), params=("CACO",), ratios=(1.0, 4.0), K=4, M=3,
+BREAKDOWN = OptimizerMapConfig(optimizer="adam", betas=ADAM_BETAS, params=("CACO",), ratios=(1.0, 4.0), K=4, M=3,
                                u0=0.1, v0=0.1, dt=1e-3, steps=20000, levels=(1e-1, 3e-2, 1e-2))
 """Issue 31's case, where Adam de-sharpens: CACO, K = 4, M = 3, u0 = v0 = 0.1, lr 1e-3 on OV, ratios 1 and 4, to
 L = 1e-2 (ratio 4: 1 - p 5.5e-3 at L = 1e-1, 1.6e-1 at 1e-2; ratio 1: 8.5e-2 -> 2.9e-2)."""
@@ -38,8 +39,8 @@ def study_configs(quick: bool) -> list[OptimizerMapConfig]:
     dt 0.01, about 25 s on one core; full: ratios 1, 4, 8 and 1500 steps, the docs' table): K = 4, M = 8,
     u0 = v0 = 0.5, where Adam sharpens; plus :data:`BREAKDOWN`, where it de-sharpens (both quick and full)."""
     ratios, steps = ((1.0, 4.0), 1000) if quick else ((1.0, 4.0, 8.0), 1500)
-    return [OptimizerMapConfig(optimizer="adam", betas=(0.9, 0.999), ratios=ratios, steps=steps),
-            OptimizerMapConfig(optimizer="momentum", betas=(0.9, 0.999), ratios=ratios, steps=steps),
+    return [OptimizerMapConfig(optimizer="adam", betas=ADAM_BETAS, ratios=ratios, steps=steps),
+            OptimizerMapConfig(optimizer="momentum", betas=ADAM_BETAS, ratios=ratios, steps=steps),
             BREAKDOWN]
 
 
@@ -100,7 +101,7 @@ def pair_points(pair: dict, levels: list) -> tuple[et.OptimizerPoint, ...]:
 def default_betas_evidence(runs: list[dict], scope: str = "") -> et.AdamDefault:
     """Typed ``adam-ratio-default`` evidence: every ratio at every matched loss of every parametrization."""
     opt = optimizer_label(runs)
-    return et.AdamDefault(tuple(et.OptimizerRun(run["pairs"][0]["param"] if run["pairs"] else "?", opt,
+    return et.AdamDefault(tuple(et.AdamDefaultRun(run["pairs"][0]["param"] if run["pairs"] else "?", opt,
                                                 tuple(pt for p in run["pairs"] for pt in pair_points(p, run["levels"])))
                                 for run in runs), opt, scope or opt)
 

@@ -141,7 +141,7 @@ STATUS_VERDICT = {"derived": SUPPORTS, "refined": SUPPORTS, "refuted": CONTRADIC
 """Derivation status -> verdict; a refined claim that holds only in part supports it in part."""
 
 
-def derivation_rule(ev: et.Derivation) -> Outcome:
+def derivation_rule(ev: et.DerivationEntry) -> Outcome:
     """Derive stage: the ledger's status (:data:`STATUS_VERDICT`); ``holds == "in part"`` -> ``supports in part``;
     an unknown status (``empirical``: nothing to derive) -> ``insufficient``."""
     verdict = STATUS_VERDICT.get(ev.status, INSUFFICIENT)
@@ -150,7 +150,7 @@ def derivation_rule(ev: et.Derivation) -> Outcome:
     return Outcome(verdict, ev.status, "symbolic")
 
 
-def derived_order_rule(ev: et.Derivation) -> Outcome:
+def derived_order_rule(ev: et.DerivationEntry) -> Outcome:
     """``sharpness-order`` (derive): the derived asymptotic order on the paper's pairs; support is in part
     (it is the limit u -> oo, not the finite-loss order the claim is about). No order: :func:`derivation_rule`."""
     if not ev.order or ev.status not in ("derived", "refined"):
@@ -311,7 +311,7 @@ def _rel(a: float, b: float) -> float:
     return abs(a / b - 1)
 
 
-def _point_findings(run: et.OptimizerRun, pts: list[et.OptimizerPoint], bad: list[str], off: list[str],
+def _point_findings(run: et.AdamDefaultRun, pts: list[et.OptimizerPoint], bad: list[str], off: list[str],
                     hits: list[str]) -> int:
     """Every point against its prediction: the reduced map on the set, a supplied broken-set prediction off it;
     a point off the set without one is listed in ``off`` (never a hit). Returns the number judged."""
@@ -334,7 +334,7 @@ def _point_findings(run: et.OptimizerRun, pts: list[et.OptimizerPoint], bad: lis
     return judged
 
 
-def _monotone_findings(run: et.OptimizerRun, at: dict, ratios: list[float], levels: list[float],
+def _monotone_findings(run: et.AdamDefaultRun, at: dict, ratios: list[float], levels: list[float],
                        bad: list[str]) -> int:
     """1-p must fall as the loss falls at every ratio (relative rise > ``residual-resolution`` contradicts)."""
     res = THRESHOLDS["residual-resolution"].bound
@@ -349,7 +349,7 @@ def _monotone_findings(run: et.OptimizerRun, at: dict, ratios: list[float], leve
     return judged
 
 
-def _ratio_findings(run: et.OptimizerRun, at: dict, ratios: list[float], levels: list[float], bad: list[str],
+def _ratio_findings(run: et.AdamDefaultRun, at: dict, ratios: list[float], levels: list[float], bad: list[str],
                     hits: list[str]) -> int:
     """At each matched loss every higher ratio at least as sharp as every lower one, and the sharpening from the
     lowest to the highest ratio >= ``adam-sharpen-margin`` x gradient flow's."""
@@ -377,7 +377,7 @@ def _ratio_findings(run: et.OptimizerRun, at: dict, ratios: list[float], levels:
     return judged
 
 
-def _optimizer_run_findings(run: et.OptimizerRun) -> tuple[list[str], list[str], list[str], int]:
+def _optimizer_run_findings(run: et.AdamDefaultRun) -> tuple[list[str], list[str], list[str], int]:
     """``(contradictions, off-set unexplained, hits, judged)`` of one parametrization (see :func:`adam_default_rule`)."""
     pts = [p for p in run.points if _finite(p.measured) and p.measured > 0]  # type: ignore[operator]
     ratios = sorted({p.ratio for p in pts})

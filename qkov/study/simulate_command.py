@@ -1,8 +1,12 @@
 """The body of ``qkov simulate`` as library calls: integrate, tabulate the laws, write the run.
 
-:func:`simulate` is what the command runs: with ``save_to`` it takes that results directory's lock
-*before* computing (a busy directory is refused at once), integrates every parametrization with
-:func:`simulation.solve`, and writes ``OUT/runs/simulate-<key>/``. It returns a :class:`SimulationResult`.
+:func:`simulate` is what the command runs. Without ``save_to`` it integrates every parametrization with
+:func:`simulation.solve` (or an optimizer's reduced map) here and writes nothing. With ``save_to`` the run
+``OUT/runs/simulate-<key>/`` is planned and executed through the study engine
+(:func:`qkov.study.command_run.run_command`: the results directory's lock is taken *before* computing, so a
+busy directory is refused at once; a complete run of the same config is reused; in this process by
+default, on Dask when asked) by the stage code :func:`execute`, and the trajectories printed are the ones
+read back from the run. It returns a :class:`SimulationResult`.
 """
 
 from __future__ import annotations
@@ -50,19 +54,68 @@ def law_table_for(cfg: SimulateConfig, param: str) -> dict:
     return law_table(param, cfg.K, cfg.M, cfg.eta_qk, cfg.eta_ov, cfg.u0, cfg.v0, cfg.t)
 
 
-def write_simulation(cfg: SimulateConfig, runs, out: Path, *, plots: bool) -> Path:
-    """Write the run ``OUT/runs/simulate-<key>/``: ``runs.json``, ``trajectories.npz`` and, with ``plots``, figures."""
+KIND = "simulate"
+"""Run kind of ``qkov simulate --save`` (declared by the simulate stage in :data:`qkov.study.stages.REGISTRY`)."""
+ARRAYS = ("t", "u", "v", "p", "residual", "loss")
+"""Per parametrization, the arrays ``trajectories.npz`` holds (as ``<param>_<name>``)."""
+
+
+def run_config(cfg: SimulateConfig, plots: bool) -> dict[str, Any]:
+    """The JSON config of the run of ``cfg``: its fields, and ``plots: true`` when figures are drawn (so a run
+    without figures is not reused for one asked with them; without, the key is the config's alone)."""
+    return {**cfg.to_json_dict(), **({"plots": True} if plots else {})}
+
+
+def execute(kind: str, config: dict, run_dir: Path, ctx: Any = None) -> None:
+    """The stage code of a ``simulate`` run: integrate :func:`run_config`'s config and write the run into
+    ``run_dir`` (:func:`write_simulation`). A time the integrator cannot reach is a one-line ``ConfigError``."""
+    from qkov.core.simulate_config import parse_simulate_config
+
+    if kind != KIND:
+        raise ValueError(f"qkov.study.simulate_command: unknown run kind {kind!r}")
+    values = dict(config)
+    plots = bool(values.pop("plots", False))
+    cfg = parse_simulate_config(**values)
+    runs, _ = _compute(cfg, False)
+    write_simulation(cfg, runs, run_dir, plots=plots, config=config)
+
+
+@dataclasses.dataclass(frozen=True)
+class SavedTrajectory:
+    """One parametrization's trajectory read back from a ``simulate`` run (arrays ``(T,)``): what the
+    command prints; ``as_json`` is the record of ``runs.json``."""
+
+    param: str
+    t: Any
+    u: Any
+    v: Any
+    p: Any
+    residual: Any
+    loss: Any
+
+    def as_json(self) -> dict:
+        """MODEL.md's observables as plain lists (the CLI's ``--json`` record)."""
+        return {"param": self.param, **{k: getattr(self, k).tolist() for k in ("t", "u", "v", "p", "loss")}}
+
+
+def read_simulation(run_dir: Path, params) -> list[SavedTrajectory]:
+    """The trajectories of the complete ``simulate`` run ``run_dir``, one per ``params`` (``trajectories.npz``)."""
+    from qkov.core.runstore import load_run
+
+    arrays = load_run(run_dir).arrays["trajectories.npz"]
+    return [SavedTrajectory(p, *(arrays[f"{p}_{k}"] for k in ARRAYS)) for p in params]
+
+
+def write_simulation(cfg: SimulateConfig, runs, run_dir: Path, *, plots: bool, config: dict | None = None) -> Path:
+    """Write the run into ``run_dir``: ``runs.json``, ``trajectories.npz`` and, with ``plots``, figures.
+    ``config``: the config recorded (default ``cfg``'s fields, :func:`run_config`)."""
     import numpy as np
 
-    from qkov.core.runstore import RunWriter, run_dir_for
+    from qkov.core.runstore import RunWriter
 
-    config = cfg.to_json_dict()
-    run_dir = run_dir_for(out, "simulate", config)
-    with RunWriter(run_dir, kind="simulate", config=config, seed=cfg.seed) as run:
-        run.write_json("runs.json", {"runs": [r.as_json() for r in runs]})
-        run.write_arrays("trajectories.npz", **{f"{r.param}_{k}": getattr(r, k) for r in runs
-                                                 for k in ("t", "u", "v", "p", "residual", "loss")})
-        if plots:
+    config = run_config(cfg, plots) if config is None else config
+    with RunWriter(run_dir, kind=KIND, config=config, seed=cfg.seed) as run:
+        if plots:  # first: trajectories_figure writes its own trajectories.npz, which the run's replaces below
             from simulation.figures import phase_portrait_figure, sharpness_figures, trajectories_figure
 
             u0 = cfg.u0 if cfg.u0 > 0 else 0.05
@@ -79,37 +132,46 @@ def write_simulation(cfg: SimulateConfig, runs, out: Path, *, plots: bool) -> Pa
                                                  "residual_at_loss_1e-4_by_ratio": {
                                                      k: v.tolist() for k, v in sh["at_ref"].items()},
                                                  "ratios": sh["ratios"].tolist()})
+        run.write_json("runs.json", {"runs": [r.as_json() for r in runs]})
+        run.write_arrays("trajectories.npz", **{f"{r.param}_{k}": getattr(r, k) for r in runs for k in ARRAYS})
     return run_dir
 
 
 @dataclasses.dataclass(frozen=True)
 class SimulationResult:
     """What :func:`simulate` computed: the trajectories (one per parametrization), the law tables (with
-    ``laws``, else ``None``), the run directory written (with ``save_to``, else ``None``), seconds taken."""
+    ``laws``, else ``None``), the run directory (with ``save_to``, else ``None``), seconds taken, and whether a
+    complete run of the same config was reused (nothing computed)."""
 
     config: SimulateConfig
     runs: list
     laws: list[dict] | None
     run_dir: Path | None
     seconds: float
+    reused: bool = False
 
 
-def _compute(cfg: SimulateConfig, laws: bool) -> tuple[list, list[dict] | None]:
+def _compute(cfg: SimulateConfig, laws: bool, runs: bool = True) -> tuple[list, list[dict] | None]:
+    """The trajectories (unless not ``runs``) and, with ``laws``, the law tables of ``cfg``."""
     try:
-        runs = run_simulation(cfg)
+        trajectories = run_simulation(cfg) if runs else []
         tables = [law_table_for(cfg, p) for p in cfg.params] if laws else None
     except RuntimeError as exc:  # the integrator's step cap: a stiff corner inside the bounds
         raise ConfigError(f"t: {cfg.t[-1]:g}: not reached ({exc}); lower eta_QK/eta_OV or the time") from None
-    return runs, tables
+    return trajectories, tables
 
 
-def simulate(cfg: SimulateConfig, *, laws: bool = False, save_to: Path | None = None,
-             plots: bool = False) -> SimulationResult:
-    """Integrate ``cfg`` (and, with ``laws``, tabulate theory's laws); with ``save_to``, write the run there.
+def simulate(cfg: SimulateConfig, *, laws: bool = False, save_to: Path | None = None, plots: bool = False,
+             executor: Any = None, scheduler: str | None = None, workers: int | None = None) -> SimulationResult:
+    """Integrate ``cfg`` (and, with ``laws``, tabulate theory's laws); with ``save_to``, through the study engine
+    into the run ``save_to/runs/simulate-<key>/`` (a complete run of the same config, figures included, is
+    reused; ``executor``/``scheduler``/``workers``: :func:`qkov.study.engine.open_executor`, in this process
+    by default), the trajectories returned being the ones read back from it.
 
     The lock of ``save_to`` is taken before computing, so a busy results directory is refused
     (:class:`qkov.core.lock.ResultsLocked`) before any work. A time the integrator cannot reach inside the
-    bounds is a :class:`ConfigError` (one line).
+    bounds is a :class:`ConfigError` (one line); a run that fails otherwise is
+    :class:`qkov.study.engine.RunsFailed` (its incomplete directory removed).
     """
     from qkov.core.config import field_error
 
@@ -121,13 +183,14 @@ def simulate(cfg: SimulateConfig, *, laws: bool = False, save_to: Path | None = 
     if save_to is None:
         runs, tables = _compute(cfg, laws)
         return SimulationResult(cfg, runs, tables, None, time.perf_counter() - start)
-    from qkov.core.lock import results_lock
+    from qkov.study.command_run import run_command
 
-    with results_lock(save_to, "qkov simulate"):  # one writer per results directory, taken before computing
-        runs, tables = _compute(cfg, laws)
-        seconds = time.perf_counter() - start
-        run_dir = write_simulation(cfg, runs, save_to, plots=plots)
-    return SimulationResult(cfg, runs, tables, run_dir, seconds)
+    done = run_command(KIND, run_config(cfg, plots), Path(save_to), "qkov simulate", executor=executor,
+                       scheduler=scheduler, workers=workers)
+    saved = read_simulation(done.run_dir, cfg.params)
+    tables = _compute(cfg, laws, runs=False)[1]  # the law tables only: the trajectories are the run's
+    return SimulationResult(cfg, saved, tables, done.run_dir, time.perf_counter() - start, done.reused)
 
 
-__all__ = ["simulate", "SimulationResult", "run_simulation", "run_optimizer_map", "law_table_for", "write_simulation", "LAW_KEYS"]
+__all__ = ["simulate", "SimulationResult", "run_simulation", "run_optimizer_map", "law_table_for", "write_simulation",
+           "read_simulation", "run_config", "execute", "SavedTrajectory", "KIND", "ARRAYS", "LAW_KEYS"]

@@ -54,7 +54,13 @@ def study_runs(quick: bool, data_dir: Path | None) -> list[tuple[str, dict]]:
 
 
 def execute(kind: str, config: dict, run_dir: Path, ctx: RunContext = DEFAULT_CONTEXT) -> None:
-    """Perform one run of the stage into ``run_dir``."""
+    """Perform one run of the stage into ``run_dir`` (kind ``simulate``, ``qkov simulate --save``'s run:
+    :func:`qkov.study.simulate_command.execute`)."""
+    if kind == "simulate":
+        from qkov.study import simulate_command
+
+        simulate_command.execute(kind, config, run_dir, ctx)
+        return
     fn = {"simulate-reduction": _reduction, "simulate-asymptotics": _asymptotics,
           "simulate-sharpness": _sharpness, "simulate-paper": _paper}.get(kind)
     if fn is None:

@@ -39,11 +39,14 @@ def _real() -> ModuleType:
 
 REGISTRY: dict[str, tuple[Callable[[], ModuleType], tuple[str, ...]]] = {
     "derive": (_derive, ("derive",)),
-    "simulate": (_simulate, ("simulate-reduction", "simulate-asymptotics", "simulate-sharpness", "simulate-paper")),
+    "simulate": (_simulate, ("simulate-reduction", "simulate-asymptotics", "simulate-sharpness", "simulate-paper",
+                             "simulate")),
     "synthetic": (_synthetic, ("synthetic", "figure2", "adam", "synthetic-optimizer")),
     "real": (_real, ("validate-real",)),
 }
-"""stage name -> (loader of the module with its functions, the run kinds it plans)."""
+"""stage name -> (loader of the module with its functions, the run kinds it plans or executes: ``derive``,
+``simulate``, ``synthetic`` and ``synthetic-optimizer`` are also the runs of ``qkov derive``, ``qkov simulate
+--save`` and ``qkov validate synthetic``, planned one at a time by :func:`qkov.study.command_run.run_command`)."""
 
 STAGE_NAMES: tuple[str, ...] = tuple(REGISTRY)
 """The stage names, in data-flow order."""

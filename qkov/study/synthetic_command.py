@@ -3,14 +3,13 @@
 :func:`build_config` fills what the user left out from the presets (:data:`DEFAULT_STEPS`,
 :data:`DEFAULT_DT`, the paper data's settings); :func:`validate_synthetic` trains the grid and writes
 ``OUT/runs/synthetic-<key>/`` holding ``OUT``'s lock (taken before training), through the study engine
-(:func:`run_one`: the run is planned and executed like a study's, in this process by default, on Dask when
-asked), with the same stage code (:func:`qkov.study.synthetic_stage.execute`).
+(:func:`run_one`: the run is planned and executed like a study's by :func:`qkov.study.command_run.run_command`,
+in this process by default, on Dask when asked), with the same stage code (:func:`qkov.study.synthetic_stage.execute`).
 """
 
 from __future__ import annotations
 
 import dataclasses
-import functools
 from pathlib import Path
 from typing import Any
 
@@ -44,7 +43,7 @@ def build_config(params, ratios, data: str, optimizer: str, steps: int | None, d
 
 
 @dataclasses.dataclass(frozen=True)
-class SyntheticResult:
+class SyntheticRunResult:
     """What :func:`validate_synthetic` wrote: the run directory, its metrics and its claim evidence."""
 
     run_dir: Path
@@ -52,43 +51,20 @@ class SyntheticResult:
     evidence: list
 
 
-def _planned(runs: list[tuple[str, dict]], quick: bool, data_dir: Path | None) -> list[tuple[str, dict]]:
-    return runs
-
-
-def command_stage(kind: str, config: dict[str, Any]) -> Any:
-    """The one run ``(kind, config)`` of a ``qkov validate synthetic`` call as a study stage: planned as given,
-    executed by :func:`qkov.study.synthetic_stage.execute` (the same code as the study's runs)."""
-    from qkov.study import synthetic_stage
-    from qkov.study.engine import Stage
-
-    return Stage("synthetic", functools.partial(_planned, [(kind, config)]), synthetic_stage.execute, kinds=(kind,))
-
-
 def run_one(kind: str, config: dict[str, Any], out: Path, progress: bool | None, executor: Any = None,
             scheduler: str | None = None, workers: int | None = None) -> Path:
-    """Plan the run ``(kind, config)`` into ``out`` and execute it through the study engine, holding ``out``'s
-    lock (taken before training); a complete run is reused. In this process unless ``executor``,
-    ``scheduler`` or ``workers`` say otherwise (:func:`qkov.study.engine.open_executor`). Returns its directory;
+    """Plan the run ``(kind, config)`` into ``out`` and execute it through the study engine
+    (:func:`qkov.study.command_run.run_command`: ``out``'s lock taken before training, a complete run reused,
+    in this process unless ``executor``, ``scheduler`` or ``workers`` say otherwise). Returns its directory;
     a failed run raises :class:`qkov.study.engine.RunsFailed`."""
-    from qkov.core.lock import results_lock
-    from qkov.study import engine
-    from qkov.study.context import RunContext
+    from qkov.study.command_run import run_command
 
-    out = Path(out)
-    with results_lock(out, "qkov validate synthetic"):  # one writer per results directory, before training
-        plan = engine.plan_study(out, True, None, stages=(command_stage(kind, config),))
-        engine.check_run_dirs(plan)
-        with engine.open_executor(executor, scheduler, workers, n_pending=len(engine.pending(plan))) as client:
-            ctx = RunContext(progress=progress if isinstance(client, engine.InProcess) else False, store=out)
-            result = engine.run_study(plan, client, retries=0, progress=False, ctx=ctx, summary=None)
-    if result.failed:
-        raise engine.RunsFailed(result.failed, len(plan.runs))
-    return plan.runs[0].run_dir
+    return run_command(kind, config, out, "qkov validate synthetic", progress=progress, executor=executor,
+                       scheduler=scheduler, workers=workers).run_dir
 
 
 def validate_synthetic(cfg: SyntheticConfig, out: Path, progress: bool | None = None, *, executor: Any = None,
-                       scheduler: str | None = None, workers: int | None = None) -> SyntheticResult:
+                       scheduler: str | None = None, workers: int | None = None) -> SyntheticRunResult:
     """Train every (parametrization, ratio) of ``cfg`` and write the run ``out/runs/synthetic-<key>/`` through the
     study engine (:func:`run_one`: in this process by default; a complete run is reused); return what it holds."""
     from qkov.core.runstore import load_run
@@ -96,7 +72,7 @@ def validate_synthetic(cfg: SyntheticConfig, out: Path, progress: bool | None = 
 
     run_dir = run_one("synthetic", cfg.to_json_dict(), out, progress, executor, scheduler, workers)
     run = load_run(run_dir)
-    return SyntheticResult(run_dir, run.metrics, read_evidence(run.json.get(CLAIMS_FILE, {}))[0])
+    return SyntheticRunResult(run_dir, run.metrics, read_evidence(run.json.get(CLAIMS_FILE, {}))[0])
 
 
 def validate_optimizer_map(params, ratios, data: str, optimizer: str, steps: int | None, dt: float | None,
@@ -129,4 +105,4 @@ def validate_optimizer_map(params, ratios, data: str, optimizer: str, steps: int
     return run_dir, res
 
 
-__all__ = ["validate_optimizer_map", "build_config", "validate_synthetic", "SyntheticResult", "DEFAULT_STEPS", "DEFAULT_DT", "PAPER_DATA"]
+__all__ = ["validate_optimizer_map", "build_config", "validate_synthetic", "SyntheticRunResult", "DEFAULT_STEPS", "DEFAULT_DT", "PAPER_DATA"]

@@ -373,9 +373,10 @@ def test_over_long_value_list_is_refused_with_a_short_message_stating_the_limit(
     assert rc == 2 and "at most 1000" in line and len(line) < 500, line[:300]
 
 
-def test_full_disk_during_simulate_save_is_one_line_and_the_run_stays_incomplete(tmp_path, capsys, monkeypatch):
+def test_full_disk_during_simulate_save_is_one_line_and_no_incomplete_run_is_left(tmp_path, capsys, monkeypatch):
     """Before: a full disk during `simulate --save` printed a 39-line traceback (the run correctly stayed
-    incomplete). Now one line naming the file and the fix, exit 1; the run is still incomplete."""
+    incomplete). Now one line naming the file and the fix, exit 1; the run, executed by the study engine,
+    leaves no incomplete directory behind (the engine removes it, as for every failed run)."""
     from qkov.core import runstore
 
     real = runstore.atomic_write_bytes
@@ -390,8 +391,9 @@ def test_full_disk_during_simulate_save_is_one_line_and_the_run_stays_incomplete
     rc, _, err = _cli(["simulate", "--param", "CACO", "--t", "1", "--save", "--out", str(out)], capsys)
     line = _one_error_line(err)
     assert rc == 1 and "No space left on device" in line and "disk is full" in line, err
-    runs = list((out / "runs").iterdir())
-    assert len(runs) == 1 and not is_complete(runs[0])
+    assert "trajectories.npz" in line
+    assert not any(is_complete(p) for p in (out / "runs").iterdir())
+    assert list((out / "runs").iterdir()) == []
 
 
 def test_bad_device_and_empty_data_dir_are_refused_before_any_cluster_starts(tmp_path, scratch, capsys,

@@ -37,7 +37,7 @@ def _slope(adam, law=1.0, n=10, rng=(0.5, 0.005)):
 
 
 def _opt(points):
-    return et.AdamDefault((et.OptimizerRun("CACO", "adam", tuple(points)),))
+    return et.AdamDefault((et.AdamDefaultRun("CACO", "adam", tuple(points)),))
 
 
 def _pt(r, lv, m, red=None, flow=None, d=1e-4, pred=None):
@@ -55,14 +55,14 @@ def _stab(leaves, measured, reduced, pred=None):
 
 # rule -> [(evidence, expected verdict)]: a case for every verdict each rule can return
 CASES = {
-    rules.derivation_rule: [(et.Derivation("derived"), S), (et.Derivation("refined", "in part", "a limit"), P),
-                            (et.Derivation("refuted"), C), (et.Derivation("unverified"), I),
-                            (et.Derivation("empirical"), N)],
-    rules.derived_order_rule: [(et.Derivation("derived", order=PAIRS_OK), P),     # asymptotic: in part
-                               (et.Derivation("derived", order=("FAFO", "CACO", "FACO", "CAFO")), C),
-                               (et.Derivation("refuted"), C), (et.Derivation("unverified"), I),
-                               (et.Derivation("refined", order=("FAFO", "CAFO", "CACO", "FACO")), C),
-                               (et.Derivation("empirical"), N), (et.Derivation("derived"), S)],
+    rules.derivation_rule: [(et.DerivationEntry("derived"), S), (et.DerivationEntry("refined", "in part", "a limit"), P),
+                            (et.DerivationEntry("refuted"), C), (et.DerivationEntry("unverified"), I),
+                            (et.DerivationEntry("empirical"), N)],
+    rules.derived_order_rule: [(et.DerivationEntry("derived", order=PAIRS_OK), P),     # asymptotic: in part
+                               (et.DerivationEntry("derived", order=("FAFO", "CACO", "FACO", "CAFO")), C),
+                               (et.DerivationEntry("refuted"), C), (et.DerivationEntry("unverified"), I),
+                               (et.DerivationEntry("refined", order=("FAFO", "CAFO", "CACO", "FACO")), C),
+                               (et.DerivationEntry("empirical"), N), (et.DerivationEntry("derived"), S)],
     rules.bound_rule: [(et.Bound("symmetric-distance", 1e-15), S), (et.Bound("symmetric-distance", 1e-3), C),
                        (et.Bound("symmetric-distance", math.nan), N), (et.Bound("paper-gap", 0.01, n=0), N)],
     rules.reduced_rule: [(et.ReducedAgreement((2.0, 1.98), 1e-7), S), (et.ReducedAgreement((2.0, 1.0), 1e-7), C),

@@ -31,6 +31,8 @@ import torch
 from torch import nn
 from torch.func import functional_call, grad_and_value, vmap
 
+from simulation.optimizer_defaults import ADAM_BETAS, ADAM_EPS
+
 from .batching import ClassTensors
 from .config import RealRunConfig
 from .training import CLIP_NORM, TrainHistory, build_optimizer, lr_factor
@@ -38,7 +40,6 @@ from .training import CLIP_NORM, TrainHistory, build_optimizer, lr_factor
 SHARED = ("optimizer", "epochs", "batch_size", "schedule", "warmup", "checkpoints_per_epoch", "momentum",
           "weight_decay", "model", "dataset")
 """Fields every stacked run must share (the schedule, the step count and the update rule)."""
-ADAM_BETAS, ADAM_EPS = (0.9, 0.999), 1e-8
 
 
 def check_stackable(cfgs: Sequence[RealRunConfig], models: Sequence[nn.Module], datas: Sequence[ClassTensors]) -> None:

@@ -25,7 +25,9 @@ from validation.attention import QKOVAttention
 from validation.param_groups import make_optimizer, model_param_groups
 from validation.synthetic.data import Batch
 
-OPTIMIZERS = ("gd", "sgd", "adamw")
+TRAIN_OPTIMIZERS = ("gd", "sgd", "adamw")
+"""The torch optimizers the synthetic runs train with (``SyntheticConfig.optimizer``); the reduced optimizer maps
+they are compared with are :data:`simulation.optimizer_maps.OPTIMIZERS`."""
 
 
 @dataclass
@@ -50,8 +52,8 @@ def make_circuit_optimizer(model: QKOVAttention, optimizer: str, *, eta_ov: floa
 
     ``gd``/``sgd`` are plain :class:`torch.optim.SGD` (no momentum); AdamW uses ``weight_decay``.
     """
-    if optimizer not in OPTIMIZERS:
-        raise ValueError(f"optimizer {optimizer!r}: must be one of {', '.join(OPTIMIZERS)}")
+    if optimizer not in TRAIN_OPTIMIZERS:
+        raise ValueError(f"optimizer {optimizer!r}: must be one of {', '.join(TRAIN_OPTIMIZERS)}")
     groups = model_param_groups(model, lr_ov=eta_ov * dt, ratio=ratio)
     if optimizer == "adamw":
         return make_optimizer("adamw", groups, weight_decay=weight_decay, **kwargs)
