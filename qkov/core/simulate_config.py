@@ -67,15 +67,13 @@ class SimulateConfig(StrictConfig):
 
 
 def _check_start(cfg: SimulateConfig) -> None:
-    """A factorized circuit started at 0 is a fixed point of the flow: refused, naming u0 or v0."""
+    """A circuit whose kind has 0 as a fixed point (factorized, tied, ...) started at 0: refused, naming u0 or v0."""
     fail = _fail
     for prm in cfg.params:
-        if Parametrization(prm).qk.factorized and cfg.v0 == 0:
-            fail("v0", cfg.v0, f"must be > 0 for {prm}: its factorized QK circuit at v0 = 0 is a fixed point "
-                 "of the flow (it never moves)")
-        if Parametrization(prm).ov.factorized and cfg.u0 == 0:
-            fail("u0", cfg.u0, f"must be > 0 for {prm}: its factorized OV circuit at u0 = 0 is a fixed point "
-                 "of the flow (it never moves)")
+        for circuit, field, value in ((Parametrization(prm).qk, "v0", cfg.v0), (Parametrization(prm).ov, "u0", cfg.u0)):
+            if circuit.zero_is_fixed_point and value == 0:
+                fail(field, value, f"must be > 0 for {prm}: its {circuit.kind.description} {circuit.name} circuit at "
+                     f"{field} = 0 is a fixed point of the flow (it never moves)")
 
 
 def _check_steps(cfg: SimulateConfig) -> None:

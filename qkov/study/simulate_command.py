@@ -68,8 +68,8 @@ def write_simulation(cfg: SimulateConfig, runs, out: Path, *, plots: bool) -> Pa
             u0 = cfg.u0 if cfg.u0 > 0 else 0.05
             v0 = cfg.v0 if cfg.v0 > 0 else 0.05
             trajectories_figure(run, cfg.params, cfg.K, cfg.M, cfg.eta_qk, cfg.eta_ov,
-                                cfg.u0 if all(Parametrization(p).ov.collapsed for p in cfg.params) else u0,
-                                cfg.v0 if all(Parametrization(p).qk.collapsed for p in cfg.params) else v0,
+                                cfg.u0 if not any(Parametrization(p).ov.zero_is_fixed_point for p in cfg.params) else u0,
+                                cfg.v0 if not any(Parametrization(p).qk.zero_is_fixed_point for p in cfg.params) else v0,
                                 t_max=max(1e12, cfg.t[-1]), full_runs=())
             pp = phase_portrait_figure(run, cfg.params, cfg.K, cfg.M, cfg.eta_ov, u0, v0)
             sh = sharpness_figures(run, cfg.K, cfg.M, cfg.eta_ov, np.logspace(-2, 2, 9), np.logspace(-3, 0, 7),

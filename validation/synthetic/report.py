@@ -17,7 +17,7 @@ from matplotlib.ticker import NullFormatter
 
 from simulation.plots import OKABE_ITO
 from theory.claims import THRESHOLDS
-from validation.attention import circuit_kinds
+from theory.parametrization import Parametrization
 from validation.metrics.dtap import SYNTH_EDGES, acmc, attention_confidence, dtap_histogram, plot_dtap
 from validation.synthetic.compare import (closed_form_residuals, conserved_drift, measured_rescaling,
                                           ode_deviations, predicted_rescaling, values_at_loss)
@@ -78,8 +78,8 @@ def rescaling_check(cfg: SyntheticConfig, runs: list[PairRun], n_states: int = 3
     """Measured vs predicted implicit learning-rate factors at states along the factorized runs."""
     rows = []
     for run in runs:
-        qk_f, ov_f = circuit_kinds(run.param)
-        if not (qk_f or ov_f) or "u" not in run.log:
+        p = Parametrization(run.param)
+        if not p.line_theory or not (p.qk.kind.rescales or p.ov.kind.rescales) or "u" not in run.log:
             continue
         idx = np.linspace(0, len(run.log["t"]) - 1, n_states).astype(int)
         for i in idx:
