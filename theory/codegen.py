@@ -43,7 +43,7 @@ from typing import Callable, Sequence
 import sympy as sp
 from sympy.printing.numpy import SciPyPrinter
 
-from theory.parametrization import Parametrization
+from theory.parametrization import FULLY_FACTORIZED, Parametrization
 
 TARGET = Path(__file__).resolve().parent.parent / "simulation" / "generated.py"
 """The generated module's path in the source tree."""
@@ -228,7 +228,7 @@ def _symmetric_line_functions() -> list[Function]:
     from theory.symbols import K, M, P, u, u0, v, v0
     from theory.symmetric_line import margin_loss, p_of_v
 
-    start = balanced_initial_state(Parametrization("FAFO"))
+    start = balanced_initial_state(Parametrization(FULLY_FACTORIZED))
     return [
         Function("margin_loss", (u, P, K), (margin_loss(u, P),),
                  "Loss on the symmetric line, log(1 + (K-1) exp(-p u)).", vector=False),

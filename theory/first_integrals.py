@@ -25,7 +25,7 @@ from theory.reduced import reduced_system
 from theory.rescaling import effective_system
 from theory.symbols import K, M, N, P, eta_ov, eta_qk, r, u, v
 from theory.symmetric_line import p_of_v
-from theory.parametrization import Parametrization
+from theory.parametrization import BASELINE, Parametrization
 
 x_, y_ = sp.symbols("x y", positive=True)
 
@@ -67,7 +67,7 @@ def first_integral(param: Parametrization) -> FirstIntegral:
     # The 2-D system is (eta_OV rho_OV F_u, eta_QK rho_QK F_v): keep the factors as symbols while
     # simplifying, so that the separation is exact and visible.
     Ro, Rq = sp.symbols("rho_OV rho_QK", positive=True)
-    base = reduced_system("CACO")
+    base = reduced_system(BASELINE)
     slope_sym = sp.simplify((Rq * base.rhs_display[1] / (Ro * base.rhs_display[0])).subs(P, p_of_v()))
     # Proposed separation dv/du = R * [u / rho_OV(u)] / [(e^v + M + 1) / rho_QK(v)]; R must be constant.
     coeff = sp.simplify(slope_sym * ((sp.exp(v) + M + 1) / Rq) / (u / Ro))
@@ -104,7 +104,7 @@ def generic_loss_slope(param: Parametrization) -> sp.Expr:
 
     phi = sp.Function("varphi")
     Lam = phi(P * u)
-    base = reduced_system("CACO")
+    base = reduced_system(BASELINE)
     n_ov, n_qk = base.ov.multiplicity[0], base.qk.multiplicity[0]
     F_u = -sp.diff(Lam, u) / n_ov
     F_v = -sp.diff(Lam, P) * P * (1 - P) / n_qk

@@ -375,6 +375,24 @@ def registered() -> tuple[str, ...]:
     return tuple(out)
 
 
+def name_of(qk: str, ov: str) -> str:
+    """The name of the parametrization whose QK circuit is of kind ``qk`` and OV circuit of kind ``ov`` (kind names
+    or letters of :data:`KINDS`): ``name_of("factorized", "collapsed") == "FACO"``. ``ValueError`` if not registered."""
+    by_name = {k.name: k for k in KINDS.values()}
+    try:
+        q, o = (KINDS.get(x) or by_name[x] for x in (qk, ov))
+    except KeyError:
+        raise ValueError(f"({qk!r}, {ov!r}): kinds must be among {', '.join(by_name)}") from None
+    return check_registered(f"{q.letter}A{o.letter}O")
+
+
+BASELINE = name_of("collapsed", "collapsed")
+"""Both circuits collapsed (CACO): the paper's equations, the default of the commands, the reference of a rescaling."""
+
+FULLY_FACTORIZED = name_of("factorized", "factorized")
+"""Both circuits factorized (FAFO): the other end of MODEL.md's four."""
+
+
 class Parametrization(str):
     """A validated parametrization name with its two circuits (a ``str`` subclass)."""
 
@@ -440,4 +458,4 @@ class Parametrization(str):
 
 
 __all__ = ["Parametrization", "Circuit", "CircuitKind", "KINDS", "PARAMETRIZATIONS", "ParamName", "registered",
-           "check_registered", "Collapsed", "Factorized", "Tied"]
+           "check_registered", "name_of", "BASELINE", "FULLY_FACTORIZED", "Collapsed", "Factorized", "Tied"]

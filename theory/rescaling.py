@@ -30,7 +30,7 @@ import sympy as sp
 from theory.checks import SYMBOLIC, Check, identity_check, is_zero
 from theory.reduced import reduced_system
 from theory.symbols import A_qk, C_bal, K, M, N, S_shift, a_, b_, c_, delta, kappa, s_O, s_V, u, v
-from theory.parametrization import Parametrization
+from theory.parametrization import BASELINE, Parametrization, name_of
 
 
 # -- conserved quantities -----------------------------------------------------------------
@@ -83,14 +83,14 @@ class Rescaling:
 
 def _collapsed_rate(circuit: str) -> sp.Expr:
     """Collapsed rhs of the observable per unit learning rate, with ``p`` a symbol."""
-    base = reduced_system("CACO")
+    base = reduced_system(BASELINE)
     return base.rhs_display[0 if circuit == "OV" else 1]
 
 
 @lru_cache(maxsize=None)
 def ov_rescaling() -> Rescaling:
     r""":math:`\rho_{OV}` from :math:`\dot u = \dot s_O s_V + s_O \dot s_V` over the collapsed :math:`\dot u`."""
-    f = reduced_system("CAFO")
+    f = reduced_system(name_of("collapsed", "factorized"))
     udot = f.rhs_display[0] * s_V + s_O * f.rhs_display[1]
     rho_state = sp.simplify(udot / _collapsed_rate("OV").subs(u, s_O * s_V))
     # Eliminate the factors: x = s_O^2, y = s_V^2 with x - y = delta, x y = u^2 (positive root).
@@ -113,7 +113,7 @@ def qk_rescaling() -> Rescaling:
     Elimination: with :math:`d = b - c` and :math:`S = Kb + (M+1)c`, solve for ``b, c``; then
     :math:`a^2 = C_{QK} + Kb^2 + (M+1)c^2 = A + \kappa d^2`, and :math:`v^2 = a^2 d^2` fixes :math:`d^2`.
     """
-    f = reduced_system("FACO")
+    f = reduced_system(name_of("factorized", "collapsed"))
     vdot = sum(sp.diff(f.v_expr, x) * fx for x, fx in zip(f.state, f.rhs_display, strict=False))
     rho_state = sp.simplify(vdot / _collapsed_rate("QK").subs(v, f.v_expr))
     d, D2, a2 = sp.symbols("d D2 a2", positive=True)
@@ -182,7 +182,7 @@ def rescaling_factor(circuit: str, factorized: bool) -> sp.Expr:
 @lru_cache(maxsize=None)
 def effective_system(param: Parametrization) -> tuple[sp.Expr, sp.Expr]:
     r"""The exact 2-D system :math:`(\dot u, \dot v)` with the rescaling factors and ``p`` as a symbol."""
-    base = reduced_system("CACO")
+    base = reduced_system(BASELINE)
     rho_ov = rescaling_factor("OV", Parametrization(param).ov.factorized)
     rho_qk = rescaling_factor("QK", Parametrization(param).qk.factorized)
     return rho_ov * base.rhs_display[0], rho_qk * base.rhs_display[1]

@@ -19,7 +19,7 @@ from typing import Iterator
 
 import torch
 from torch import nn
-from theory.parametrization import Parametrization
+from theory.parametrization import BASELINE, Parametrization
 
 
 class QKOVAttention(nn.Module):
@@ -42,7 +42,7 @@ class QKOVAttention(nn.Module):
     ``forward`` returns ``(logits (B, d_out), attention (B, L))``.
     """
 
-    def __init__(self, d_in: int, d_out: int, param: Parametrization | str = "CACO", *, rank_qk: int | None = None,
+    def __init__(self, d_in: int, d_out: int, param: Parametrization | str = BASELINE, *, rank_qk: int | None = None,
                  rank_ov: int | None = None, scale: float = 1.0, init_std: float = 0.0,
                  generator: torch.Generator | None = None, dtype: torch.dtype = torch.float32):
         super().__init__()

@@ -8,7 +8,7 @@ from pydantic import AfterValidator, Field
 
 from qkov.core.config import (PARAMETRIZATIONS, ConfigError, StrictConfig, TimeGrid, field_error,
                               parse_config)
-from theory.parametrization import ParamName, Parametrization
+from theory.parametrization import BASELINE, ParamName, Parametrization
 
 ETA_BOUNDS = (1e-4, 1e4)
 """Learning rates qkov simulates, and (below) their ratio: measured, every parametrization reaches t = 1e15
@@ -113,13 +113,18 @@ def parse_simulate_config(**values) -> SimulateConfig:
     if cfg.init == "random" and not cfg.full:
         fail("init", cfg.init, "'random' needs --method full-gd or full-rk4 (the reduced flow starts on the "
              "symmetric set)")
-    if cfg.method == "paper-rk4" and any(p != "CACO" for p in cfg.params):
-        fail("param", ",".join(cfg.params), "--method paper-rk4 needs CACO (the paper's equations describe CACO only)")
+    if cfg.method == "paper-rk4" and any(p != BASELINE for p in cfg.params):
+        fail("param", ",".join(cfg.params), f"--method paper-rk4 needs {BASELINE} (the paper's equations describe {BASELINE} only)")
     if not (cfg.full and cfg.init == "random"):
         _check_start(cfg)
     if cfg.optimizer != "flow":
         if cfg.method != "reduced":
             fail("optimizer", cfg.optimizer, "runs the reduced map of that optimizer: use --method reduced")
+        from simulation.generated_optim import ORBIT_PARAMS  # the optimizer orbits: MODEL.md's four so far
+
+        if any(p not in ORBIT_PARAMS for p in cfg.params):
+            fail("param", ",".join(cfg.params), f"--optimizer {cfg.optimizer} has reduced maps for "
+                 f"{', '.join(ORBIT_PARAMS)} only")
         if cfg.lr is not None:  # the OV step; QK's is lr * eta_QK/eta_OV; step n sits at t = n lr/eta_OV
             cfg = cfg.model_copy(update={"dt": cfg.lr / cfg.eta_ov})
     elif cfg.lr is not None:

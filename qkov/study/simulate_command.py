@@ -14,7 +14,7 @@ from typing import Any
 
 from qkov.core.config import ConfigError
 from qkov.core.simulate_config import SimulateConfig
-from theory.parametrization import Parametrization
+from theory.parametrization import Parametrization, registered
 
 LAW_KEYS = ("u", "u_leading", "u_next", "v", "v_leading", "v_next", "residual", "residual_leading", "residual_next")
 """Per time point with ``laws``: the solution and theory's leading and next-order law of u, v and 1 - p."""
@@ -117,6 +117,9 @@ def simulate(cfg: SimulateConfig, *, laws: bool = False, save_to: Path | None = 
         raise field_error("laws", "on", "the laws are gradient flow's: drop --optimizer")
     if laws and cfg.method != "reduced":
         raise field_error("laws", cfg.method, "the laws are compared with the reduced flow: use --method reduced")
+    if laws and not all(Parametrization(p).line_theory for p in cfg.params):
+        raise field_error("laws", ",".join(cfg.params), "theory derives the laws for "
+                          f"{', '.join(p for p in registered() if Parametrization(p).line_theory)} only")
     start = time.perf_counter()
     if save_to is None:
         runs, tables = _compute(cfg, laws)

@@ -24,7 +24,7 @@ from validation.synthetic.data import population_batch
 from validation.synthetic.models import symmetric_model
 from validation.synthetic.observables import measure
 from validation.synthetic.trainer import batch_loss, make_circuit_optimizer
-from theory.parametrization import Parametrization
+from theory.parametrization import BASELINE, Parametrization
 
 
 def max_relative_deviation(measured: np.ndarray, reference: np.ndarray, floor: float = 1e-12) -> float:
@@ -121,7 +121,7 @@ def measured_rescaling(param: Parametrization, K: int, M: int, u: float, v: floa
     forward difference with step ``h`` (error :math:`O(h)`). Needs ``u, v > 0``.
     """
     vq, uo = _one_step_rates(param, K, M, u, v, h)
-    vq0, uo0 = _one_step_rates(Parametrization("CACO"), K, M, u, v, h)
+    vq0, uo0 = _one_step_rates(Parametrization(BASELINE), K, M, u, v, h)
     return float(vq / vq0), float(uo / uo0)
 
 
