@@ -308,7 +308,45 @@ class Tied(CircuitKind):
         return (W,)
 
 
-KINDS: dict[str, CircuitKind] = {k.letter: k for k in (Collapsed(), Factorized(), Tied())}
+class Scaled(Factorized):
+    r"""A factorization with a fixed scale :math:`c` (:attr:`scale`): :math:`W_{KQ} = c\,W_K^\top W_Q`,
+    :math:`W_{OV} = c\,W_O W_V` (factors shaped as :class:`Factorized`'s), as a ``1/\sqrt{r}``-style output scale.
+
+    Chain rule: the pull-back is :math:`c` times the factorized one and the velocity :math:`c^2` times it
+    (:math:`\dot W = -\eta c^2 (W_K^\top W_K G + G W_Q^\top W_Q)`); the balance of the factors is conserved as for
+    :class:`Factorized`. Start: the balanced factors of :math:`W/c` (each factor :math:`1/\sqrt c` times the
+    factorized start). Theory derives its reduced flow; the closed forms resting on the factorized
+    :math:`\rho` (first integral, laws) are not derived for it (:attr:`CircuitKind.line_theory` is False).
+    """
+
+    name, letter, description = "scaled", "S", "scaled factorized"
+    line_theory = False
+    scale = 2
+    """The fixed scale :math:`c` (an integer, so the symbolic side stays exact)."""
+
+    def effective(self, circuit, mats):
+        return self.scale * super().effective(circuit, mats)
+
+    def pullback(self, circuit, mats, G):
+        return tuple(self.scale * g for g in super().pullback(circuit, mats, G))
+
+    def velocity(self, circuit, mats, G):
+        return self.scale ** 2 * super().velocity(circuit, mats, G)
+
+    def scores(self, circuit, mats, x, xq):
+        return self.scale * super().scores(circuit, mats, x, xq)
+
+    def apply(self, circuit, mats, h):
+        return self.scale * super().apply(circuit, mats, h)
+
+    def start(self, circuit, K, M, value, rank=None):
+        if value <= 0:
+            raise ValueError(f"a scaled {circuit} circuit needs {'u0' if circuit == 'OV' else 'v0'} > 0 "
+                             "(0 is a fixed point of the flow)")
+        return tuple(m / self.scale ** 0.5 for m in super().start(circuit, K, M, value, rank))
+
+
+KINDS: dict[str, CircuitKind] = {k.letter: k for k in (Collapsed(), Factorized(), Tied(), Scaled())}
 """The circuit kinds by letter: the one place a new kind is registered."""
 
 
@@ -458,4 +496,4 @@ class Parametrization(str):
 
 
 __all__ = ["Parametrization", "Circuit", "CircuitKind", "KINDS", "PARAMETRIZATIONS", "ParamName", "registered",
-           "check_registered", "name_of", "BASELINE", "FULLY_FACTORIZED", "Collapsed", "Factorized", "Tied"]
+           "check_registered", "name_of", "BASELINE", "FULLY_FACTORIZED", "Collapsed", "Factorized", "Tied", "Scaled"]

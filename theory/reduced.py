@@ -20,7 +20,9 @@ full matrices restricted to that set is
 * tied QK (:func:`_tied`): :math:`W_K = W_Q = e\,(b\mathbf 1_d + c\mathbf 1_c + a e_q)^\top`, :math:`n = (1, K, M)`;
   the query's score :math:`a^2` leaves the commons' :math:`ac`, so the attention has two gaps (off MODEL.md's line).
 
-The derivation decides the dimension: CACO 2, CAFO 3, FACO 4, FAFO 5, TACO 4, TAFO 5. A circuit kind's
+* scaled (:func:`_scaled`): the factorized coordinates with :math:`W = c\,W_1W_2`, effective observable times :math:`c`.
+
+The derivation decides the dimension: CACO 2, CAFO 3, FACO 4, FAFO 5, TACO 4, TAFO 5 (SACO 4, CASO 3, ...). A circuit kind's
 reduced coordinates are one entry of :data:`REDUCED_CIRCUITS`.
 """
 
@@ -110,7 +112,20 @@ def _tied(circuit: str) -> Circuit:
                    (sp.sqrt(v0), 2 * sp.sqrt(v0), sp.sqrt(v0)), (a_ * b_, a_ * c_, a_ ** 2))
 
 
-REDUCED_CIRCUITS = {"collapsed": _collapsed, "factorized": _factorized, "tied": _tied}
+def _scaled(circuit: str) -> Circuit:
+    r"""Scaled factorization :math:`W = c\,W_1 W_2` (:class:`theory.parametrization.Scaled`, :math:`c` its ``scale``):
+    the factorized coordinates and multiplicities (the factors are the same matrices), effective observable and
+    orbits :math:`c` times the factorized ones, start :math:`1/\sqrt c` times it (so the effective start is the same)."""
+    from theory.parametrization import Scaled
+
+    c = sp.Integer(Scaled.scale)
+    f = _factorized(circuit)
+    form = (rf"W_{{OV}} = {c}\,W_O W_V,\; " if circuit == "OV" else rf"W_{{KQ}} = {c}\,W_K^\top W_Q,\; ") + f.matrix_form
+    return Circuit(circuit, "scaled", f.coords, f.multiplicity, c * f.effective, f.rate, form,
+                   tuple(x / sp.sqrt(c) for x in f.start), tuple(c * o for o in f.orbits))
+
+
+REDUCED_CIRCUITS = {"collapsed": _collapsed, "factorized": _factorized, "tied": _tied, "scaled": _scaled}
 """Kind name (:data:`theory.parametrization.KINDS`) -> ``builder(circuit) -> Circuit``: a kind's symbolic side."""
 
 

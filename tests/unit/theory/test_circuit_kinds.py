@@ -70,9 +70,11 @@ def test_tied_start_is_models_query_column_up_to_a_shift():
     np.testing.assert_allclose(col[K:K + M], col[K + M])
 
 
-def test_registry_forms_the_four_and_the_tied_extensions():
+def test_registry_forms_the_four_and_the_extensions():
     assert registered()[:4] == ("CACO", "FACO", "CAFO", "FAFO")
-    assert set(registered()[4:]) == {"TACO", "TAFO"}          # tied is QK only: no CATO/...
+    assert {"TACO", "TAFO"} <= set(registered()[4:])          # tied is QK only: no CATO/...
+    assert not any(p[2] == "T" for p in registered())
+    assert set(registered()[4:]) >= {"SACO", "SAFO", "CASO", "FASO", "TASO", "SASO"}  # scaled: both circuits
     with pytest.raises(ValueError, match="not a parametrization"):
         Parametrization("CATO")
     assert Parametrization("FACO").description == "FACO (factorized QK, collapsed OV)"
@@ -118,3 +120,15 @@ def test_zero_is_a_fixed_point_as_the_kind_says(kind, circuit):
     G = torch.ones(tuple(kind.effective(circuit, mats).shape), dtype=torch.float64)
     moving = any(float(torch.abs(g).max()) > 0 for g in kind.pullback(circuit, mats, G))
     assert moving is not kind.zero_is_fixed_point
+
+
+@pytest.mark.parametrize("circuit", ["QK", "OV"])
+def test_scaled_kind_is_the_factorized_product_times_its_scale(circuit):
+    """W = c W_1 W_2 with the same factors; its start has the factorized start's effective matrix (same u0, v0)."""
+    S, F = KINDS["S"], KINDS["F"]
+    mats = [m.detach() for m in _mats(S, circuit, 12)]
+    np.testing.assert_allclose(S.effective(circuit, mats).numpy(), S.scale * F.effective(circuit, mats).numpy())
+    assert S.scale != 1                                                   # else the test could not fail
+    K, M, value = 3, 2, 0.7
+    np.testing.assert_allclose(S.effective(circuit, S.start(circuit, K, M, value)),
+                               F.effective(circuit, F.start(circuit, K, M, value)), atol=1e-14)
