@@ -24,7 +24,6 @@ import sympy as sp
 
 from theory.checks import Check, limit_check
 from theory.first_integrals import first_integral
-from theory.rescaling import rescaling_factor
 from theory.symbols import A_qk, K, M, delta, eta_ov, eta_qk, r, t, u, v
 from theory.parametrization import Parametrization
 
@@ -98,8 +97,8 @@ class AsymptoticLaws:
 @lru_cache(maxsize=None)
 def asymptotic_laws(param: Parametrization) -> AsymptoticLaws:
     """Derive the laws of ``param`` from its rescaling factors and first integral."""
-    rho_ov = rescaling_factor("OV", Parametrization(param).ov.factorized).subs({delta: 0, u: _up})
-    rho_qk = rescaling_factor("QK", Parametrization(param).qk.factorized).subs(v, _vp)
+    rho_ov = Parametrization(param).ov.rescaling_factor().subs({delta: 0, u: _up})
+    rho_qk = Parametrization(param).qk.rescaling_factor().subs(v, _vp)
     ro = leading_term(rho_ov, _up, (1, 0))
     rq = leading_term(rho_qk, _vp, (1, 0))
     fi = first_integral(param)
@@ -127,8 +126,8 @@ def _with_ratio(expr: sp.Expr) -> sp.Expr:
 def asymptotic_checks(param: Parametrization) -> list[Check]:
     """Limits that justify each step, and the paper's growth claims tested against the laws."""
     laws = asymptotic_laws(param)
-    rho_ov = rescaling_factor("OV", Parametrization(param).ov.factorized).subs({delta: 0, u: _up})
-    rho_qk = rescaling_factor("QK", Parametrization(param).qk.factorized).subs(v, _vp)
+    rho_ov = Parametrization(param).ov.rescaling_factor().subs({delta: 0, u: _up})
+    rho_qk = Parametrization(param).qk.rescaling_factor().subs(v, _vp)
     fi = first_integral(param)
     integrand_qk = (sp.exp(_vp) + M + 1) / rho_qk
     T_lead = sp.exp(_up) / laws.rho_ov_lead.expr(_up)

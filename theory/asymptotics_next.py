@@ -41,7 +41,6 @@ from theory.parametrization import Parametrization
 
 from theory.checks import Check, identity_check, limit_check
 from theory.first_integrals import first_integral
-from theory.rescaling import rescaling_factor
 from theory.symbols import M, delta, u, v
 
 H0 = sp.Symbol("H_0", real=True)
@@ -81,7 +80,7 @@ class NextOrderLaws:
 def next_order_laws(param: Parametrization) -> NextOrderLaws:
     """Derive the next-order laws of ``param`` from its rescaling factor and first integral."""
     fi = first_integral(param)
-    rho_ov = rescaling_factor("OV", Parametrization(param).ov.factorized).subs(delta, 0).subs(u, _up).subs(_up, u)
+    rho_ov = Parametrization(param).ov.rescaling_factor().subs(delta, 0).subs(u, _up).subs(_up, u)
     rho_ov = sp.simplify(sp.powdenest(rho_ov.subs(u, _up), force=True)).subs(_up, u)
     p = sp.exp(v) / (sp.exp(v) + M + 1)
     eps = (M + 1) / (sp.exp(v) + M + 1)
@@ -113,7 +112,7 @@ def next_order_checks(param: Parametrization) -> list[Check]:
     fi = first_integral(param)
     hf = sp.Function("h")(u)
     laplace = sp.diff(sp.exp(u) * (hf - sp.diff(hf, u)), u)
-    rho = rescaling_factor("OV", Parametrization(param).ov.factorized).subs(delta, 0).subs(u, _up)
+    rho = Parametrization(param).ov.rescaling_factor().subs(delta, 0).subs(u, _up)
     inv = 1 / rho
     lim = 2 if Parametrization(param).ov.factorized else 0
     checks = [

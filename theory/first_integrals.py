@@ -60,10 +60,9 @@ def _definite(integrand: sp.Expr, var: sp.Symbol, upper: sp.Symbol) -> sp.Expr:
 @lru_cache(maxsize=None)
 def first_integral(param: Parametrization) -> FirstIntegral:
     """Separate :math:`dv/du` and integrate both sides (exactly where sympy can, else as an Integral)."""
-    from theory.rescaling import rescaling_factor
 
-    rho_ov = rescaling_factor("OV", Parametrization(param).ov.factorized)
-    rho_qk = rescaling_factor("QK", Parametrization(param).qk.factorized)
+    rho_ov = Parametrization(param).ov.rescaling_factor()
+    rho_qk = Parametrization(param).qk.rescaling_factor()
     # The 2-D system is (eta_OV rho_OV F_u, eta_QK rho_QK F_v): keep the factors as symbols while
     # simplifying, so that the separation is exact and visible.
     Ro, Rq = sp.symbols("rho_OV rho_QK", positive=True)
@@ -100,7 +99,6 @@ def first_integral_checks(param: Parametrization) -> list[Check]:
 
 def generic_loss_slope(param: Parametrization) -> sp.Expr:
     r""":math:`dv/du` when the cross-entropy is replaced by an arbitrary margin loss :math:`\varphi(p u)`."""
-    from theory.rescaling import rescaling_factor
 
     phi = sp.Function("varphi")
     Lam = phi(P * u)
@@ -108,8 +106,8 @@ def generic_loss_slope(param: Parametrization) -> sp.Expr:
     n_ov, n_qk = base.ov.multiplicity[0], base.qk.multiplicity[0]
     F_u = -sp.diff(Lam, u) / n_ov
     F_v = -sp.diff(Lam, P) * P * (1 - P) / n_qk
-    rho_ov = rescaling_factor("OV", Parametrization(param).ov.factorized)
-    rho_qk = rescaling_factor("QK", Parametrization(param).qk.factorized)
+    rho_ov = Parametrization(param).ov.rescaling_factor()
+    rho_qk = Parametrization(param).qk.rescaling_factor()
     return sp.simplify(((eta_qk * rho_qk * F_v) / (eta_ov * rho_ov * F_u)).subs(P, p_of_v()))
 
 

@@ -131,6 +131,11 @@ class CircuitKind:
         """The matrix gradient flow on the factors conserves (a balance of the factors), or ``None``."""
         return None
 
+    def rescaling_factor(self, circuit: str) -> Any:
+        r"""Symbolic :math:`\rho` of ``circuit`` in its effective observable on MODEL.md's line (sympy; kinds with
+        :attr:`line_theory` only): :math:`\dot u = \eta\rho F_u`, :math:`\dot v = \eta\rho F_v`."""
+        raise NotImplementedError(f"the {self.name} kind has no closed-form rescaling factor (line_theory is False)")
+
     def __repr__(self) -> str:
         return f"CircuitKind({self.name!r})"
 
@@ -166,6 +171,11 @@ class Collapsed(CircuitKind):
 
     def factors(self, circuit):
         return ("W_KQ",) if circuit == "QK" else ("W_OV",)
+
+    def rescaling_factor(self, circuit):
+        import sympy
+
+        return sympy.Integer(1)
 
     def factor_shapes(self, circuit, d_in, d_out, rank):
         return ((d_in, d_in),) if circuit == "QK" else ((d_out, d_in),)
@@ -226,6 +236,12 @@ class Factorized(CircuitKind):
     def apply(self, circuit, mats, h):
         A, B = mats
         return (h @ _t(B)) @ _t(A) if circuit == "OV" else h @ _t(_t(A) @ B)
+
+    def rescaling_factor(self, circuit):
+        r""":math:`\sqrt{\delta^2 + 4u^2}` (OV), :math:`\sqrt{A^2 + 4\kappa v^2}` (QK): :mod:`theory.rescaling`."""
+        from theory.rescaling import ov_rescaling, qk_rescaling
+
+        return (ov_rescaling() if circuit == "OV" else qk_rescaling()).in_effective
 
     def balance(self, circuit, mats):
         r""":math:`W_K W_K^\top - W_Q W_Q^\top` (QK) or :math:`W_O^\top W_O - W_V W_V^\top` (OV), ``(r, r)``."""
@@ -324,6 +340,8 @@ class Scaled(Factorized):
     scale = 2
     """The fixed scale :math:`c` (an integer, so the symbolic side stays exact)."""
 
+    rescaling_factor = CircuitKind.rescaling_factor  # not derived (c times the factorized one, primed constants)
+
     def effective(self, circuit, mats):
         return self.scale * super().effective(circuit, mats)
 
@@ -380,6 +398,9 @@ class Circuit:
 
     def balance(self, mats: Sequence[Any]) -> Any | None:
         return self.kind.balance(self.name, mats)
+
+    def rescaling_factor(self) -> Any:
+        return self.kind.rescaling_factor(self.name)
 
     @property
     def letter(self) -> str:

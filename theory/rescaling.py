@@ -183,8 +183,8 @@ def rescaling_factor(circuit: str, factorized: bool) -> sp.Expr:
 def effective_system(param: Parametrization) -> tuple[sp.Expr, sp.Expr]:
     r"""The exact 2-D system :math:`(\dot u, \dot v)` with the rescaling factors and ``p`` as a symbol."""
     base = reduced_system(BASELINE)
-    rho_ov = rescaling_factor("OV", Parametrization(param).ov.factorized)
-    rho_qk = rescaling_factor("QK", Parametrization(param).qk.factorized)
+    rho_ov = Parametrization(param).ov.rescaling_factor()
+    rho_qk = Parametrization(param).qk.rescaling_factor()
     return rho_ov * base.rhs_display[0], rho_qk * base.rhs_display[1]
 
 

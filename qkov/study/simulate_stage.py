@@ -74,7 +74,8 @@ def _reduction(cfg: dict, run: RunWriter) -> None:
 
     K, M, r, u0, v0, dt = cfg["K"], cfg["M"], cfg["ratio"], cfg["u0"], cfg["v0"], cfg["dt"]
     t = np.asarray(cfg["t"])
-    metrics, asym, ratios, random_logs = {}, {}, [], {}
+    metrics, ratios, random_logs = {}, [], {}
+    asym: dict[str, float] = {}
     params = tuple(cfg.get("params", PARAMS))  # every registered kind's reduction (older configs: the four)
     for prm in params:
         ref = integrate(prm, K, M, r, 1.0, u0, v0, t)
