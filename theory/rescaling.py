@@ -47,15 +47,9 @@ def conserved_quantities(param: Parametrization) -> dict[str, sp.Expr]:
     multiplicities; :func:`conservation_checks` verifies :math:`\dot C = \nabla C\cdot\dot x = 0`.
     """
     sysm = reduced_system(param)
-    out: dict[str, sp.Expr] = {}
-    if sysm.ov.factorized:
-        # W_O holds s_O, W_V holds s_V, each direction of squared norm K-1 (common factor dropped).
-        out["delta"] = s_O ** 2 - s_V ** 2
-    if sysm.qk.factorized:
-        n = dict(zip(sysm.qk.coords, sysm.qk.multiplicity, strict=False))
-        out["C_QK"] = n[a_] * a_ ** 2 - n[b_] * b_ ** 2 - n[c_] * c_ ** 2
-        out["S"] = n[b_] * b_ + n[c_] * c_
-    return out
+    # Each kind's entry of theory.reduced.REDUCED_CIRCUITS declares its own (factorized: W_O holds s_O, W_V s_V, each
+    # direction of squared norm K-1, common factor dropped; QK weighted by the multiplicities 1, K, M+1).
+    return dict(sysm.ov.conserved + sysm.qk.conserved)
 
 
 def conservation_checks(param: Parametrization) -> list[Check]:
