@@ -149,11 +149,11 @@ def asymptotic_checks(param: Parametrization) -> list[Check]:
         limit_check(f"{param}-u-is-Theta-log-t", r"u(t)/\log t \to 1", u_exp / lt, t, sp.oo, 1),
         limit_check(f"{param}-v-is-o-log2-t", r"v(t)/\log^2 t \to 0 \text{ (the paper's bound holds, loosely)}",
                     v_exp / lt ** 2, t, sp.oo, 0),
-        limit_check(f"{param}-v-tight-rate", rf"v(t)/\log\log t \to {2 if Parametrization(param).ov.collapsed else 1}",
-                    v_exp / sp.log(lt), t, sp.oo, 2 if Parametrization(param).ov.collapsed else 1),
+        limit_check(f"{param}-v-tight-rate", rf"v(t)/\log\log t \to {2 if not Parametrization(param).ov.kind.rescales else 1}",
+                    v_exp / sp.log(lt), t, sp.oo, 2 if not Parametrization(param).ov.kind.rescales else 1),
     ]
     checks.append(residual_check(param))
-    if Parametrization(param).qk.collapsed:
+    if not Parametrization(param).qk.kind.rescales:
         checks.append(ratio_shift_check(param))
     return checks
 

@@ -114,7 +114,7 @@ def next_order_checks(param: Parametrization) -> list[Check]:
     laplace = sp.diff(sp.exp(u) * (hf - sp.diff(hf, u)), u)
     rho = Parametrization(param).ov.rescaling_factor().subs(delta, 0).subs(u, _up)
     inv = 1 / rho
-    lim = 2 if Parametrization(param).ov.factorized else 0
+    lim = 2 if Parametrization(param).ov.kind.rescales else 0
     checks = [
         identity_check(f"{param}-next-laplace-step", r"\frac{d}{du}\bigl[e^u(h - h')\bigr] = e^u (h - h'')",
                        laplace, sp.exp(u) * (hf - sp.diff(hf, u, 2))),
@@ -124,7 +124,7 @@ def next_order_checks(param: Parametrization) -> list[Check]:
                        fi.coefficient * fi.G_ov.subs(delta, 0).subs(u, _up).subs(_up, laws.u_of_level),
                        G_level - H0),
     ]
-    if Parametrization(param).qk.collapsed and Parametrization(param).ov.factorized:   # CAFO
+    if not Parametrization(param).qk.kind.rescales and Parametrization(param).ov.kind.rescales:   # CAFO
         # Leading curve e^v = R u / 2: eps * u -> 2 (M+1)/R, the constant the leading clock drops.
         R = fi.coefficient
         eps_u = (laws.residual_of_v * u).subs(sp.exp(v), R * _up / 2).subs(u, _up)

@@ -117,7 +117,7 @@ def v_of_u_collapsed_qk(param: Parametrization) -> sp.Expr:
     :math:`X = R\,G_{OV}(u) + H_0`; :math:`v = X/(M+1) - W_0\!\bigl(e^{X/(M+1)}/(M+1)\bigr)`.
     Returned as a function of the symbol ``X``.
     """
-    if Parametrization(param).qk.factorized:
+    if Parametrization(param).qk.kind.rescales:
         raise ValueError("v(u) in closed form needs a collapsed QK circuit")
     X = sp.Symbol("X", positive=True)
     sols = sp.solve(sp.exp(v) + (M + 1) * v - X, v)
