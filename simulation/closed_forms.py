@@ -94,7 +94,7 @@ def level_curve(param: Parametrization, state0: np.ndarray, K_, M_, eta_qk_, eta
     for i, uu in enumerate(np.ravel(u_grid)):
         target = H0 + float(ev.terms_uv(uu, 0.0, K_, M_, eta_qk_, eta_ov_, d, A)[1])
         f = lambda vv, uu=uu, target=target: float(ev.terms_uv(uu, vv, K_, M_, eta_qk_, eta_ov_, d, A)[0]) - target  # noqa: E731
-        lo, hi = -50.0 if Parametrization(param).qk.collapsed else 0.0, 60.0
+        lo, hi = -50.0 if not Parametrization(param).qk.kind.rescales else 0.0, 60.0
         if f(lo) <= 0 <= f(hi):
             out[i] = brentq(f, lo, hi, xtol=1e-12)
     return out

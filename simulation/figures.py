@@ -10,7 +10,7 @@ from simulation import plots
 from simulation.closed_forms import law_functions, level_curve
 from simulation.reduced import integrate_many
 from simulation.sweep import PARAMS, dense_times, residual_at_loss, sharpest, sweep
-from theory.parametrization import Parametrization
+from theory.parametrization import BASELINE, FULLY_FACTORIZED, Parametrization
 
 MATCHED_LOSS = 1e-4
 """Loss level at which attention is compared (the paper's stopping loss)."""
@@ -168,8 +168,8 @@ def level_curve_crossover(K, M, ratio, scale, eta_ov: float = 1.0, levels: np.nd
     """
     levels = np.logspace(-1, -30, 300) if levels is None else np.asarray(levels, dtype=float)
     res: dict[str, np.ndarray] = {p: level_curve_residual_at_loss(p, K, M, ratio * eta_ov, eta_ov, scale, scale, levels, n_v)
-           for p in (Parametrization("CACO"), Parametrization("FAFO"))}
-    return crossover_level(res["CACO"], res["FAFO"], levels)
+           for p in (Parametrization(BASELINE), Parametrization(FULLY_FACTORIZED))}
+    return crossover_level(res[BASELINE], res[FULLY_FACTORIZED], levels)
 
 
 def order_crossover(K, M, ratio, scale, eta_ov: float = 1.0, t_max: float = 1e40, n_times: int = 600,
@@ -194,7 +194,7 @@ def order_crossover(K, M, ratio, scale, eta_ov: float = 1.0, t_max: float = 1e40
     out = []
     for b in range(Kb.size):
         rb_: dict[str, np.ndarray] = {p: res[p][b] for p in PARAMS}
-        cross = crossover_level(rb_["CACO"], rb_["FAFO"], levels)
+        cross = crossover_level(rb_[BASELINE], rb_[FULLY_FACTORIZED], levels)
         orders = [" > ".join(sorted(PARAMS, key=lambda p: rb_[p][k])) if all(np.isfinite(rb_[p][k]) for p in PARAMS)
                   else "" for k in range(levels.size)]
         out.append({"K": int(Kb[b]), "M": int(Mb[b]), "ratio": float(rb[b]), "scale": float(sb[b]), "levels": levels,

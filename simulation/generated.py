@@ -1014,6 +1014,109 @@ def initial_TACO(u_0, v_0, K):
     return (u_0, _x0, 2*_x0, _x0)
 
 
+def rhs_SACO(u, a, b, c, K, M, eta_QK, eta_OV):
+    """SACO: d(u, a, b, c)/dt of the reduced gradient flow."""
+    _x0 = 2*b - 2*c
+    _x1 = numpy.exp(_x0*a)
+    _x2 = M + 1
+    _x3 = (_x1 + _x2)**(-1.0)
+    _x4 = _x1*_x3
+    _x5 = _x4*u
+    _x6 = K - 1
+    _x7 = (_x6 + numpy.exp(_x5))**(-1.0)
+    _x8 = _x5*_x6*_x7*eta_QK*(_x1*_x3 - 1)
+    _x9 = 2*_x8*a
+    return (_x4*_x7*eta_OV, -_x0*_x8, -_x9/K, _x9/_x2)
+
+
+def jac_SACO(u, a, b, c, K, M, eta_QK, eta_OV):
+    """SACO: Jacobian of rhs_SACO, row-major (4x4 entries)."""
+    _x0 = b - c
+    _x1 = _x0*a
+    _x2 = numpy.exp(2*_x1)
+    _x3 = M + 1
+    _x4 = _x2 + _x3
+    _x5 = _x4**(-2.0)
+    _x6 = 4*_x1
+    _x7 = numpy.exp(_x6)
+    _x8 = _x5*_x7
+    _x9 = _x4**(-1.0)
+    _x10 = _x2*_x9
+    _x11 = _x10*u
+    _x12 = numpy.exp(_x11)
+    _x13 = K - 1
+    _x14 = _x12 + _x13
+    _x15 = _x14**(-2.0)
+    _x16 = _x12*_x15
+    _x17 = _x16*eta_OV
+    _x18 = 2*b - 2*c
+    _x19 = _x18*_x8
+    _x20 = _x14**(-1.0)
+    _x21 = _x20*eta_OV
+    _x22 = _x11*_x18
+    _x23 = _x19*u
+    _x24 = _x22 - _x23
+    _x25 = _x10*_x17
+    _x26 = 2*a
+    _x27 = _x26*_x8
+    _x28 = _x21*_x27
+    _x29 = _x10*_x26
+    _x30 = _x21*_x29
+    _x31 = _x27*u
+    _x32 = _x11*_x26
+    _x33 = -_x31 + _x32
+    _x34 = -_x33
+    _x35 = _x2*_x9 - 1
+    _x36 = _x13*_x20*eta_QK
+    _x37 = _x35*_x36
+    _x38 = 2*_x37
+    _x39 = _x0*_x38
+    _x40 = 2*_x0
+    _x41 = _x8*u
+    _x42 = _x13*_x16*_x35*eta_QK
+    _x43 = _x36*(_x10*_x18 - _x19)
+    _x44 = _x11*_x40
+    _x45 = -_x27 + _x29
+    _x46 = _x36*_x44
+    _x47 = _x11*_x38
+    _x48 = _x37*_x6
+    _x49 = _x11*_x48 - _x41*_x48 + _x47
+    _x50 = -_x45
+    _x51 = K**(-1.0)
+    _x52 = _x31*_x42
+    _x53 = _x37*_x51
+    _x54 = _x32*_x51
+    _x55 = _x36*_x54
+    _x56 = 4*a**2
+    _x57 = _x53*_x56
+    _x58 = _x11*_x57 - _x41*_x57
+    _x59 = _x3**(-1.0)
+    _x60 = _x37*_x59
+    _x61 = _x26*_x60
+    _x62 = _x32*_x59
+    _x63 = _x42*_x62
+    _x64 = _x56*_x60
+    _x65 = _x11*_x64 - _x41*_x64
+    return (-_x17*_x8, _x18*_x2*_x20*_x9*eta_OV - _x19*_x21 - _x24*_x25, -_x25*_x33 - _x28 + _x30, -_x25*_x34 + _x28 - _x30, -_x10*_x39 + _x40*_x41*_x42, 2*_x0*_x12*_x13*_x15*_x2*_x24*_x35*_x9*eta_QK*u + 2*_x0*_x13*_x18*_x20*_x35*_x5*_x7*eta_QK*u - _x22*_x39 - _x43*_x44, 2*_x0*_x12*_x13*_x15*_x2*_x33*_x35*_x9*eta_QK*u - _x45*_x46 - _x49, _x34*_x42*_x44 - _x46*_x50 + _x49, -_x29*_x37*_x51 + _x51*_x52, 2*_x12*_x13*_x15*_x2*_x24*_x35*_x51*_x9*a*eta_QK*u + 2*_x13*_x18*_x20*_x35*_x5*_x51*_x7*a*eta_QK*u - _x22*_x26*_x53 - _x43*_x54 - _x47*_x51, 2*_x12*_x13*_x15*_x2*_x33*_x35*_x51*_x9*a*eta_QK*u - _x45*_x55 - _x58, _x34*_x42*_x54 - _x50*_x55 + _x58, 2*_x13*_x2*_x20*_x35*_x59*_x9*a*eta_QK - _x52*_x59, _x22*_x61 - _x23*_x61 - _x24*_x63 + _x43*_x62 + _x47*_x59, -_x33*_x63 + _x36*_x45*_x62 + _x65, 2*_x13*_x2*_x20*_x50*_x59*_x9*a*eta_QK*u - _x34*_x63 - _x65)
+
+
+def observables_SACO(u, a, b, c, K, M):
+    """SACO: (u, v, p, 1 - p, loss) of a reduced state."""
+    _x0 = 2*a*(b - c)
+    _x1 = numpy.exp(_x0)
+    _x2 = M + 1
+    _x3 = (_x1 + _x2)**(-1.0)
+    _x4 = _x1*_x3
+    return (u, _x0, _x4, _x2*_x3, numpy.log1p((K - 1)*numpy.exp(-_x4*u)))
+
+
+def initial_SACO(u_0, v_0, K):
+    """SACO: MODEL.md's symmetric/balanced start (u, a, b, c) with effective values u0, v0."""
+    _x0 = K**(1/4)
+    _x1 = (1/2)*numpy.sqrt(2)*numpy.sqrt(v_0)
+    return (u_0, _x0*_x1, _x1/_x0, 0)
+
+
 def rhs_TAFO(s_O, s_V, a, b, c, K, M, eta_QK, eta_OV):
     """TAFO: d(s_O, s_V, a, b, c)/dt of the reduced gradient flow."""
     _x0 = s_O*s_V
@@ -1151,6 +1254,611 @@ def initial_TAFO(u_0, v_0, K):
     return (_x0, _x0, _x1, 2*_x1, _x1)
 
 
+def rhs_SAFO(s_O, s_V, a, b, c, K, M, eta_QK, eta_OV):
+    """SAFO: d(s_O, s_V, a, b, c)/dt of the reduced gradient flow."""
+    _x0 = 2*b - 2*c
+    _x1 = numpy.exp(_x0*a)
+    _x2 = M + 1
+    _x3 = (_x1 + _x2)**(-1.0)
+    _x4 = _x1*_x3
+    _x5 = _x4*s_V
+    _x6 = _x5*s_O
+    _x7 = K - 1
+    _x8 = (_x7 + numpy.exp(_x6))**(-1.0)
+    _x9 = _x8*eta_OV
+    _x10 = _x6*_x7*_x8*eta_QK*(_x1*_x3 - 1)
+    _x11 = 2*_x10*a
+    return (_x5*_x9, _x4*_x9*s_O, -_x0*_x10, -_x11/K, _x11/_x2)
+
+
+def jac_SAFO(s_O, s_V, a, b, c, K, M, eta_QK, eta_OV):
+    """SAFO: Jacobian of rhs_SAFO, row-major (5x5 entries)."""
+    _x0 = s_V**2
+    _x1 = b - c
+    _x2 = _x1*a
+    _x3 = numpy.exp(2*_x2)
+    _x4 = M + 1
+    _x5 = _x3 + _x4
+    _x6 = _x5**(-2.0)
+    _x7 = 4*_x2
+    _x8 = numpy.exp(_x7)
+    _x9 = _x6*_x8
+    _x10 = _x5**(-1.0)
+    _x11 = _x10*_x3
+    _x12 = s_O*s_V
+    _x13 = _x11*_x12
+    _x14 = numpy.exp(_x13)
+    _x15 = K - 1
+    _x16 = _x14 + _x15
+    _x17 = _x16**(-2.0)
+    _x18 = _x14*_x17
+    _x19 = _x18*eta_OV
+    _x20 = _x19*_x9
+    _x21 = _x16**(-1.0)
+    _x22 = _x10*_x21*_x3*eta_OV - _x12*_x20
+    _x23 = 2*b - 2*c
+    _x24 = _x23*_x9
+    _x25 = _x21*eta_OV
+    _x26 = _x25*s_V
+    _x27 = _x11*_x23
+    _x28 = _x12*_x27
+    _x29 = _x12*_x24
+    _x30 = _x28 - _x29
+    _x31 = _x11*_x19
+    _x32 = _x31*s_V
+    _x33 = 2*a
+    _x34 = _x33*_x9
+    _x35 = _x26*_x34
+    _x36 = _x11*_x25*_x33
+    _x37 = _x36*s_V
+    _x38 = _x13*_x33
+    _x39 = -_x12*_x34 + _x38
+    _x40 = -_x39
+    _x41 = s_O**2
+    _x42 = _x25*s_O
+    _x43 = _x31*s_O
+    _x44 = _x34*_x42
+    _x45 = _x36*s_O
+    _x46 = _x1*s_V
+    _x47 = _x10*_x3 - 1
+    _x48 = _x15*_x21*eta_QK
+    _x49 = _x47*_x48
+    _x50 = 2*_x49
+    _x51 = _x11*_x50
+    _x52 = _x1*s_O
+    _x53 = _x15*_x18*_x47*eta_QK
+    _x54 = _x0*_x53
+    _x55 = 2*_x9
+    _x56 = _x41*_x53
+    _x57 = _x48*(-_x24 + _x27)
+    _x58 = 2*_x1*_x13
+    _x59 = _x11*_x33
+    _x60 = -_x34 + _x59
+    _x61 = _x48*_x58
+    _x62 = _x13*_x50
+    _x63 = _x49*_x7
+    _x64 = _x12*_x9
+    _x65 = _x13*_x63 + _x62 - _x63*_x64
+    _x66 = -_x60
+    _x67 = _x49*_x59
+    _x68 = K**(-1.0)
+    _x69 = _x68*s_V
+    _x70 = _x34*_x54*s_O
+    _x71 = _x34*_x56
+    _x72 = _x49*_x68
+    _x73 = _x38*_x68
+    _x74 = _x48*_x73
+    _x75 = 4*a**2
+    _x76 = _x72*_x75
+    _x77 = _x13*_x76 - _x64*_x76
+    _x78 = _x4**(-1.0)
+    _x79 = _x49*_x78
+    _x80 = _x33*_x79
+    _x81 = _x38*_x78
+    _x82 = _x53*_x81
+    _x83 = _x75*_x79
+    _x84 = _x13*_x83 - _x64*_x83
+    return (-_x0*_x20, _x22, _x10*_x21*_x23*_x3*eta_OV*s_V - _x24*_x26 - _x30*_x32, -_x32*_x39 - _x35 + _x37, -_x32*_x40 + _x35 - _x37, _x22, -_x20*_x41, _x10*_x21*_x23*_x3*eta_OV*s_O - _x24*_x42 - _x30*_x43, -_x39*_x43 - _x44 + _x45, -_x40*_x43 + _x44 - _x45, -_x46*_x51 + _x52*_x54*_x55, _x46*_x55*_x56 - _x51*_x52, 2*_x1*_x10*_x14*_x15*_x17*_x3*_x30*_x47*eta_QK*s_O*s_V + 2*_x1*_x15*_x21*_x23*_x47*_x6*_x8*eta_QK*s_O*s_V - _x1*_x28*_x50 - _x57*_x58, 2*_x1*_x10*_x14*_x15*_x17*_x3*_x39*_x47*eta_QK*s_O*s_V - _x60*_x61 - _x65, _x40*_x53*_x58 - _x61*_x66 + _x65, -_x67*_x69 + _x68*_x70, -_x67*_x68*s_O + _x69*_x71, 2*_x10*_x14*_x15*_x17*_x3*_x30*_x47*_x68*a*eta_QK*s_O*s_V + 2*_x15*_x21*_x23*_x47*_x6*_x68*_x8*a*eta_QK*s_O*s_V - _x28*_x33*_x72 - _x57*_x73 - _x62*_x68, 2*_x10*_x14*_x15*_x17*_x3*_x39*_x47*_x68*a*eta_QK*s_O*s_V - _x60*_x74 - _x77, _x40*_x53*_x73 - _x66*_x74 + _x77, 2*_x10*_x15*_x21*_x3*_x47*_x78*a*eta_QK*s_V - _x70*_x78, 2*_x10*_x15*_x21*_x3*_x47*_x78*a*eta_QK*s_O - _x71*_x78*s_V, _x28*_x80 - _x29*_x80 - _x30*_x82 + _x57*_x81 + _x62*_x78, -_x39*_x82 + _x48*_x60*_x81 + _x84, 2*_x10*_x15*_x21*_x3*_x66*_x78*a*eta_QK*s_O*s_V - _x40*_x82 - _x84)
+
+
+def observables_SAFO(s_O, s_V, a, b, c, K, M):
+    """SAFO: (u, v, p, 1 - p, loss) of a reduced state."""
+    _x0 = s_O*s_V
+    _x1 = 2*a*(b - c)
+    _x2 = numpy.exp(_x1)
+    _x3 = M + 1
+    _x4 = (_x2 + _x3)**(-1.0)
+    _x5 = _x2*_x4
+    return (_x0, _x1, _x5, _x3*_x4, numpy.log1p((K - 1)*numpy.exp(-_x0*_x5)))
+
+
+def initial_SAFO(u_0, v_0, K):
+    """SAFO: MODEL.md's symmetric/balanced start (s_O, s_V, a, b, c) with effective values u0, v0."""
+    _x0 = numpy.sqrt(u_0)
+    _x1 = K**(1/4)
+    _x2 = (1/2)*numpy.sqrt(2)*numpy.sqrt(v_0)
+    return (_x0, _x0, _x1*_x2, _x2/_x1, 0)
+
+
+def rhs_CASO(s_O, s_V, v, K, M, eta_QK, eta_OV):
+    """CASO: d(s_O, s_V, v)/dt of the reduced gradient flow."""
+    _x0 = numpy.exp(v)
+    _x1 = M + 1
+    _x2 = (_x0 + _x1)**(-1.0)
+    _x3 = _x0*_x2
+    _x4 = 2*_x3*s_V
+    _x5 = _x4*s_O
+    _x6 = K - 1
+    _x7 = (_x6 + numpy.exp(_x5))**(-1.0)
+    _x8 = _x7*eta_OV
+    return (_x4*_x8, 2*_x3*_x8*s_O, -_x5*_x6*_x7*eta_QK*(K + _x1)*(_x0*_x2 - 1)/(K*_x1))
+
+
+def jac_CASO(s_O, s_V, v, K, M, eta_QK, eta_OV):
+    """CASO: Jacobian of rhs_CASO, row-major (3x3 entries)."""
+    _x0 = s_V**2
+    _x1 = numpy.exp(v)
+    _x2 = M + 1
+    _x3 = _x1 + _x2
+    _x4 = _x3**(-1.0)
+    _x5 = _x1*_x4
+    _x6 = 2*_x5
+    _x7 = s_O*s_V
+    _x8 = _x6*_x7
+    _x9 = numpy.exp(_x8)
+    _x10 = K - 1
+    _x11 = _x10 + _x9
+    _x12 = _x9/_x11**2
+    _x13 = _x12*eta_OV
+    _x14 = numpy.exp(2*v)/_x3**2
+    _x15 = 4*_x14
+    _x16 = _x13*_x15
+    _x17 = _x11**(-1.0)
+    _x18 = 2*_x1*_x17*_x4*eta_OV - _x16*_x7
+    _x19 = 2*_x14
+    _x20 = _x17*_x19*eta_OV
+    _x21 = _x6*s_V
+    _x22 = _x19*_x7
+    _x23 = -_x22 + _x8
+    _x24 = _x13*_x23
+    _x25 = s_O**2
+    _x26 = _x6*s_O
+    _x27 = _x1*_x4 - 1
+    _x28 = K**(-1.0)
+    _x29 = _x2**(-1.0)
+    _x30 = K + _x2
+    _x31 = _x10*_x17*_x28*_x29*_x30*eta_QK
+    _x32 = _x27*_x31
+    _x33 = _x10*_x12*_x27*_x28*_x29*_x30*eta_QK
+    _x34 = _x15*_x33
+    return (-_x0*_x16, _x18, 2*_x1*_x17*_x4*eta_OV*s_V - _x20*s_V - _x21*_x24, _x18, -_x16*_x25, 2*_x1*_x17*_x4*eta_OV*s_O - _x20*s_O - _x24*_x26, _x0*_x34*s_O - _x21*_x32, _x25*_x34*s_V - _x26*_x32, _x22*_x32 + _x23*_x33*_x8 - _x31*_x8*(-_x14 + _x5) - _x32*_x8)
+
+
+def observables_CASO(s_O, s_V, v, K, M):
+    """CASO: (u, v, p, 1 - p, loss) of a reduced state."""
+    _x0 = 2*s_O*s_V
+    _x1 = numpy.exp(v)
+    _x2 = M + 1
+    _x3 = (_x1 + _x2)**(-1.0)
+    _x4 = _x1*_x3
+    return (_x0, v, _x4, _x2*_x3, numpy.log1p((K - 1)*numpy.exp(-_x0*_x4)))
+
+
+def initial_CASO(u_0, v_0, K):
+    """CASO: MODEL.md's symmetric/balanced start (s_O, s_V, v) with effective values u0, v0."""
+    _x0 = (1/2)*numpy.sqrt(2)*numpy.sqrt(u_0)
+    return (_x0, _x0, v_0)
+
+
+def rhs_FASO(s_O, s_V, a, b, c, K, M, eta_QK, eta_OV):
+    """FASO: d(s_O, s_V, a, b, c)/dt of the reduced gradient flow."""
+    _x0 = b - c
+    _x1 = numpy.exp(_x0*a)
+    _x2 = M + 1
+    _x3 = (_x1 + _x2)**(-1.0)
+    _x4 = _x1*_x3
+    _x5 = 2*_x4*s_V
+    _x6 = _x5*s_O
+    _x7 = K - 1
+    _x8 = (_x7 + numpy.exp(_x6))**(-1.0)
+    _x9 = _x8*eta_OV
+    _x10 = _x6*_x7*_x8*eta_QK*(_x1*_x3 - 1)
+    _x11 = _x10*a
+    return (_x5*_x9, 2*_x4*_x9*s_O, -_x0*_x10, -_x11/K, _x11/_x2)
+
+
+def jac_FASO(s_O, s_V, a, b, c, K, M, eta_QK, eta_OV):
+    """FASO: Jacobian of rhs_FASO, row-major (5x5 entries)."""
+    _x0 = 4*s_V**2
+    _x1 = b - c
+    _x2 = _x1*a
+    _x3 = numpy.exp(_x2)
+    _x4 = M + 1
+    _x5 = _x3 + _x4
+    _x6 = _x5**(-2.0)
+    _x7 = 2*_x2
+    _x8 = numpy.exp(_x7)
+    _x9 = _x6*_x8
+    _x10 = _x5**(-1.0)
+    _x11 = _x10*_x3
+    _x12 = 2*_x11
+    _x13 = s_O*s_V
+    _x14 = _x12*_x13
+    _x15 = numpy.exp(_x14)
+    _x16 = K - 1
+    _x17 = _x15 + _x16
+    _x18 = _x17**(-2.0)
+    _x19 = _x15*_x18
+    _x20 = _x19*eta_OV
+    _x21 = _x20*_x9
+    _x22 = _x17**(-1.0)
+    _x23 = 4*_x21
+    _x24 = 2*_x10*_x22*_x3*eta_OV - _x13*_x23
+    _x25 = 2*_x22*eta_OV
+    _x26 = _x1*_x9
+    _x27 = _x26*s_V
+    _x28 = _x1*_x11
+    _x29 = 2*_x13
+    _x30 = _x28*_x29
+    _x31 = -_x26*_x29 + _x30
+    _x32 = _x12*_x20
+    _x33 = _x32*s_V
+    _x34 = _x11*a
+    _x35 = _x25*s_V
+    _x36 = _x34*_x35
+    _x37 = _x9*a
+    _x38 = _x35*_x37
+    _x39 = _x29*_x34
+    _x40 = -_x29*_x37 + _x39
+    _x41 = -_x40
+    _x42 = s_O**2
+    _x43 = _x25*s_O
+    _x44 = _x32*s_O
+    _x45 = _x34*_x43
+    _x46 = _x37*_x43
+    _x47 = _x10*_x3 - 1
+    _x48 = _x16*_x22*eta_QK
+    _x49 = _x47*_x48
+    _x50 = 2*_x49
+    _x51 = _x28*_x50
+    _x52 = _x16*_x19*_x47*eta_QK
+    _x53 = _x0*_x52*s_O
+    _x54 = 4*_x42*_x52
+    _x55 = _x1**2
+    _x56 = _x14*_x49
+    _x57 = -_x26 + _x28
+    _x58 = _x30*_x48
+    _x59 = _x34 - _x37
+    _x60 = _x49*_x9
+    _x61 = _x13*_x7
+    _x62 = _x60*_x61
+    _x63 = _x11*_x49*_x61
+    _x64 = _x56 - _x62 + _x63
+    _x65 = -_x59
+    _x66 = _x34*_x50
+    _x67 = K**(-1.0)
+    _x68 = _x67*s_V
+    _x69 = _x37*_x53
+    _x70 = _x37*_x54
+    _x71 = _x56*_x67
+    _x72 = _x39*_x48
+    _x73 = _x67*_x72
+    _x74 = a**2
+    _x75 = _x29*_x60*_x74
+    _x76 = -_x67*_x75 + _x71*_x74
+    _x77 = _x39*_x52
+    _x78 = _x4**(-1.0)
+    _x79 = _x56*_x78
+    _x80 = _x72*_x78
+    _x81 = _x77*_x78
+    _x82 = _x74*_x79 - _x75*_x78
+    return (-_x0*_x21, _x24, 2*_x1*_x10*_x22*_x3*eta_OV*s_V - _x25*_x27 - _x31*_x33, -_x33*_x40 + _x36 - _x38, -_x33*_x41 - _x36 + _x38, _x24, -_x23*_x42, 2*_x1*_x10*_x22*_x3*eta_OV*s_O - _x26*_x43 - _x31*_x44, -_x40*_x44 + _x45 - _x46, -_x41*_x44 - _x45 + _x46, _x26*_x53 - _x51*s_V, _x27*_x54 - _x51*s_O, 2*_x1*_x10*_x15*_x16*_x18*_x3*_x31*_x47*eta_QK*s_O*s_V + 2*_x16*_x22*_x47*_x55*_x6*_x8*eta_QK*s_O*s_V - _x55*_x56 - _x57*_x58, 2*_x1*_x10*_x15*_x16*_x18*_x3*_x40*_x47*eta_QK*s_O*s_V - _x58*_x59 - _x64, _x30*_x41*_x52 - _x58*_x65 + _x64, -_x66*_x68 + _x67*_x69, -_x66*_x67*s_O + _x68*_x70, 2*_x1*_x16*_x22*_x47*_x6*_x67*_x8*a*eta_QK*s_O*s_V + 2*_x10*_x15*_x16*_x18*_x3*_x31*_x47*_x67*a*eta_QK*s_O*s_V - _x57*_x73 - _x63*_x67 - _x71, 2*_x10*_x15*_x16*_x18*_x3*_x40*_x47*_x67*a*eta_QK*s_O*s_V - _x59*_x73 - _x76, _x41*_x67*_x77 - _x65*_x73 + _x76, 2*_x10*_x16*_x22*_x3*_x47*_x78*a*eta_QK*s_V - _x69*_x78, 2*_x10*_x16*_x22*_x3*_x47*_x78*a*eta_QK*s_O - _x70*_x78*s_V, -_x31*_x81 + _x57*_x80 - _x62*_x78 + _x63*_x78 + _x79, -_x40*_x81 + _x59*_x80 + _x82, 2*_x10*_x16*_x22*_x3*_x65*_x78*a*eta_QK*s_O*s_V - _x41*_x81 - _x82)
+
+
+def observables_FASO(s_O, s_V, a, b, c, K, M):
+    """FASO: (u, v, p, 1 - p, loss) of a reduced state."""
+    _x0 = 2*s_O*s_V
+    _x1 = a*(b - c)
+    _x2 = numpy.exp(_x1)
+    _x3 = M + 1
+    _x4 = (_x2 + _x3)**(-1.0)
+    _x5 = _x2*_x4
+    return (_x0, _x1, _x5, _x3*_x4, numpy.log1p((K - 1)*numpy.exp(-_x0*_x5)))
+
+
+def initial_FASO(u_0, v_0, K):
+    """FASO: MODEL.md's symmetric/balanced start (s_O, s_V, a, b, c) with effective values u0, v0."""
+    _x0 = (1/2)*numpy.sqrt(2)*numpy.sqrt(u_0)
+    _x1 = K**(1/4)
+    _x2 = numpy.sqrt(v_0)
+    return (_x0, _x0, _x1*_x2, _x2/_x1, 0)
+
+
+def rhs_TASO(s_O, s_V, a, b, c, K, M, eta_QK, eta_OV):
+    """TASO: d(s_O, s_V, a, b, c)/dt of the reduced gradient flow."""
+    _x0 = numpy.exp(a*b)
+    _x1 = s_O*s_V
+    _x2 = _x0*_x1
+    _x3 = numpy.exp(a**2)
+    _x4 = numpy.exp(a*c)
+    _x5 = _x4*(M - 1)
+    _x6 = _x3 + _x4 + _x5
+    _x7 = _x0 + _x6
+    _x8 = 2/_x7
+    _x9 = K - 1
+    _x10 = (_x9 + numpy.exp(_x2*_x8))**(-1.0)
+    _x11 = _x0*_x10*_x8*eta_OV
+    _x12 = 2*a
+    _x13 = _x10*_x9*eta_QK/_x7**2
+    _x14 = _x13*_x2
+    return (_x11*s_V, _x11*s_O, 2*_x14*(-_x0*b - _x12*_x3 - _x4*c - _x5*c + _x7*b), _x12*_x14*_x6/K, -_x1*_x12*_x13*numpy.exp(a*(b + c)))
+
+
+def jac_TASO(s_O, s_V, a, b, c, K, M, eta_QK, eta_OV):
+    """TASO: Jacobian of rhs_TASO, row-major (5x5 entries)."""
+    _x0 = s_V**2
+    _x1 = a*b
+    _x2 = numpy.exp(_x1)
+    _x3 = a**2
+    _x4 = numpy.exp(_x3)
+    _x5 = a*c
+    _x6 = numpy.exp(_x5)
+    _x7 = _x6*(M - 1)
+    _x8 = _x6 + _x7
+    _x9 = _x4 + _x8
+    _x10 = _x2 + _x9
+    _x11 = _x10**(-2.0)
+    _x12 = 2*_x1
+    _x13 = numpy.exp(_x12)
+    _x14 = _x11*_x13
+    _x15 = _x10**(-1.0)
+    _x16 = _x15*s_V
+    _x17 = 2*s_O
+    _x18 = _x17*_x2
+    _x19 = _x16*_x18
+    _x20 = numpy.exp(_x19)
+    _x21 = K - 1
+    _x22 = _x20 + _x21
+    _x23 = _x22**(-2.0)
+    _x24 = _x20*_x23
+    _x25 = _x24*eta_OV
+    _x26 = 4*_x25
+    _x27 = _x14*_x26
+    _x28 = _x22**(-1.0)
+    _x29 = _x11*s_V
+    _x30 = _x13*_x29
+    _x31 = _x26*s_O
+    _x32 = 2*_x15*_x2*_x28*eta_OV - _x30*_x31
+    _x33 = _x28*eta_OV
+    _x34 = _x2*b
+    _x35 = 2*_x34
+    _x36 = _x16*_x35
+    _x37 = 2*_x33
+    _x38 = _x6*c
+    _x39 = 2*_x4
+    _x40 = _x7*c
+    _x41 = _x38 + _x39*a + _x40
+    _x42 = _x34 + _x41
+    _x43 = -_x42
+    _x44 = _x29*_x43
+    _x45 = _x18*_x44 + _x36*s_O
+    _x46 = _x25*_x45
+    _x47 = 2*_x16*_x2
+    _x48 = _x17*a
+    _x49 = _x19*a - _x30*_x48
+    _x50 = _x25*_x49
+    _x51 = _x6*a
+    _x52 = _x7*a
+    _x53 = _x51 + _x52
+    _x54 = -_x53
+    _x55 = _x10**(-3.0)
+    _x56 = _x13*_x55
+    _x57 = _x0*_x54
+    _x58 = s_O**2
+    _x59 = _x35*s_O
+    _x60 = _x15*_x18
+    _x61 = _x56*s_V
+    _x62 = _x58*_x61
+    _x63 = _x10*b - _x42
+    _x64 = _x21*eta_QK
+    _x65 = _x24*_x64
+    _x66 = _x63*_x65
+    _x67 = 4*s_O
+    _x68 = _x0*_x67
+    _x69 = _x56*_x68
+    _x70 = 4*_x66
+    _x71 = _x28*_x64
+    _x72 = _x63*_x71
+    _x73 = _x29*_x72
+    _x74 = c**2
+    _x75 = 4*_x4
+    _x76 = _x29*_x71
+    _x77 = _x18*_x76
+    _x78 = _x55*s_V
+    _x79 = _x78*(-_x35 - 2*_x38 - 2*_x40 - _x75*a)
+    _x80 = _x18*_x72
+    _x81 = _x29*_x45
+    _x82 = _x18*_x66
+    _x83 = _x77*_x9
+    _x84 = _x18*a
+    _x85 = _x61*_x67
+    _x86 = _x29*_x49
+    _x87 = _x78*(-2*_x51 - 2*_x52)
+    _x88 = _x10**(-4.0)
+    _x89 = _x13*_x57*_x58*_x88
+    _x90 = K**(-1.0)
+    _x91 = _x65*_x90
+    _x92 = _x9*_x91*a
+    _x93 = 4*_x92
+    _x94 = _x76*_x90
+    _x95 = _x84*_x94
+    _x96 = _x71*_x9*_x90
+    _x97 = _x84*_x96
+    _x98 = _x84*_x9*_x91
+    _x99 = a*(b + c)
+    _x100 = numpy.exp(_x99)
+    _x101 = _x100*_x71
+    _x102 = _x101*_x29
+    _x103 = _x100*_x65
+    _x104 = _x103*a
+    _x105 = _x101*_x48
+    _x106 = _x2*_x78
+    _x107 = _x102*_x17
+    _x108 = _x107*_x3
+    return (-_x0*_x27, _x32, _x2*_x37*_x44 + _x33*_x36 - _x46*_x47, 2*_x15*_x2*_x28*a*eta_OV*s_V - _x30*_x37*a - _x47*_x50, 2*_x11*_x2*_x28*_x54*eta_OV*s_V - _x31*_x56*_x57, _x32, -_x27*_x58, _x11*_x18*_x33*_x43 + _x15*_x33*_x59 - _x46*_x60, -_x14*_x33*_x48 + 2*_x15*_x2*_x28*a*eta_OV*s_O - _x50*_x60, 2*_x11*_x2*_x28*_x54*eta_OV*s_O - _x26*_x54*_x62, 2*_x11*_x2*_x21*_x28*_x63*eta_QK*s_V - _x66*_x69, 2*_x11*_x2*_x21*_x28*_x63*eta_QK*s_O - _x62*_x70, _x59*_x73 + _x77*(-_x2*b**2 - _x3*_x75 - _x39 + _x42*b - _x6*_x74 - _x7*_x74) + _x79*_x80 - _x81*_x82, -_x72*_x85*a + _x73*_x84 - _x82*_x86 + _x83, -_x70*_x89 + _x77*(-_x5*_x6 - _x5*_x7 + _x53*b - _x8) + _x80*_x87, 2*_x11*_x2*_x21*_x28*_x9*_x90*a*eta_QK*s_V - _x69*_x92, 2*_x11*_x2*_x21*_x28*_x9*_x90*a*eta_QK*s_O - _x62*_x93, _x12*_x2*_x9*_x94*s_O + _x41*_x95 + _x79*_x97 - _x81*_x98 + _x83*_x90, 2*_x11*_x2*_x21*_x28*_x3*_x9*_x90*eta_QK*s_O*s_V - _x3*_x85*_x96 - _x86*_x98, _x53*_x95 + _x87*_x97 - _x89*_x93, -2*_x102*a + _x104*_x2*_x55*_x68, 4*_x104*_x106*_x58 - _x105*_x11, 2*_x100*_x11*_x20*_x21*_x23*_x45*a*eta_QK*s_O*s_V - _x105*_x79 - _x107*_x99 - _x107, _x101*_x106*_x3*_x67 + _x103*_x48*_x86 - _x108, 4*_x0*_x100*_x2*_x20*_x21*_x23*_x54*_x58*_x88*a*eta_QK - _x105*_x87 - _x108)
+
+
+def observables_TASO(s_O, s_V, a, b, c, K, M):
+    """TASO: (u, v, p, 1 - p, loss) of a reduced state."""
+    _x0 = 2*s_O*s_V
+    _x1 = numpy.exp(a*b)
+    _x2 = numpy.exp(a**2)
+    _x3 = numpy.exp(a*c)
+    _x4 = _x1/(_x1 + _x2 + _x3*(M - 1) + _x3)
+    _x5 = M*_x3 + _x2
+    return (_x0, a*(b - c), _x4, _x5/(_x1 + _x5), numpy.log1p((K - 1)*numpy.exp(-_x0*_x4)))
+
+
+def initial_TASO(u_0, v_0, K):
+    """TASO: MODEL.md's symmetric/balanced start (s_O, s_V, a, b, c) with effective values u0, v0."""
+    _x0 = (1/2)*numpy.sqrt(2)*numpy.sqrt(u_0)
+    _x1 = numpy.sqrt(v_0)
+    return (_x0, _x0, _x1, 2*_x1, _x1)
+
+
+def rhs_SASO(s_O, s_V, a, b, c, K, M, eta_QK, eta_OV):
+    """SASO: d(s_O, s_V, a, b, c)/dt of the reduced gradient flow."""
+    _x0 = b - c
+    _x1 = numpy.exp(2*_x0*a)
+    _x2 = M + 1
+    _x3 = (_x1 + _x2)**(-1.0)
+    _x4 = _x1*_x3
+    _x5 = 2*_x4*s_V
+    _x6 = K - 1
+    _x7 = (_x6 + numpy.exp(_x5*s_O))**(-1.0)
+    _x8 = _x7*eta_OV
+    _x9 = _x4*s_O
+    _x10 = 4*_x6*_x7*_x9*eta_QK*s_V*(_x1*_x3 - 1)
+    _x11 = _x10*a
+    return (_x5*_x8, 2*_x8*_x9, -_x0*_x10, -_x11/K, _x11/_x2)
+
+
+def jac_SASO(s_O, s_V, a, b, c, K, M, eta_QK, eta_OV):
+    """SASO: Jacobian of rhs_SASO, row-major (5x5 entries)."""
+    _x0 = s_V**2
+    _x1 = b - c
+    _x2 = _x1*a
+    _x3 = numpy.exp(2*_x2)
+    _x4 = M + 1
+    _x5 = _x3 + _x4
+    _x6 = _x5**(-2.0)
+    _x7 = numpy.exp(4*_x2)
+    _x8 = _x6*_x7
+    _x9 = 4*_x8
+    _x10 = _x5**(-1.0)
+    _x11 = _x10*_x3
+    _x12 = 2*_x11
+    _x13 = s_O*s_V
+    _x14 = numpy.exp(_x12*_x13)
+    _x15 = K - 1
+    _x16 = _x14 + _x15
+    _x17 = _x16**(-2.0)
+    _x18 = _x14*_x17
+    _x19 = _x18*eta_OV
+    _x20 = _x19*_x9
+    _x21 = _x16**(-1.0)
+    _x22 = 2*_x10*_x21*_x3*eta_OV - _x13*_x20
+    _x23 = 2*b - 2*c
+    _x24 = _x23*_x8
+    _x25 = _x21*eta_OV
+    _x26 = _x25*s_V
+    _x27 = 2*_x13
+    _x28 = _x11*_x23
+    _x29 = -_x24*_x27 + _x27*_x28
+    _x30 = _x12*_x19
+    _x31 = _x30*s_V
+    _x32 = _x26*a
+    _x33 = _x32*_x9
+    _x34 = 4*_x11
+    _x35 = _x32*_x34
+    _x36 = _x13*a
+    _x37 = _x34*_x36
+    _x38 = -_x36*_x9 + _x37
+    _x39 = -_x38
+    _x40 = s_O**2
+    _x41 = _x25*s_O
+    _x42 = _x30*s_O
+    _x43 = _x41*a
+    _x44 = _x43*_x9
+    _x45 = _x34*_x43
+    _x46 = _x15*_x21*eta_QK
+    _x47 = _x34*_x46
+    _x48 = _x10*_x3 - 1
+    _x49 = _x1*_x48
+    _x50 = _x49*s_V
+    _x51 = _x15*_x18*eta_QK
+    _x52 = _x49*_x51
+    _x53 = 8*_x8
+    _x54 = _x0*_x53*s_O
+    _x55 = _x47*s_O
+    _x56 = _x40*_x51*_x53
+    _x57 = 4*_x28
+    _x58 = _x13*_x46
+    _x59 = -_x24 + _x28
+    _x60 = _x13*_x47
+    _x61 = _x1*_x60
+    _x62 = 2*a
+    _x63 = _x11*_x62 - _x62*_x8
+    _x64 = _x48*_x60
+    _x65 = _x48*_x58
+    _x66 = _x2*_x65
+    _x67 = 8*_x11
+    _x68 = -_x53*_x66 + _x64 + _x66*_x67
+    _x69 = -_x63
+    _x70 = K**(-1.0)
+    _x71 = _x48*a
+    _x72 = _x70*_x71
+    _x73 = _x51*_x54
+    _x74 = _x56*s_V
+    _x75 = _x48*_x70
+    _x76 = _x36*_x46
+    _x77 = _x37*_x46
+    _x78 = _x70*_x77
+    _x79 = _x65*a**2
+    _x80 = _x70*_x79
+    _x81 = -_x53*_x80 + _x67*_x80
+    _x82 = _x37*_x51
+    _x83 = _x4**(-1.0)
+    _x84 = _x71*_x83
+    _x85 = _x48*_x83
+    _x86 = _x76*_x85
+    _x87 = _x77*_x83
+    _x88 = _x82*_x85
+    _x89 = _x79*_x83
+    _x90 = -_x53*_x89 + _x67*_x89
+    return (-_x0*_x20, _x22, 2*_x10*_x21*_x23*_x3*eta_OV*s_V - 2*_x24*_x26 - _x29*_x31, -_x31*_x38 - _x33 + _x35, -_x31*_x39 + _x33 - _x35, _x22, -_x20*_x40, 2*_x10*_x21*_x23*_x3*eta_OV*s_O - 2*_x24*_x41 - _x29*_x42, -_x38*_x42 - _x44 + _x45, -_x39*_x42 + _x44 - _x45, -_x47*_x50 + _x52*_x54, -_x49*_x55 + _x50*_x56, 4*_x1*_x10*_x14*_x15*_x17*_x29*_x3*_x48*eta_QK*s_O*s_V + 4*_x1*_x15*_x21*_x23*_x48*_x6*_x7*eta_QK*s_O*s_V - _x49*_x57*_x58 - _x59*_x61, 4*_x1*_x10*_x14*_x15*_x17*_x3*_x38*_x48*eta_QK*s_O*s_V - _x61*_x63 - _x68, _x13*_x34*_x39*_x52 - _x61*_x69 + _x68, -_x47*_x72*s_V + _x72*_x73, -_x55*_x72 + _x72*_x74, 4*_x10*_x14*_x15*_x17*_x29*_x3*_x48*_x70*a*eta_QK*s_O*s_V + 4*_x15*_x21*_x23*_x48*_x6*_x7*_x70*a*eta_QK*s_O*s_V - _x57*_x75*_x76 - _x59*_x78 - _x64*_x70, 4*_x10*_x14*_x15*_x17*_x3*_x38*_x48*_x70*a*eta_QK*s_O*s_V - _x63*_x78 - _x81, _x39*_x75*_x82 - _x69*_x78 + _x81, 4*_x10*_x15*_x21*_x3*_x48*_x83*a*eta_QK*s_V - _x73*_x84, 4*_x10*_x15*_x21*_x3*_x48*_x83*a*eta_QK*s_O - _x74*_x84, -4*_x24*_x86 - _x29*_x88 + _x57*_x86 + _x59*_x87 + _x64*_x83, -_x38*_x88 + _x63*_x87 + _x90, 4*_x10*_x15*_x21*_x3*_x69*_x83*a*eta_QK*s_O*s_V - _x39*_x88 - _x90)
+
+
+def observables_SASO(s_O, s_V, a, b, c, K, M):
+    """SASO: (u, v, p, 1 - p, loss) of a reduced state."""
+    _x0 = 2*s_O*s_V
+    _x1 = 2*a*(b - c)
+    _x2 = numpy.exp(_x1)
+    _x3 = M + 1
+    _x4 = (_x2 + _x3)**(-1.0)
+    _x5 = _x2*_x4
+    return (_x0, _x1, _x5, _x3*_x4, numpy.log1p((K - 1)*numpy.exp(-_x0*_x5)))
+
+
+def initial_SASO(u_0, v_0, K):
+    """SASO: MODEL.md's symmetric/balanced start (s_O, s_V, a, b, c) with effective values u0, v0."""
+    _x0 = (1/2)*numpy.sqrt(2)
+    _x1 = _x0*numpy.sqrt(u_0)
+    _x2 = K**(1/4)
+    _x3 = _x0*numpy.sqrt(v_0)
+    return (_x1, _x1, _x2*_x3, _x3/_x2, 0)
+
+
 def paper_rhs(mu_OV, mu_QK, m, n, b, M_out, eta_OV, eta_QK):
     """The paper's reduced equations: d(mu_OV, mu_QK)/dt."""
     _x0 = m*numpy.exp(mu_QK)
@@ -1201,7 +1909,13 @@ STATE_NAMES = {
     'CAFO': ('s_O', 's_V', 'v'),
     'FAFO': ('s_O', 's_V', 'a', 'b', 'c'),
     'TACO': ('u', 'a', 'b', 'c'),
+    'SACO': ('u', 'a', 'b', 'c'),
     'TAFO': ('s_O', 's_V', 'a', 'b', 'c'),
+    'SAFO': ('s_O', 's_V', 'a', 'b', 'c'),
+    'CASO': ('s_O', 's_V', 'v'),
+    'FASO': ('s_O', 's_V', 'a', 'b', 'c'),
+    'TASO': ('s_O', 's_V', 'a', 'b', 'c'),
+    'SASO': ('s_O', 's_V', 'a', 'b', 'c'),
 }
 
 
@@ -1211,7 +1925,13 @@ RHS = {
     'CAFO': rhs_CAFO,
     'FAFO': rhs_FAFO,
     'TACO': rhs_TACO,
+    'SACO': rhs_SACO,
     'TAFO': rhs_TAFO,
+    'SAFO': rhs_SAFO,
+    'CASO': rhs_CASO,
+    'FASO': rhs_FASO,
+    'TASO': rhs_TASO,
+    'SASO': rhs_SASO,
 }
 
 
@@ -1221,7 +1941,13 @@ JAC = {
     'CAFO': jac_CAFO,
     'FAFO': jac_FAFO,
     'TACO': jac_TACO,
+    'SACO': jac_SACO,
     'TAFO': jac_TAFO,
+    'SAFO': jac_SAFO,
+    'CASO': jac_CASO,
+    'FASO': jac_FASO,
+    'TASO': jac_TASO,
+    'SASO': jac_SASO,
 }
 
 
@@ -1231,7 +1957,13 @@ OBSERVABLES = {
     'CAFO': observables_CAFO,
     'FAFO': observables_FAFO,
     'TACO': observables_TACO,
+    'SACO': observables_SACO,
     'TAFO': observables_TAFO,
+    'SAFO': observables_SAFO,
+    'CASO': observables_CASO,
+    'FASO': observables_FASO,
+    'TASO': observables_TASO,
+    'SASO': observables_SASO,
 }
 
 
@@ -1241,7 +1973,13 @@ INITIAL = {
     'CAFO': initial_CAFO,
     'FAFO': initial_FAFO,
     'TACO': initial_TACO,
+    'SACO': initial_SACO,
     'TAFO': initial_TAFO,
+    'SAFO': initial_SAFO,
+    'CASO': initial_CASO,
+    'FASO': initial_FASO,
+    'TASO': initial_TASO,
+    'SASO': initial_SASO,
 }
 
 

@@ -24,7 +24,7 @@ from simulation.batch import integrate_batch
 from simulation.integrators import fixed_step, rk4_step
 from simulation.reduced import integrate_many, tau_of_t
 from simulation.sweep import residual_at_loss
-from theory.parametrization import Parametrization
+from theory.parametrization import BASELINE, Parametrization
 
 
 @lru_cache(maxsize=1)
@@ -105,7 +105,7 @@ def reproduce(t_eval: np.ndarray, settings: dict | None = None) -> PaperRun:
     K, M = int(settings["M_out"]), int(round(settings["n"] / settings["m"])) - 1
     b = settings["b"]
     eo = settings["eta_OV"]
-    ours = integrate_many(Parametrization("CACO"), K, M, ratios * eo / b ** 2, eo, 0.0, 0.0, t_eval)
+    ours = integrate_many(Parametrization(BASELINE), K, M, ratios * eo / b ** 2, eo, 0.0, 0.0, t_eval)
     return PaperRun(ratios, np.asarray(t_eval, dtype=float), p_att, p_loss, ours.p, ours.loss, K, M)
 
 

@@ -21,7 +21,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
-from theory.parametrization import Parametrization, registered  # noqa: E402
+from theory.parametrization import BASELINE, FULLY_FACTORIZED, Parametrization, registered  # noqa: E402
 
 OKABE_ITO = ("#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#000000")
 """Okabe & Ito's colour-blind-safe palette, without its yellow (unreadable as a line on white)."""
@@ -254,10 +254,10 @@ def plot_order_crossover(levels: np.ndarray, residual: dict[str, np.ndarray], la
     fig, axes = plt.subplots(1, 2, figsize=(12, 4.6))
     for prm, y in residual.items():
         axes[0].plot(levels, y, color=COLORS.get(prm), label=PARAM_NAMES.get(prm, prm))
-    if "CACO" in residual and "FAFO" in residual:
-        axes[1].plot(levels, residual["CACO"] / residual["FAFO"], color=COLORS["CACO"])
+    if BASELINE in residual and FULLY_FACTORIZED in residual:
+        axes[1].plot(levels, residual[BASELINE] / residual[FULLY_FACTORIZED], color=COLORS[BASELINE])
         axes[1].axhline(1.0, color="k", lw=0.8)
-        axes[1].set_ylabel("(1-p) CACO / (1-p) FAFO  (>1: FAFO sharper)")
+        axes[1].set_ylabel(f"(1-p) {BASELINE} / (1-p) {FULLY_FACTORIZED}  (>1: {FULLY_FACTORIZED} sharper)")
         axes[1].set_xscale("log")
         axes[1].set_yscale("log")
         axes[1].invert_xaxis()

@@ -39,7 +39,7 @@ def collapsed_qk_v_of_u(param: Parametrization, u_, K_, M_, eta_qk_, eta_ov_, u0
 
     Uses theory's Lambert-W solution (:func:`theory.first_integrals.v_of_u_collapsed_qk`) in Wright-omega form.
     """
-    if Parametrization(param).qk.factorized:
+    if Parametrization(param).qk.kind.rescales:
         raise ValueError(f"{param}: the Lambert-W form of v(u) needs a collapsed QK circuit")
     ev = first_integral_evaluator(param)
     g0, rg0 = ev.terms_uv(u0, v0, K_, M_, eta_qk_, eta_ov_, 0.0, 1.0)

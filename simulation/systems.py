@@ -26,7 +26,7 @@ from typing import Callable
 
 import numpy as np
 
-from theory.parametrization import Parametrization
+from theory.parametrization import BASELINE, Parametrization
 
 Array = np.ndarray
 
@@ -146,8 +146,8 @@ def paper(param, K, M, eta_qk, eta_ov, u0, v0, *, m: float = 1.0, n: float | Non
     from simulation import generated
 
     p = Parametrization(param)
-    if not (p.qk.collapsed and p.ov.collapsed):
-        raise ValueError(f"system 'paper': the paper's equations describe collapsed circuits (CACO) only, not {p}")
+    if p != BASELINE:
+        raise ValueError(f"system 'paper': the paper's equations describe collapsed circuits ({BASELINE}) only, not {p}")
     if clock not in ("t", "tau"):
         raise ValueError(f"clock {clock!r}: must be 't' or 'tau' (the paper's t * min(eta))")
     pars = (float(m), float(M + 1 if n is None else n), float(b), float(K if M_out is None else M_out),

@@ -41,7 +41,6 @@ from theory.parametrization import Parametrization
 
 from theory.checks import Check, identity_check, limit_check
 from theory.first_integrals import first_integral
-from theory.rescaling import rescaling_factor
 from theory.symbols import M, delta, u, v
 
 H0 = sp.Symbol("H_0", real=True)
@@ -81,7 +80,7 @@ class NextOrderLaws:
 def next_order_laws(param: Parametrization) -> NextOrderLaws:
     """Derive the next-order laws of ``param`` from its rescaling factor and first integral."""
     fi = first_integral(param)
-    rho_ov = rescaling_factor("OV", Parametrization(param).ov.factorized).subs(delta, 0).subs(u, _up).subs(_up, u)
+    rho_ov = Parametrization(param).ov.rescaling_factor().subs(delta, 0).subs(u, _up).subs(_up, u)
     rho_ov = sp.simplify(sp.powdenest(rho_ov.subs(u, _up), force=True)).subs(_up, u)
     p = sp.exp(v) / (sp.exp(v) + M + 1)
     eps = (M + 1) / (sp.exp(v) + M + 1)
@@ -113,9 +112,9 @@ def next_order_checks(param: Parametrization) -> list[Check]:
     fi = first_integral(param)
     hf = sp.Function("h")(u)
     laplace = sp.diff(sp.exp(u) * (hf - sp.diff(hf, u)), u)
-    rho = rescaling_factor("OV", Parametrization(param).ov.factorized).subs(delta, 0).subs(u, _up)
+    rho = Parametrization(param).ov.rescaling_factor().subs(delta, 0).subs(u, _up)
     inv = 1 / rho
-    lim = 2 if Parametrization(param).ov.factorized else 0
+    lim = 2 if Parametrization(param).ov.kind.rescales else 0
     checks = [
         identity_check(f"{param}-next-laplace-step", r"\frac{d}{du}\bigl[e^u(h - h')\bigr] = e^u (h - h'')",
                        laplace, sp.exp(u) * (hf - sp.diff(hf, u, 2))),
@@ -125,7 +124,7 @@ def next_order_checks(param: Parametrization) -> list[Check]:
                        fi.coefficient * fi.G_ov.subs(delta, 0).subs(u, _up).subs(_up, laws.u_of_level),
                        G_level - H0),
     ]
-    if Parametrization(param).qk.collapsed and Parametrization(param).ov.factorized:   # CAFO
+    if not Parametrization(param).qk.kind.rescales and Parametrization(param).ov.kind.rescales:   # CAFO
         # Leading curve e^v = R u / 2: eps * u -> 2 (M+1)/R, the constant the leading clock drops.
         R = fi.coefficient
         eps_u = (laws.residual_of_v * u).subs(sp.exp(v), R * _up / 2).subs(u, _up)

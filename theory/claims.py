@@ -114,8 +114,11 @@ THRESHOLDS: dict[str, Threshold] = {t.name: t for t in (
 )}
 """Every threshold of every verdict rule, by name."""
 
-SHARPNESS_ORDER_PAIRS: tuple[tuple[str, str], ...] = (
-    ("CACO", "CAFO"), ("CACO", "FAFO"), ("FACO", "CAFO"), ("FACO", "FAFO"))
+from theory.parametrization import name_of  # noqa: E402  (the kinds' registry: no import cycle)
+
+SHARPNESS_ORDER_PAIRS: tuple[tuple[str, str], ...] = tuple(
+    (name_of(qk, "collapsed"), name_of(qk_weaker, "factorized"))
+    for qk in ("collapsed", "factorized") for qk_weaker in ("collapsed", "factorized"))
 """The orders ``(sharper, weaker)`` the paper states for ``sharpness-order``: collapsed-OV models (CACO, FACO)
 concentrate attention more than factorized-OV ones (CAFO, FAFO). The paper does not rank CAFO against FAFO
 (it says FAFO predicts well with weak attention), so that pair is not judged."""

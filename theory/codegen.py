@@ -43,7 +43,7 @@ from typing import Callable, Sequence
 import sympy as sp
 from sympy.printing.numpy import SciPyPrinter
 
-from theory.parametrization import Parametrization
+from theory.parametrization import FULLY_FACTORIZED, Parametrization
 
 TARGET = Path(__file__).resolve().parent.parent / "simulation" / "generated.py"
 """The generated module's path in the source tree."""
@@ -128,8 +128,8 @@ def _first_integral_functions(param: Parametrization) -> tuple[list[Function], i
     fi = first_integral(param)
     state_args = (*s.state, K, M, eta_qk, eta_ov)
     uv_args = (u, v, K, M, eta_qk, eta_ov, delta, A_qk)
-    delta_expr = ov_rescaling().constants["delta"] if p.ov.factorized else sp.Integer(0)
-    a_expr = qk_rescaling().constants["A_QK"] if p.qk.factorized else sp.Integer(1)
+    delta_expr = ov_rescaling().constants["delta"] if p.ov.kind.rescales else sp.Integer(0)
+    a_expr = qk_rescaling().constants["A_QK"] if p.qk.kind.rescales else sp.Integer(1)
     rest = sp.Integer(0)
     pieces = []
     for term in sp.Add.make_args(sp.expand(fi.G_qk, deep=False)):
@@ -191,7 +191,7 @@ def _problem_functions(param: Parametrization) -> list[Function]:
 
     fns = [Function(f"frozen_qk_time_{param}", (U_, U0, P, K, eta_ov), (frozen_qk_time_expr(param),),
                     f"{param}: exact t(u) of the flow with eta_QK = 0 (attention frozen at p) from u0.", vector=False)]
-    if Parametrization(param).qk.collapsed:
+    if not Parametrization(param).qk.kind.rescales:
         fns.append(Function(f"qk_offset_{param}", (), (qk_offset(param),),
                             f"{param}: c in G_QK(v) = e^v + (M+1) v - c (collapsed QK).", vector=False))
     return fns
@@ -228,7 +228,7 @@ def _symmetric_line_functions() -> list[Function]:
     from theory.symbols import K, M, P, u, u0, v, v0
     from theory.symmetric_line import margin_loss, p_of_v
 
-    start = balanced_initial_state(Parametrization("FAFO"))
+    start = balanced_initial_state(Parametrization(FULLY_FACTORIZED))
     return [
         Function("margin_loss", (u, P, K), (margin_loss(u, P),),
                  "Loss on the symmetric line, log(1 + (K-1) exp(-p u)).", vector=False),
@@ -270,7 +270,8 @@ def render_module(params: Sequence[str] | None = None) -> str:
 
     Every parametrization gets its reduced flow (``rhs``, ``jac``, ``observables``, ``initial``); the
     pieces that rest on MODEL.md's line :math:`p = p(v)` (first integrals, laws, next order, exact problems,
-    sign laws) only those whose QK circuit stays on it (:attr:`theory.reduced.Circuit.on_line`; not tied QK).
+    sign laws) only those whose QK circuit stays on it (:attr:`theory.reduced.Circuit.on_line`; not tied QK) and whose
+    kinds have theory's closed-form line results (:attr:`theory.parametrization.Parametrization.line_theory`).
     The tables are keyed by name, generated from the registry (:func:`theory.parametrization.registered`).
     """
     from theory.asymptotics import LAW_NAMES, LAW_TARGETS
@@ -287,7 +288,7 @@ def render_module(params: Sequence[str] | None = None) -> str:
         tables["STATE_NAMES"].append(f"    {str(param)!r}: {names!r},")
         for key, prefix in (("RHS", "rhs"), ("JAC", "jac"), ("OBSERVABLES", "observables"), ("INITIAL", "initial")):
             tables[key].append(f"    {str(param)!r}: {prefix}_{param},")
-        if not reduced_system(param).qk.on_line:
+        if not (reduced_system(param).qk.on_line and param.line_theory):
             continue
         fi_fns, n_pieces = _first_integral_functions(param)
         for fn in fi_fns:
@@ -301,7 +302,7 @@ def render_module(params: Sequence[str] | None = None) -> str:
         tables["NEXT_ORDER"].append(f"    {str(param)!r}: {{{nxt}}},")
         tables["FROZEN_QK_TIME"].append(f"    {str(param)!r}: frozen_qk_time_{param},")
         tables["SIGN_LAWS"].append(f"    {str(param)!r}: (sign_u_{param}, sign_v_{param}),")
-        if Parametrization(param).qk.collapsed:
+        if not param.qk.kind.rescales:
             tables["QK_OFFSET"].append(f"    {str(param)!r}: qk_offset_{param}(),")
         pieces = ", ".join(f"(fi_g_qk_coef{i}_{param}, fi_g_qk_integrand{i}_{param})" for i in range(n_pieces))
         tables["FIRST_INTEGRALS"].append(

@@ -35,19 +35,26 @@ class Derivation:
     ``rho_ov``/``rho_qk`` are the implicit learning-rate factors in the effective observables;
     ``effective`` is the exact 2-D :math:`(\dot u, \dot v)`; ``first_integral`` and ``asymptotics``
     as in their modules; ``adam`` the sign-descent laws of Adam's limit flow (:mod:`theory.adam`);
-    ``checks`` lists every check that established them.
+    ``checks`` lists every check that established them. For a parametrization whose kinds have no closed-form
+    line results (:attr:`theory.parametrization.Parametrization.line_theory` False: tied, scaled, ...) only the
+    reduced flow, its conserved quantities and their checks are derived; the other fields are ``None``.
     """
 
     param: str
     system: ReducedSystem
     conserved: dict[str, sp.Expr]
-    rho_ov: sp.Expr
-    rho_qk: sp.Expr
-    effective: tuple[sp.Expr, sp.Expr]
-    first_integral: FirstIntegral
-    asymptotics: AsymptoticLaws
-    adam: SignLaws
+    rho_ov: sp.Expr | None
+    rho_qk: sp.Expr | None
+    effective: tuple[sp.Expr, sp.Expr] | None
+    first_integral: FirstIntegral | None
+    asymptotics: AsymptoticLaws | None
+    adam: SignLaws | None
     checks: tuple[Check, ...] = field(default=())
+
+    @property
+    def line_theory(self) -> bool:
+        """True when the line results (rescaling, first integral, laws) were derived."""
+        return self.first_integral is not None
 
     @property
     def dimension(self) -> int:
@@ -55,7 +62,22 @@ class Derivation:
 
     def as_json(self) -> dict[str, Any]:
         s = self.system
+        reduced = {
+            "param": self.param,
+            "dimension": self.dimension,
+            "state": [x.name for x in s.state],
+            "matrices": {"OV": s.ov.matrix_form, "QK": s.qk.matrix_form},
+            "rhs": {x.name: sp.sstr(f) for x, f in zip(s.state, s.rhs_display, strict=False)},
+            "p": sp.sstr(s.p_expr),
+            "observables": {"u": sp.sstr(s.u_expr), "v": sp.sstr(s.v_expr), "loss": sp.sstr(s.loss_expr)},
+            "initial_state": {x.name: sp.sstr(val) for x, val in balanced_initial_state(Parametrization(self.param)).items()},
+            "conserved": {k: sp.sstr(v) for k, v in self.conserved.items()},
+            "line_theory": self.line_theory,
+            "checks": [c.as_dict() for c in self.checks],
+        }
         laws = self.asymptotics
+        if laws is None or self.first_integral is None or self.effective is None:
+            return reduced
         return {
             "param": self.param,
             "dimension": self.dimension,
@@ -95,11 +117,15 @@ class Derivation:
 @lru_cache(maxsize=None)
 def derive(param: Parametrization) -> Derivation:
     """Derive and check everything about ``param`` (cached per process)."""
-    if param not in PARAMS:
-        raise ValueError(f"parametrization {param!r}: must be one of {', '.join(PARAMS)}")
+    p = Parametrization(param)  # ValueError naming the registered ones
     system = reduced_system(param)
     checks: list[Check] = []
     checks += tag("conservation", conservation_checks(param))
+    if not p.line_theory:  # a kind without theory's closed-form line results: its reduced flow only
+        checks += tag("effective-system", flow_checks(param))
+        return Derivation(param=str(p), system=system, conserved=conserved_quantities(param), rho_ov=None,
+                          rho_qk=None, effective=None, first_integral=None, asymptotics=None, adam=None,
+                          checks=tuple(checks))
     checks += tag("effective-system", effective_system_checks(param))
     checks += tag("effective-system", flow_checks(param))
     checks += tag("first-integral", first_integral_checks(param))
@@ -108,8 +134,8 @@ def derive(param: Parametrization) -> Derivation:
     checks += tag("adam", adam_checks(param))
     return Derivation(
         param=param, system=system, conserved=conserved_quantities(param),
-        rho_ov=ov_rescaling().in_effective if Parametrization(param).ov.factorized else sp.Integer(1),
-        rho_qk=qk_rescaling().in_effective if Parametrization(param).qk.factorized else sp.Integer(1),
+        rho_ov=ov_rescaling().in_effective if p.ov.kind.rescales else sp.Integer(1),
+        rho_qk=qk_rescaling().in_effective if p.qk.kind.rescales else sp.Integer(1),
         effective=effective_system(param), first_integral=first_integral(param),
         asymptotics=asymptotic_laws(param), adam=sign_laws(param), checks=tuple(checks))
 
@@ -193,6 +219,7 @@ def derivation_json(params: tuple[str, ...] = PARAMS, full_matrix: bool = False,
 
     derivations, glob = derive_all(params, full_matrix, workers)
     checks = all_checks(derivations, glob)
+    lined = {p: d for p, d in derivations.items() if d.line_theory}  # the ledger rests on the line results
     o = glob.ordering
     return {
         "model": "orthogonal synthetic model (MODEL.md); K, M, eta_QK, eta_OV symbolic",
@@ -214,7 +241,7 @@ def derivation_json(params: tuple[str, ...] = PARAMS, full_matrix: bool = False,
                      "dlog_residual_dlog_ratio": {k: sp.sstr(v) for k, v in o.ratio_effect.items()},
                      "slow_start": {k: sp.sstr(v) for k, v in o.slow_start.items()},
                      "checks": [c.as_dict() for c in o.checks]},
-        "ledger": claims_ledger(derivations, glob),
+        "ledger": claims_ledger(lined, glob) if lined else [],
         "displays": displays(derivations, glob),
         "summary": {"checks": len(checks), "passed": sum(c.passed for c in checks),
                     "numeric_fallbacks": sum(c.numeric for c in checks),

@@ -51,10 +51,12 @@ def displays(derivations: dict, glob) -> list[dict[str, Any]]:
         for name, expr in d.conserved.items():
             out.append(_display(f"{p}: conserved {name}", sp.Symbol(name), expr, f"reduced-{p}", f"{p}-conserved-{name}",
                                 "reduced-odes"))
-        if Parametrization(p).ov.factorized:
+        if d.first_integral is None or d.asymptotics is None or d.adam is None:
+            continue  # no closed-form line results for its kinds (Parametrization.line_theory)
+        if Parametrization(p).ov.kind.rescales:
             out.append(_display(f"{p}: OV rescaling", sp.Symbol("rho_OV"), d.rho_ov, f"reduced-{p}", "rho-OV-effective",
                                 "rescaling"))
-        if Parametrization(p).qk.factorized:
+        if Parametrization(p).qk.kind.rescales:
             out.append(_display(f"{p}: QK rescaling", sp.Symbol("rho_QK"), d.rho_qk, f"reduced-{p}", "rho-QK-effective",
                                 "rescaling"))
         out.append(_display(f"{p}: first integral", sp.Symbol("H"), d.first_integral.H, f"reduced-{p}",

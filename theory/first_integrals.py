@@ -25,7 +25,7 @@ from theory.reduced import reduced_system
 from theory.rescaling import effective_system
 from theory.symbols import K, M, N, P, eta_ov, eta_qk, r, u, v
 from theory.symmetric_line import p_of_v
-from theory.parametrization import Parametrization
+from theory.parametrization import BASELINE, Parametrization
 
 x_, y_ = sp.symbols("x y", positive=True)
 
@@ -60,14 +60,13 @@ def _definite(integrand: sp.Expr, var: sp.Symbol, upper: sp.Symbol) -> sp.Expr:
 @lru_cache(maxsize=None)
 def first_integral(param: Parametrization) -> FirstIntegral:
     """Separate :math:`dv/du` and integrate both sides (exactly where sympy can, else as an Integral)."""
-    from theory.rescaling import rescaling_factor
 
-    rho_ov = rescaling_factor("OV", Parametrization(param).ov.factorized)
-    rho_qk = rescaling_factor("QK", Parametrization(param).qk.factorized)
+    rho_ov = Parametrization(param).ov.rescaling_factor()
+    rho_qk = Parametrization(param).qk.rescaling_factor()
     # The 2-D system is (eta_OV rho_OV F_u, eta_QK rho_QK F_v): keep the factors as symbols while
     # simplifying, so that the separation is exact and visible.
     Ro, Rq = sp.symbols("rho_OV rho_QK", positive=True)
-    base = reduced_system("CACO")
+    base = reduced_system(BASELINE)
     slope_sym = sp.simplify((Rq * base.rhs_display[1] / (Ro * base.rhs_display[0])).subs(P, p_of_v()))
     # Proposed separation dv/du = R * [u / rho_OV(u)] / [(e^v + M + 1) / rho_QK(v)]; R must be constant.
     coeff = sp.simplify(slope_sym * ((sp.exp(v) + M + 1) / Rq) / (u / Ro))
@@ -100,16 +99,15 @@ def first_integral_checks(param: Parametrization) -> list[Check]:
 
 def generic_loss_slope(param: Parametrization) -> sp.Expr:
     r""":math:`dv/du` when the cross-entropy is replaced by an arbitrary margin loss :math:`\varphi(p u)`."""
-    from theory.rescaling import rescaling_factor
 
     phi = sp.Function("varphi")
     Lam = phi(P * u)
-    base = reduced_system("CACO")
+    base = reduced_system(BASELINE)
     n_ov, n_qk = base.ov.multiplicity[0], base.qk.multiplicity[0]
     F_u = -sp.diff(Lam, u) / n_ov
     F_v = -sp.diff(Lam, P) * P * (1 - P) / n_qk
-    rho_ov = rescaling_factor("OV", Parametrization(param).ov.factorized)
-    rho_qk = rescaling_factor("QK", Parametrization(param).qk.factorized)
+    rho_ov = Parametrization(param).ov.rescaling_factor()
+    rho_qk = Parametrization(param).qk.rescaling_factor()
     return sp.simplify(((eta_qk * rho_qk * F_v) / (eta_ov * rho_ov * F_u)).subs(P, p_of_v()))
 
 
@@ -119,7 +117,7 @@ def v_of_u_collapsed_qk(param: Parametrization) -> sp.Expr:
     :math:`X = R\,G_{OV}(u) + H_0`; :math:`v = X/(M+1) - W_0\!\bigl(e^{X/(M+1)}/(M+1)\bigr)`.
     Returned as a function of the symbol ``X``.
     """
-    if Parametrization(param).qk.factorized:
+    if Parametrization(param).qk.kind.rescales:
         raise ValueError("v(u) in closed form needs a collapsed QK circuit")
     X = sp.Symbol("X", positive=True)
     sols = sp.solve(sp.exp(v) + (M + 1) * v - X, v)

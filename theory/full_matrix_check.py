@@ -22,7 +22,7 @@ from theory.checks import AT_ONE_SIZE, Check, is_zero, numeric_method, numerical
 from theory.orbit_gradient import orbit_gradient
 from theory.reduced import reduced_system
 from theory.symbols import A_, B_, C_, E_, K, M, a_, alpha, b_, beta, c_, eta_ov, eta_qk, gamma, s_O, s_V
-from theory.parametrization import Parametrization
+from theory.parametrization import FULLY_FACTORIZED, Parametrization
 
 SIZES = ((2, 1), (2, 2), (3, 1), (3, 2))
 
@@ -99,7 +99,7 @@ def collapsed_full_matrix_check(k: int, m: int) -> Check:
 
 
 @lru_cache(maxsize=None)
-def factorized_full_matrix_check(k: int, m: int, param: Parametrization | str = "FAFO") -> Check:
+def factorized_full_matrix_check(k: int, m: int, param: Parametrization | str = FULLY_FACTORIZED) -> Check:
     r"""Factor gradients at the factorized symmetric point reproduce the reduced flow (sizes k, m).
 
     Uses :math:`r_{QK} = 1` and :math:`r_{OV} = K-1` with an explicit orthonormal basis :math:`U`

@@ -15,6 +15,7 @@ from typing import Any
 import sympy as sp
 
 from theory.optimizer_rescaling import sign_rescaling
+from theory.parametrization import BASELINE, FULLY_FACTORIZED, name_of
 
 
 _SUPERSCRIPT = str.maketrans("0123456789+-()", "⁰¹²³⁴⁵⁶⁷⁸⁹⁺⁻⁽⁾")
@@ -67,7 +68,7 @@ def _crossover() -> tuple[str, str]:
     """
     from theory.ordering import _U, _residual_u
 
-    ratio = sp.simplify(_residual_u("CACO") / _residual_u("FAFO"))
+    ratio = sp.simplify(_residual_u(BASELINE) / _residual_u(FULLY_FACTORIZED))
     syms = {x.name: x for x in ratio.free_symbols}
     parts = []
     for K, M, rv in CROSSOVER_EXAMPLES:
@@ -143,8 +144,8 @@ def claims_ledger(derivations: dict, glob) -> list[dict[str, Any]]:
                 "quantities remove the extra directions, leaving an exact 2-D (u, v) system."), ev("reduced-odes")),
         _entry("rescaling", status("rescaling", "derived"),
                (f"General: dW/dt = -eta (W1 W1^T G + G W2^T W2) with W1^T W1 - W2 W2^T conserved. On the "
-                f"symmetric set: rho_OV = {_plain(derivations.get('CAFO', first).rho_ov)}, "
-                f"rho_QK = {_plain(derivations.get('FACO', first).rho_qk)}; balanced start: rho_OV = 2u. "
+                f"symmetric set: rho_OV = {_plain(derivations.get(name_of('collapsed', 'factorized'), first).rho_ov)}, "
+                f"rho_QK = {_plain(derivations.get(name_of('factorized', 'collapsed'), first).rho_qk)}; balanced start: rho_OV = 2u. "
                 f"Under sign descent (Adam's beta -> 0, eps -> 0 limit) a factorized scalar w = xy is rescaled by "
                 f"{_plain(sign_rescaling().in_state)} = {_plain(sign_rescaling().in_effective)} (x - y conserved; "
                 f"balanced: {_plain(sign_rescaling().balanced)}, not 2w); on the symmetric set its orbits separate, "
@@ -167,7 +168,7 @@ def claims_ledger(derivations: dict, glob) -> list[dict[str, Any]]:
                 "(factorized OV): Theta(log t), leading term independent of the ratio. v grows only like "
                 "2 log log t (collapsed OV) or log log t (factorized OV): the O(log^2 t) bound holds but is "
                 "far from tight; the ratio enters v only additively (log r) and the residual 1-p, asymptotically "
-                f"(u -> oo), as 1/r. CACO: v(u) ~ {_plain(laws['CACO'].v_of_u) if 'CACO' in laws else ''}."),
+                f"(u -> oo), as 1/r. {BASELINE}: v(u) ~ {_plain(laws[BASELINE].v_of_u) if BASELINE in laws else ''}."),
                ev("growth-rates")),
         _entry("sharpness-ratio", status("sharpness-ratio", "refined"),
                (f"Holds only as a limit at matched margin u (u -> oo): d log(1-p)/d log r -> {slopes} for every "

@@ -23,6 +23,7 @@ import sympy as sp
 
 from theory.checks import Check, identity_check, limit_check
 from theory.reduced import reduced_system
+from theory.parametrization import BASELINE
 from theory.symbols import K, M, N, P, eta_ov, eta_qk, u, v
 from theory.symmetric_line import line_geometry, margin_loss, p_of_v
 
@@ -87,7 +88,7 @@ def score_scale_rates() -> tuple[sp.Expr, sp.Expr]:
 def paper_mapping_checks() -> tuple[Check, ...]:
     """Exact comparisons of the paper's system with the derived one (see the module docstring)."""
     ps = paper_system()
-    ours = reduced_system("CACO")
+    ours = reduced_system(BASELINE)
     mapped = {k: val for k, val in PAPER_TO_MODEL.items()}
     p_att = ps.attention.subs(mapped)
     d_ov = ps.rhs[0].subs(mapped)

@@ -35,12 +35,35 @@ full-matrix simulation, torch models, figures) takes the kinds from here.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Iterable, Literal, Sequence
+from typing import Annotated, Any, Iterable, Sequence
 
-ParamName = Literal["CACO", "FACO", "CAFO", "FAFO"]
-"""Type of one of the four names (for typed specs and configs)."""
 
-PARAMETRIZATIONS: tuple[ParamName, ...] = ("CACO", "FACO", "CAFO", "FAFO")
+def check_registered(name: str) -> str:
+    """``name`` if it is a registered parametrization (:func:`registered`), else ``ValueError`` saying which are."""
+    if name not in registered():
+        raise ValueError(f"must be one of {', '.join(registered())}")
+    return name
+
+
+class _Registered:
+    """Annotation metadata: pydantic validates the ``str`` with :func:`check_registered` (theory imports no pydantic;
+    the hook runs when the app or a test builds a validator)."""
+
+    def __get_pydantic_core_schema__(self, source: Any, handler: Any) -> Any:
+        from pydantic_core import core_schema
+
+        return core_schema.no_info_after_validator_function(check_registered, handler(source))
+
+    def __repr__(self) -> str:
+        return "registered()"
+
+
+ParamName = Annotated[str, _Registered()]
+"""Type of a parametrization name in typed specs and configs: a ``str`` that pydantic checks against the registry
+(:func:`check_registered`), so every registered parametrization is accepted and nothing else (one-line error
+``<field>: <value>: must be one of CACO, FACO, ...``)."""
+
+PARAMETRIZATIONS: tuple[str, ...] = ("CACO", "FACO", "CAFO", "FAFO")
 """MODEL.md's four names, in the order every table and figure uses."""
 
 CIRCUITS = ("QK", "OV")
@@ -84,6 +107,35 @@ class CircuitKind:
         """MODEL.md's symmetric start at effective value ``value`` (``u0`` for OV, ``v0`` for QK), numpy."""
         raise NotImplementedError
 
+    line_theory: bool = False
+    """True when theory derives MODEL.md's line results for this kind in closed form (the rescaling factor
+    :math:`\rho` in the effective observable, first integral, asymptotic and sign-descent laws: collapsed and
+    factorized). A kind without them still gets its reduced flow, generated numerics, full matrices and torch layer."""
+
+    rescales: bool = True
+    """True when gradient flow on the factors is not the collapsed flow (:meth:`velocity` is not the identity)."""
+
+    def scores(self, circuit: str, mats: Sequence[Any], x: Any, xq: Any) -> Any:
+        r"""QK scores :math:`s_j = x_j^\top W x_q`: ``x`` ``(B, L, D)``, ``xq`` ``(B, D)`` -> ``(B, L)``.
+
+        Default: through the effective matrix; a kind with low-rank factors overrides it so that the
+        ``D x D`` product is never formed."""
+        return (x @ self.effective(circuit, mats) @ xq[..., None])[..., 0]
+
+    def apply(self, circuit: str, mats: Sequence[Any], h: Any) -> Any:
+        r""":math:`h W^\top` for rows ``h`` ``(..., D)`` (the OV read-out ``(..., K)``), by default through the
+        effective matrix; a factorized kind applies its factors one after the other."""
+        return h @ _t(self.effective(circuit, mats))
+
+    def balance(self, circuit: str, mats: Sequence[Any]) -> Any | None:
+        """The matrix gradient flow on the factors conserves (a balance of the factors), or ``None``."""
+        return None
+
+    def rescaling_factor(self, circuit: str) -> Any:
+        r"""Symbolic :math:`\rho` of ``circuit`` in its effective observable on MODEL.md's line (sympy; kinds with
+        :attr:`line_theory` only): :math:`\dot u = \eta\rho F_u`, :math:`\dot v = \eta\rho F_v`."""
+        raise NotImplementedError(f"the {self.name} kind has no closed-form rescaling factor (line_theory is False)")
+
     def __repr__(self) -> str:
         return f"CircuitKind({self.name!r})"
 
@@ -114,9 +166,16 @@ class Collapsed(CircuitKind):
     """One matrix per circuit: ``W_KQ`` ``(D, D)`` or ``W_OV`` ``(K, D)``."""
 
     name, letter, description = "collapsed", "C", "collapsed"
+    line_theory = True
+    rescales = False
 
     def factors(self, circuit):
         return ("W_KQ",) if circuit == "QK" else ("W_OV",)
+
+    def rescaling_factor(self, circuit):
+        import sympy
+
+        return sympy.Integer(1)
 
     def factor_shapes(self, circuit, d_in, d_out, rank):
         return ((d_in, d_in),) if circuit == "QK" else ((d_out, d_in),)
@@ -146,6 +205,7 @@ class Factorized(CircuitKind):
 
     name, letter, description = "factorized", "F", "factorized"
     zero_is_fixed_point = True
+    line_theory = True
 
     def factors(self, circuit):
         return ("W_K", "W_Q") if circuit == "QK" else ("W_O", "W_V")
@@ -168,6 +228,25 @@ class Factorized(CircuitKind):
         if circuit == "QK":             # W_K^T W_K G + G W_Q^T W_Q
             return _t(A) @ A @ G + G @ _t(B) @ B
         return A @ _t(A) @ G + G @ _t(B) @ B  # W_O W_O^T G + G W_V^T W_V
+
+    def scores(self, circuit, mats, x, xq):
+        A, B = mats                                   # low rank: keys x W_K^T (B, L, r), query xq W_Q^T (B, r)
+        return ((x @ _t(A)) @ (xq @ _t(B))[..., None])[..., 0]
+
+    def apply(self, circuit, mats, h):
+        A, B = mats
+        return (h @ _t(B)) @ _t(A) if circuit == "OV" else h @ _t(_t(A) @ B)
+
+    def rescaling_factor(self, circuit):
+        r""":math:`\sqrt{\delta^2 + 4u^2}` (OV), :math:`\sqrt{A^2 + 4\kappa v^2}` (QK): :mod:`theory.rescaling`."""
+        from theory.rescaling import ov_rescaling, qk_rescaling
+
+        return (ov_rescaling() if circuit == "OV" else qk_rescaling()).in_effective
+
+    def balance(self, circuit, mats):
+        r""":math:`W_K W_K^\top - W_Q W_Q^\top` (QK) or :math:`W_O^\top W_O - W_V W_V^\top` (OV), ``(r, r)``."""
+        A, B = mats
+        return A @ _t(A) - B @ _t(B) if circuit == "QK" else _t(A) @ A - B @ _t(B)
 
     def start(self, circuit, K, M, value, rank=None):
         r"""Balanced: OV the SVD split :math:`U S^{1/2} R^\top, R S^{1/2} V^\top` of :math:`u P E_d^\top`
@@ -229,6 +308,10 @@ class Tied(CircuitKind):
         S = G + _t(G)
         return S @ _t(W) @ W + _t(W) @ W @ S
 
+    def scores(self, circuit, mats, x, xq):
+        (W,) = mats                                   # (x W^T) . (xq W^T), rank r
+        return ((x @ _t(W)) @ (xq @ _t(W))[..., None])[..., 0]
+
     def start(self, circuit, K, M, value, rank=None):
         import numpy as np
 
@@ -241,7 +324,47 @@ class Tied(CircuitKind):
         return (W,)
 
 
-KINDS: dict[str, CircuitKind] = {k.letter: k for k in (Collapsed(), Factorized(), Tied())}
+class Scaled(Factorized):
+    r"""A factorization with a fixed scale :math:`c` (:attr:`scale`): :math:`W_{KQ} = c\,W_K^\top W_Q`,
+    :math:`W_{OV} = c\,W_O W_V` (factors shaped as :class:`Factorized`'s), as a ``1/\sqrt{r}``-style output scale.
+
+    Chain rule: the pull-back is :math:`c` times the factorized one and the velocity :math:`c^2` times it
+    (:math:`\dot W = -\eta c^2 (W_K^\top W_K G + G W_Q^\top W_Q)`); the balance of the factors is conserved as for
+    :class:`Factorized`. Start: the balanced factors of :math:`W/c` (each factor :math:`1/\sqrt c` times the
+    factorized start). Theory derives its reduced flow; the closed forms resting on the factorized
+    :math:`\rho` (first integral, laws) are not derived for it (:attr:`CircuitKind.line_theory` is False).
+    """
+
+    name, letter, description = "scaled", "S", "scaled factorized"
+    line_theory = False
+    scale = 2
+    """The fixed scale :math:`c` (an integer, so the symbolic side stays exact)."""
+
+    rescaling_factor = CircuitKind.rescaling_factor  # not derived (c times the factorized one, primed constants)
+
+    def effective(self, circuit, mats):
+        return self.scale * super().effective(circuit, mats)
+
+    def pullback(self, circuit, mats, G):
+        return tuple(self.scale * g for g in super().pullback(circuit, mats, G))
+
+    def velocity(self, circuit, mats, G):
+        return self.scale ** 2 * super().velocity(circuit, mats, G)
+
+    def scores(self, circuit, mats, x, xq):
+        return self.scale * super().scores(circuit, mats, x, xq)
+
+    def apply(self, circuit, mats, h):
+        return self.scale * super().apply(circuit, mats, h)
+
+    def start(self, circuit, K, M, value, rank=None):
+        if value <= 0:
+            raise ValueError(f"a scaled {circuit} circuit needs {'u0' if circuit == 'OV' else 'v0'} > 0 "
+                             "(0 is a fixed point of the flow)")
+        return tuple(m / self.scale ** 0.5 for m in super().start(circuit, K, M, value, rank))
+
+
+KINDS: dict[str, CircuitKind] = {k.letter: k for k in (Collapsed(), Factorized(), Tied(), Scaled())}
 """The circuit kinds by letter: the one place a new kind is registered."""
 
 
@@ -254,13 +377,30 @@ class Circuit:
 
     @property
     def factorized(self) -> bool:
-        """Two factors (the kind ``F``)."""
+        """Two factors (the kind ``F``): kept for MODEL.md's four; new code asks the kind (:attr:`kind`)."""
         return self.kind.letter == "F"
 
     @property
     def collapsed(self) -> bool:
-        """One unconstrained matrix (the kind ``C``)."""
+        """One unconstrained matrix (the kind ``C``): kept for MODEL.md's four; new code asks the kind."""
         return self.kind.letter == "C"
+
+    @property
+    def zero_is_fixed_point(self) -> bool:
+        """A start at effective value 0 never moves (:attr:`CircuitKind.zero_is_fixed_point`)."""
+        return self.kind.zero_is_fixed_point
+
+    def scores(self, mats: Sequence[Any], x: Any, xq: Any) -> Any:
+        return self.kind.scores(self.name, mats, x, xq)
+
+    def apply(self, mats: Sequence[Any], h: Any) -> Any:
+        return self.kind.apply(self.name, mats, h)
+
+    def balance(self, mats: Sequence[Any]) -> Any | None:
+        return self.kind.balance(self.name, mats)
+
+    def rescaling_factor(self) -> Any:
+        return self.kind.rescaling_factor(self.name)
 
     @property
     def letter(self) -> str:
@@ -294,6 +434,24 @@ def registered() -> tuple[str, ...]:
     return tuple(out)
 
 
+def name_of(qk: str, ov: str) -> str:
+    """The name of the parametrization whose QK circuit is of kind ``qk`` and OV circuit of kind ``ov`` (kind names
+    or letters of :data:`KINDS`): ``name_of("factorized", "collapsed") == "FACO"``. ``ValueError`` if not registered."""
+    by_name = {k.name: k for k in KINDS.values()}
+    try:
+        q, o = (KINDS.get(x) or by_name[x] for x in (qk, ov))
+    except KeyError:
+        raise ValueError(f"({qk!r}, {ov!r}): kinds must be among {', '.join(by_name)}") from None
+    return check_registered(f"{q.letter}A{o.letter}O")
+
+
+BASELINE = name_of("collapsed", "collapsed")
+"""Both circuits collapsed (CACO): the paper's equations, the default of the commands, the reference of a rescaling."""
+
+FULLY_FACTORIZED = name_of("factorized", "factorized")
+"""Both circuits factorized (FAFO): the other end of MODEL.md's four."""
+
+
 class Parametrization(str):
     """A validated parametrization name with its two circuits (a ``str`` subclass)."""
 
@@ -317,6 +475,11 @@ class Parametrization(str):
     def circuits(self) -> tuple[Circuit, Circuit]:
         """``(qk, ov)``."""
         return self.qk, self.ov
+
+    @property
+    def line_theory(self) -> bool:
+        """Both kinds have theory's closed-form line results (:attr:`CircuitKind.line_theory`): MODEL.md's four."""
+        return self.qk.kind.line_theory and self.ov.kind.line_theory
 
     @property
     def description(self) -> str:
@@ -354,4 +517,4 @@ class Parametrization(str):
 
 
 __all__ = ["Parametrization", "Circuit", "CircuitKind", "KINDS", "PARAMETRIZATIONS", "ParamName", "registered",
-           "Collapsed", "Factorized", "Tied"]
+           "check_registered", "name_of", "BASELINE", "FULLY_FACTORIZED", "Collapsed", "Factorized", "Tied", "Scaled"]

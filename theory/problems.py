@@ -33,7 +33,7 @@ def frozen_qk_time_expr(param: Parametrization) -> sp.Expr:
 @lru_cache(maxsize=None)
 def qk_offset(param: Parametrization) -> sp.Expr:
     r"""``c`` with :math:`G_{QK}(v) = e^v + (M+1)v - c` (collapsed QK only)."""
-    if Parametrization(param).qk.factorized:
+    if Parametrization(param).qk.kind.rescales:
         raise ValueError(f"{param}: G_QK has the e^v + (M+1) v form only for collapsed QK")
     from theory.symbols import v as v_sym
 

@@ -20,7 +20,9 @@ full matrices restricted to that set is
 * tied QK (:func:`_tied`): :math:`W_K = W_Q = e\,(b\mathbf 1_d + c\mathbf 1_c + a e_q)^\top`, :math:`n = (1, K, M)`;
   the query's score :math:`a^2` leaves the commons' :math:`ac`, so the attention has two gaps (off MODEL.md's line).
 
-The derivation decides the dimension: CACO 2, CAFO 3, FACO 4, FAFO 5, TACO 4, TAFO 5. A circuit kind's
+* scaled (:func:`_scaled`): the factorized coordinates with :math:`W = c\,W_1W_2`, effective observable times :math:`c`.
+
+The derivation decides the dimension: CACO 2, CAFO 3, FACO 4, FAFO 5, TACO 4, TAFO 5 (SACO 4, CASO 3, ...). A circuit kind's
 reduced coordinates are one entry of :data:`REDUCED_CIRCUITS`.
 """
 
@@ -43,7 +45,8 @@ class Circuit:
     ``orbits`` (QK only): the query column's orbit values :math:`(\alpha, \beta, \gamma)` =
     :math:`W_{KQ}[d_k, q], W_{KQ}[c_j, q], W_{KQ}[q, q]` as functions of the coordinates, from which the
     attention is computed (:func:`theory.symmetric_line.attention_on_distinct`). ``start``: MODEL.md's
-    start in these coordinates (symbols ``u_0``, ``v_0``, ``K``).
+    start in these coordinates (symbols ``u_0``, ``v_0``, ``K``). ``conserved``: ``(name, expression)`` of the
+    quantities its factors' flow conserves, in the coordinates (checked by :func:`theory.rescaling.conservation_checks`).
     """
 
     name: str                        # "OV" or "QK"
@@ -55,6 +58,7 @@ class Circuit:
     matrix_form: str                 # LaTeX of the matrices on the symmetric set
     start: tuple[sp.Expr, ...] = ()
     orbits: tuple[sp.Expr, ...] = ()
+    conserved: tuple[tuple[str, sp.Expr], ...] = ()
 
     @property
     def factorized(self) -> bool:
@@ -84,11 +88,12 @@ def _factorized(circuit: str) -> Circuit:
         n = line_geometry().ov_norm2
         return Circuit("OV", "factorized", (s_O, s_V), (n, n), s_O * s_V, eta_ov,
                        r"W_O = s_O\,U R^\top,\; W_V = s_V\,R V^\top,\; U V^\top = P E_d^\top",
-                       (sp.sqrt(u0), sp.sqrt(u0)))
+                       (sp.sqrt(u0), sp.sqrt(u0)), conserved=(("delta", s_O ** 2 - s_V ** 2),))
     return Circuit("QK", "factorized", (a_, b_, c_), (sp.Integer(1), K, M + 1), a_ * (b_ - c_), eta_qk,
                    r"W_Q = a\,e\,e_q^\top,\; W_K = e\,(b\,\mathbf 1_d + c\,\mathbf 1_c + c\,e_q)^\top",
                    (K ** sp.Rational(1, 4) * sp.sqrt(v0), K ** sp.Rational(-1, 4) * sp.sqrt(v0), sp.Integer(0)),
-                   (a_ * b_, a_ * c_, a_ * c_))
+                   (a_ * b_, a_ * c_, a_ * c_),
+                   (("C_QK", a_ ** 2 - K * b_ ** 2 - (M + 1) * c_ ** 2), ("S", K * b_ + (M + 1) * c_)))
 
 
 def _tied(circuit: str) -> Circuit:
@@ -110,7 +115,20 @@ def _tied(circuit: str) -> Circuit:
                    (sp.sqrt(v0), 2 * sp.sqrt(v0), sp.sqrt(v0)), (a_ * b_, a_ * c_, a_ ** 2))
 
 
-REDUCED_CIRCUITS = {"collapsed": _collapsed, "factorized": _factorized, "tied": _tied}
+def _scaled(circuit: str) -> Circuit:
+    r"""Scaled factorization :math:`W = c\,W_1 W_2` (:class:`theory.parametrization.Scaled`, :math:`c` its ``scale``):
+    the factorized coordinates and multiplicities (the factors are the same matrices), effective observable and
+    orbits :math:`c` times the factorized ones, start :math:`1/\sqrt c` times it (so the effective start is the same)."""
+    from theory.parametrization import Scaled
+
+    c = sp.Integer(Scaled.scale)
+    f = _factorized(circuit)
+    form = (rf"W_{{OV}} = {c}\,W_O W_V,\; " if circuit == "OV" else rf"W_{{KQ}} = {c}\,W_K^\top W_Q,\; ") + f.matrix_form
+    return Circuit(circuit, "scaled", f.coords, f.multiplicity, c * f.effective, f.rate, form,
+                   tuple(x / sp.sqrt(c) for x in f.start), tuple(c * o for o in f.orbits), f.conserved)
+
+
+REDUCED_CIRCUITS = {"collapsed": _collapsed, "factorized": _factorized, "tied": _tied, "scaled": _scaled}
 """Kind name (:data:`theory.parametrization.KINDS`) -> ``builder(circuit) -> Circuit``: a kind's symbolic side."""
 
 

@@ -30,7 +30,7 @@ import sympy as sp
 from theory.checks import SYMBOLIC, Check, identity_check, is_zero
 from theory.reduced import reduced_system
 from theory.symbols import A_qk, C_bal, K, M, N, S_shift, a_, b_, c_, delta, kappa, s_O, s_V, u, v
-from theory.parametrization import Parametrization
+from theory.parametrization import BASELINE, Parametrization, name_of
 
 
 # -- conserved quantities -----------------------------------------------------------------
@@ -47,15 +47,9 @@ def conserved_quantities(param: Parametrization) -> dict[str, sp.Expr]:
     multiplicities; :func:`conservation_checks` verifies :math:`\dot C = \nabla C\cdot\dot x = 0`.
     """
     sysm = reduced_system(param)
-    out: dict[str, sp.Expr] = {}
-    if sysm.ov.factorized:
-        # W_O holds s_O, W_V holds s_V, each direction of squared norm K-1 (common factor dropped).
-        out["delta"] = s_O ** 2 - s_V ** 2
-    if sysm.qk.factorized:
-        n = dict(zip(sysm.qk.coords, sysm.qk.multiplicity, strict=False))
-        out["C_QK"] = n[a_] * a_ ** 2 - n[b_] * b_ ** 2 - n[c_] * c_ ** 2
-        out["S"] = n[b_] * b_ + n[c_] * c_
-    return out
+    # Each kind's entry of theory.reduced.REDUCED_CIRCUITS declares its own (factorized: W_O holds s_O, W_V s_V, each
+    # direction of squared norm K-1, common factor dropped; QK weighted by the multiplicities 1, K, M+1).
+    return dict(sysm.ov.conserved + sysm.qk.conserved)
 
 
 def conservation_checks(param: Parametrization) -> list[Check]:
@@ -83,14 +77,14 @@ class Rescaling:
 
 def _collapsed_rate(circuit: str) -> sp.Expr:
     """Collapsed rhs of the observable per unit learning rate, with ``p`` a symbol."""
-    base = reduced_system("CACO")
+    base = reduced_system(BASELINE)
     return base.rhs_display[0 if circuit == "OV" else 1]
 
 
 @lru_cache(maxsize=None)
 def ov_rescaling() -> Rescaling:
     r""":math:`\rho_{OV}` from :math:`\dot u = \dot s_O s_V + s_O \dot s_V` over the collapsed :math:`\dot u`."""
-    f = reduced_system("CAFO")
+    f = reduced_system(name_of("collapsed", "factorized"))
     udot = f.rhs_display[0] * s_V + s_O * f.rhs_display[1]
     rho_state = sp.simplify(udot / _collapsed_rate("OV").subs(u, s_O * s_V))
     # Eliminate the factors: x = s_O^2, y = s_V^2 with x - y = delta, x y = u^2 (positive root).
@@ -113,7 +107,7 @@ def qk_rescaling() -> Rescaling:
     Elimination: with :math:`d = b - c` and :math:`S = Kb + (M+1)c`, solve for ``b, c``; then
     :math:`a^2 = C_{QK} + Kb^2 + (M+1)c^2 = A + \kappa d^2`, and :math:`v^2 = a^2 d^2` fixes :math:`d^2`.
     """
-    f = reduced_system("FACO")
+    f = reduced_system(name_of("factorized", "collapsed"))
     vdot = sum(sp.diff(f.v_expr, x) * fx for x, fx in zip(f.state, f.rhs_display, strict=False))
     rho_state = sp.simplify(vdot / _collapsed_rate("QK").subs(v, f.v_expr))
     d, D2, a2 = sp.symbols("d D2 a2", positive=True)
@@ -182,9 +176,9 @@ def rescaling_factor(circuit: str, factorized: bool) -> sp.Expr:
 @lru_cache(maxsize=None)
 def effective_system(param: Parametrization) -> tuple[sp.Expr, sp.Expr]:
     r"""The exact 2-D system :math:`(\dot u, \dot v)` with the rescaling factors and ``p`` as a symbol."""
-    base = reduced_system("CACO")
-    rho_ov = rescaling_factor("OV", Parametrization(param).ov.factorized)
-    rho_qk = rescaling_factor("QK", Parametrization(param).qk.factorized)
+    base = reduced_system(BASELINE)
+    rho_ov = Parametrization(param).ov.rescaling_factor()
+    rho_qk = Parametrization(param).qk.rescaling_factor()
     return rho_ov * base.rhs_display[0], rho_qk * base.rhs_display[1]
 
 

@@ -6,10 +6,11 @@ The layer of MODEL.md, read at the last position (the query) over all positions:
     s_j = x_j^\top W_{KQ}\, x_q \cdot \text{scale}, \qquad a = \operatorname{softmax}(s), \qquad
     z = W_{OV} \sum_j a_j x_j,
 
-with :math:`W_{KQ} = W_K^\top W_Q` when the QK circuit is factorized and
-:math:`W_{OV} = W_O W_V` when the OV circuit is factorized. The parametrization
-names follow MODEL.md: attention first, output-value second (``"FACO"`` = factorized
-attention, collapsed output-value).
+with each effective matrix its kind's product of factors (:data:`theory.parametrization.KINDS`: e.g.
+:math:`W_{KQ} = W_K^\top W_Q` factorized); the scores and the read-out are the kinds' own
+(:meth:`~theory.parametrization.CircuitKind.scores`, :meth:`~theory.parametrization.CircuitKind.apply`: low-rank
+kinds never form the ``D x D`` product). The parametrization names follow MODEL.md: attention first,
+output-value second (``"FACO"`` = factorized attention, collapsed output-value).
 """
 
 from __future__ import annotations
@@ -18,13 +19,7 @@ from typing import Iterator
 
 import torch
 from torch import nn
-from theory.parametrization import Parametrization
-
-
-def circuit_kinds(param: Parametrization) -> tuple[bool, bool]:
-    """``(qk_factorized, ov_factorized)`` of a parametrization name such as ``"FACO"``."""
-    p = Parametrization(param)  # ValueError naming the registered ones
-    return p.qk.factorized, p.ov.factorized
+from theory.parametrization import BASELINE, Parametrization
 
 
 class QKOVAttention(nn.Module):
@@ -47,12 +42,13 @@ class QKOVAttention(nn.Module):
     ``forward`` returns ``(logits (B, d_out), attention (B, L))``.
     """
 
-    def __init__(self, d_in: int, d_out: int, param: Parametrization | str = "CACO", *, rank_qk: int | None = None,
+    def __init__(self, d_in: int, d_out: int, param: Parametrization | str = BASELINE, *, rank_qk: int | None = None,
                  rank_ov: int | None = None, scale: float = 1.0, init_std: float = 0.0,
                  generator: torch.Generator | None = None, dtype: torch.dtype = torch.float32):
         super().__init__()
         self.parametrization = Parametrization(param)
         self.param = str(self.parametrization)
+        # Whether each circuit is the kind F (for callers written for MODEL.md's four; the layer itself asks its kinds).
         self.qk_factorized, self.ov_factorized = self.parametrization.qk.factorized, self.parametrization.ov.factorized
         self.d_in, self.d_out = d_in, d_out
         self.rank_qk = rank_qk or d_in
@@ -93,13 +89,7 @@ class QKOVAttention(nn.Module):
     def scores(self, x: torch.Tensor, query_index: torch.Tensor | None = None) -> torch.Tensor:
         r"""Attention logits :math:`s_j = x_j^\top W_{KQ} x_q \cdot \text{scale}`, shape ``(B, L)``."""
         xq = x[:, -1] if query_index is None else x[torch.arange(x.shape[0]), query_index]
-        if self.qk_factorized:                         # low rank: never form the D x D product
-            keys = x @ self.factor("W_K").T            # (B, L, r)
-            query = xq @ self.factor("W_Q").T          # (B, r)
-            s = torch.einsum("blr,br->bl", keys, query)
-        else:
-            s = torch.einsum("bld,de,be->bl", x, self.effective_qk(), xq)
-        return s * self.scale
+        return self.parametrization.qk.scores(list(self.qk_parameters()), x, xq) * self.scale
 
     def forward(self, x: torch.Tensor, mask: torch.Tensor | None = None,
                 query_index: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor]:
@@ -108,8 +98,4 @@ class QKOVAttention(nn.Module):
             s = s.masked_fill(~mask, float("-inf"))
         a = torch.softmax(s, dim=-1)
         pooled = torch.einsum("bl,bld->bd", a, x)      # (B, d_in)
-        if self.ov_factorized:
-            z = (pooled @ self.factor("W_V").T) @ self.factor("W_O").T
-        else:
-            z = pooled @ self.effective_ov().T
-        return z, a
+        return self.parametrization.ov.apply(list(self.ov_parameters()), pooled), a

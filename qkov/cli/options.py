@@ -26,7 +26,7 @@ from typing import Any, Callable, Sequence
 import click
 
 from theory.errors import InputError
-from theory.parametrization import PARAMETRIZATIONS, Parametrization
+from theory.parametrization import PARAMETRIZATIONS, Parametrization, registered
 
 ETA_MIN, ETA_MAX = 1e-4, 1e4
 RATIO_MIN, RATIO_MAX = 1e-6, 1e6
@@ -161,7 +161,7 @@ class ParamList(ListOf):
     """``all`` or comma-separated parametrizations -> a tuple of :class:`~theory.Parametrization`."""
 
     def __init__(self):
-        super().__init__(Choice(PARAMETRIZATIONS))
+        super().__init__(Choice(registered()))
 
     def parse(self, text: str) -> tuple:
         try:
@@ -285,9 +285,10 @@ def _opt(*decls: str, **kw) -> Callable:
 
 
 def param_option(default: str = "all", help: str | None = None) -> Callable:
-    """``--param``: ``all`` or comma-separated CACO, FACO, CAFO, FAFO."""
+    """``--param``: ``all`` (MODEL.md's four) or comma-separated registered parametrizations (:func:`registered`)."""
     return _opt("--param", "params", type=ParamList(), default=default,
-                help=help or "Parametrizations: all, or comma-separated from CACO, FACO, CAFO, FAFO.")
+                help=help or f"Parametrizations: all ({', '.join(PARAMETRIZATIONS)}), or comma-separated from "
+                             f"{', '.join(registered())}.")
 
 
 def size_options(K: int, M: int, hi: int = SIZE_MAX) -> Callable:

@@ -13,7 +13,7 @@ import click
 from qkov.cli.options import RATIO, Choice, Integer, ListOf, device_option, out_option
 from qkov.cli.executor import executor_options
 from qkov.cli.support import CONTEXT_SETTINGS
-from theory.parametrization import PARAMETRIZATIONS
+from theory.parametrization import BASELINE, registered
 
 from qkov.core.config import ConfigError, field_error
 from qkov.core.runstore import to_json_text
@@ -61,7 +61,7 @@ def _apply_rates(text: str | None, ratio_list: tuple | None, extra: dict) -> tup
               help="paper: the official code's models; small: for --quick/CI; minilm: pretrained all-MiniLM-L6-v2 "
                    "fine-tuned with the ratio (HateXplain; the 'pretrained' extra) [default: small with --quick, "
                    "else paper].")
-@click.option("--param", type=Choice(PARAMETRIZATIONS), default="CACO", show_default=True,
+@click.option("--param", type=Choice(registered()), default=BASELINE, show_default=True,
               help="Circuits of the attention layer: CACO, FACO, CAFO or FAFO (C = collapsed, F = factorized).")
 @click.option("--layers", type=Integer(1, 6), default=1, show_default=True,
               help="Attention layers (lower ones: single-head self-attention with collapsed circuits).")

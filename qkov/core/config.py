@@ -20,7 +20,7 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, TypeAdapter, Validat
 from theory.errors import InputError
 from theory.parametrization import PARAMETRIZATIONS as PARAMETRIZATIONS, ParamName  # re-exported
 
-Parametrization = ParamName  # the type of a parametrization field in a config
+Parametrization = ParamName  # the type of a parametrization field in a config: any registered name
 
 
 class ConfigError(InputError):

@@ -9,7 +9,7 @@ from pydantic import AfterValidator, Field
 from qkov.core.config import (PARAMETRIZATIONS, ConfigError, StrictConfig, TimeGrid, field_error,
                               parse_config)
 from simulation.optimizer_defaults import ADAM_BETAS, ADAM_EPS
-from theory.parametrization import ParamName, Parametrization
+from theory.parametrization import BASELINE, ParamName, Parametrization
 
 ETA_BOUNDS = (1e-4, 1e4)
 """Learning rates qkov simulates, and (below) their ratio: measured, every parametrization reaches t = 1e15
@@ -68,15 +68,13 @@ class SimulateConfig(StrictConfig):
 
 
 def _check_start(cfg: SimulateConfig) -> None:
-    """A factorized circuit started at 0 is a fixed point of the flow: refused, naming u0 or v0."""
+    """A circuit whose kind has 0 as a fixed point (factorized, tied, ...) started at 0: refused, naming u0 or v0."""
     fail = _fail
     for prm in cfg.params:
-        if Parametrization(prm).qk.factorized and cfg.v0 == 0:
-            fail("v0", cfg.v0, f"must be > 0 for {prm}: its factorized QK circuit at v0 = 0 is a fixed point "
-                 "of the flow (it never moves)")
-        if Parametrization(prm).ov.factorized and cfg.u0 == 0:
-            fail("u0", cfg.u0, f"must be > 0 for {prm}: its factorized OV circuit at u0 = 0 is a fixed point "
-                 "of the flow (it never moves)")
+        for circuit, field, value in ((Parametrization(prm).qk, "v0", cfg.v0), (Parametrization(prm).ov, "u0", cfg.u0)):
+            if circuit.zero_is_fixed_point and value == 0:
+                fail(field, value, f"must be > 0 for {prm}: its {circuit.kind.description} {circuit.name} circuit at "
+                     f"{field} = 0 is a fixed point of the flow (it never moves)")
 
 
 def _check_steps(cfg: SimulateConfig) -> None:
@@ -116,13 +114,18 @@ def parse_simulate_config(**values) -> SimulateConfig:
     if cfg.init == "random" and not cfg.full:
         fail("init", cfg.init, "'random' needs --method full-gd or full-rk4 (the reduced flow starts on the "
              "symmetric set)")
-    if cfg.method == "paper-rk4" and any(p != "CACO" for p in cfg.params):
-        fail("param", ",".join(cfg.params), "--method paper-rk4 needs CACO (the paper's equations describe CACO only)")
+    if cfg.method == "paper-rk4" and any(p != BASELINE for p in cfg.params):
+        fail("param", ",".join(cfg.params), f"--method paper-rk4 needs {BASELINE} (the paper's equations describe {BASELINE} only)")
     if not (cfg.full and cfg.init == "random"):
         _check_start(cfg)
     if cfg.optimizer != "flow":
         if cfg.method != "reduced":
             fail("optimizer", cfg.optimizer, "runs the reduced map of that optimizer: use --method reduced")
+        from simulation.generated_optim import ORBIT_PARAMS  # the optimizer orbits: MODEL.md's four so far
+
+        if any(p not in ORBIT_PARAMS for p in cfg.params):
+            fail("param", ",".join(cfg.params), f"--optimizer {cfg.optimizer} has reduced maps for "
+                 f"{', '.join(ORBIT_PARAMS)} only")
         if cfg.lr is not None:  # the OV step; QK's is lr * eta_QK/eta_OV; step n sits at t = n lr/eta_OV
             cfg = cfg.model_copy(update={"dt": cfg.lr / cfg.eta_ov})
     elif cfg.lr is not None:

@@ -27,6 +27,7 @@ from typing import Any, Callable, Mapping
 from qkov.core.config import ConfigError, field_error, parse_config, resolve_data_dir
 from qkov.study import engine
 from qkov.study.context import RunContext
+from theory.parametrization import BASELINE
 
 SWEEP_SUMMARY_KIND = "real-sweep-summary"
 """Kind of the summary run a ``qkov validate real`` sweep writes (``OUT/runs/real-sweep-summary-<key>/``)."""
@@ -49,7 +50,7 @@ class RealSweep:
     seeds: tuple[int, ...] | None = None
     optimizers: tuple[str, ...] | None = None
     model: str | None = None
-    param: str = "CACO"
+    param: str = BASELINE
     layers: int = 1
     quick: bool = False
     recipe: str = "ratio-only"
@@ -61,7 +62,7 @@ class RealSweep:
     def overrides(self) -> dict[str, Any]:
         """The settings that replace dataset defaults in every run (only those not at their default)."""
         extra: dict[str, Any] = {k: v for k, v in (("param", self.param), ("layers", self.layers))
-                                 if (k, v) not in (("param", "CACO"), ("layers", 1))}
+                                 if (k, v) not in (("param", BASELINE), ("layers", 1))}
         if self.model is not None:
             extra["model"] = self.model
         if self.recipe != "ratio-only":

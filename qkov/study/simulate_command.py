@@ -18,7 +18,7 @@ from typing import Any
 
 from qkov.core.config import ConfigError
 from qkov.core.simulate_config import SimulateConfig
-from theory.parametrization import Parametrization
+from theory.parametrization import Parametrization, registered
 
 LAW_KEYS = ("u", "u_leading", "u_next", "v", "v_leading", "v_next", "residual", "residual_leading", "residual_next")
 """Per time point with ``laws``: the solution and theory's leading and next-order law of u, v and 1 - p."""
@@ -121,8 +121,8 @@ def write_simulation(cfg: SimulateConfig, runs, run_dir: Path, *, plots: bool, c
             u0 = cfg.u0 if cfg.u0 > 0 else 0.05
             v0 = cfg.v0 if cfg.v0 > 0 else 0.05
             trajectories_figure(run, cfg.params, cfg.K, cfg.M, cfg.eta_qk, cfg.eta_ov,
-                                cfg.u0 if all(Parametrization(p).ov.collapsed for p in cfg.params) else u0,
-                                cfg.v0 if all(Parametrization(p).qk.collapsed for p in cfg.params) else v0,
+                                cfg.u0 if not any(Parametrization(p).ov.zero_is_fixed_point for p in cfg.params) else u0,
+                                cfg.v0 if not any(Parametrization(p).qk.zero_is_fixed_point for p in cfg.params) else v0,
                                 t_max=max(1e12, cfg.t[-1]), full_runs=())
             pp = phase_portrait_figure(run, cfg.params, cfg.K, cfg.M, cfg.eta_ov, u0, v0)
             sh = sharpness_figures(run, cfg.K, cfg.M, cfg.eta_ov, np.logspace(-2, 2, 9), np.logspace(-3, 0, 7),
@@ -179,6 +179,9 @@ def simulate(cfg: SimulateConfig, *, laws: bool = False, save_to: Path | None = 
         raise field_error("laws", "on", "the laws are gradient flow's: drop --optimizer")
     if laws and cfg.method != "reduced":
         raise field_error("laws", cfg.method, "the laws are compared with the reduced flow: use --method reduced")
+    if laws and not all(Parametrization(p).line_theory for p in cfg.params):
+        raise field_error("laws", ",".join(cfg.params), "theory derives the laws for "
+                          f"{', '.join(p for p in registered() if Parametrization(p).line_theory)} only")
     start = time.perf_counter()
     if save_to is None:
         runs, tables = _compute(cfg, laws)

@@ -64,13 +64,13 @@ class Case:
 
     @property
     def factorized_ov(self) -> bool:
-        """The OV circuit has two factors (the kind ``F``)."""
-        return Parametrization(self.param).ov.factorized
+        """The OV circuit's kind rescales the flow (factorized, among the kinds with laws: cases draw those)."""
+        return Parametrization(self.param).ov.kind.rescales
 
     @property
     def collapsed_qk(self) -> bool:
-        """The QK circuit is one matrix (the kind ``C``)."""
-        return Parametrization(self.param).qk.collapsed
+        """The QK circuit's kind leaves the flow as it is (collapsed: one matrix)."""
+        return not Parametrization(self.param).qk.kind.rescales
 
     @property
     def start(self) -> str:

@@ -23,6 +23,7 @@ import torch
 from torch import nn
 
 from validation.attention import QKOVAttention
+from theory.parametrization import BASELINE
 
 
 class SelfAttentionBlock(nn.Module):
@@ -80,7 +81,7 @@ class AttentionClassifier(_Circuits):
     ``(logits (B, C), attention (B, L))``.
     """
 
-    def __init__(self, vocab_size: int, n_classes: int, *, d: int = 64, param: str = "CACO", max_len: int = 256,
+    def __init__(self, vocab_size: int, n_classes: int, *, d: int = 64, param: str = BASELINE, max_len: int = 256,
                  layers: int = 1, init_std: float = 0.02):
         super().__init__()
         self.max_len = max_len

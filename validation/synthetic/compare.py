@@ -20,12 +20,11 @@ from typing import Any
 
 import numpy as np
 
-from validation.attention import circuit_kinds
 from validation.synthetic.data import population_batch
 from validation.synthetic.models import symmetric_model
 from validation.synthetic.observables import measure
 from validation.synthetic.trainer import batch_loss, make_circuit_optimizer
-from theory.parametrization import Parametrization
+from theory.parametrization import BASELINE, Parametrization
 
 
 def max_relative_deviation(measured: np.ndarray, reference: np.ndarray, floor: float = 1e-12) -> float:
@@ -92,12 +91,15 @@ def predicted_rescaling(param: Parametrization, K: int, M: int, u: float, v: flo
     :math:`\eta \to \rho\,\eta`; :math:`\rho_{QK}`, :math:`\rho_{OV}` are theory's
     (:func:`theory.rescaling.qk_rescaling`, :func:`theory.rescaling.ov_rescaling`) evaluated at
     MODEL.md's balanced start with effective values ``(u, v)`` (there :math:`\rho_{OV} = 2u`).
-    A collapsed circuit has factor 1.
+    A collapsed circuit has factor 1. ``ValueError`` for a parametrization theory derives no closed-form factor for
+    (:attr:`theory.parametrization.Parametrization.line_theory`).
     """
-    qk_f, ov_f = circuit_kinds(param)
+    p = Parametrization(param)
+    if not p.line_theory:
+        raise ValueError(f"{p}: theory derives no closed-form rescaling factor for its kinds")
     rho_qk, rho_ov = _theory_rescaling()
-    fqk = rho_qk(u, v, K, M) if qk_f else 1.0
-    fov = rho_ov(u, v, K, M) if ov_f else 1.0
+    fqk = rho_qk(u, v, K, M) if p.qk.kind.rescales else 1.0
+    fov = rho_ov(u, v, K, M) if p.ov.kind.rescales else 1.0
     return float(fqk), float(fov)
 
 
@@ -119,7 +121,7 @@ def measured_rescaling(param: Parametrization, K: int, M: int, u: float, v: floa
     forward difference with step ``h`` (error :math:`O(h)`). Needs ``u, v > 0``.
     """
     vq, uo = _one_step_rates(param, K, M, u, v, h)
-    vq0, uo0 = _one_step_rates(Parametrization("CACO"), K, M, u, v, h)
+    vq0, uo0 = _one_step_rates(Parametrization(BASELINE), K, M, u, v, h)
     return float(vq / vq0), float(uo / uo0)
 
 

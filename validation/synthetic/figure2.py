@@ -19,7 +19,7 @@ from typing import Annotated, Any
 
 import numpy as np
 
-from theory.parametrization import ParamName, Parametrization
+from theory.parametrization import BASELINE, ParamName, Parametrization
 from annotated_types import MinLen
 
 from theory.files import atomic_write_bytes
@@ -39,7 +39,7 @@ SPLIT_COLORS = {"distinct": OKABE_ITO[0], "query": OKABE_ITO[1], "query_copies":
 class Figure2Config(Spec):
     """One parametrization of Figure 2: equal rates against faster QK, ``len(seeds)`` seeds each."""
 
-    param: ParamName = "CACO"
+    param: ParamName = BASELINE
     equal_rates: tuple[PositiveFinite, PositiveFinite] = (0.01, 0.01)
     """(lr_QK, lr_OV) of the equal-rates setting."""
     faster_qk_rates: tuple[PositiveFinite, PositiveFinite] = (0.2, 0.01)

@@ -45,15 +45,15 @@ def token_space_matrices(model: QKOVAttention, embeddings: torch.Tensor | None =
 
 
 def balance_norms(model: QKOVAttention) -> dict[str, float]:
-    r"""Frobenius norms of the conserved balance matrices of the factorized circuits (absent if collapsed)."""
+    r"""Frobenius norms of the conserved balance matrices of the circuits whose kind has one
+    (:meth:`theory.parametrization.CircuitKind.balance`; absent for collapsed and tied circuits)."""
     out: dict[str, float] = {}
     with torch.no_grad():
-        if model.qk_factorized:
-            WK, WQ = model.factor("W_K").double(), model.factor("W_Q").double()
-            out["balance_qk"] = float(torch.linalg.norm(WK @ WK.T - WQ @ WQ.T))
-        if model.ov_factorized:
-            WO, WV = model.factor("W_O").double(), model.factor("W_V").double()
-            out["balance_ov"] = float(torch.linalg.norm(WO.T @ WO - WV @ WV.T))
+        for circuit, params in ((model.parametrization.qk, model.qk_parameters()),
+                                (model.parametrization.ov, model.ov_parameters())):
+            B = circuit.balance([w.double() for w in params])
+            if B is not None:
+                out[f"balance_{circuit.name.lower()}"] = float(torch.linalg.norm(B))
     return out
 
 

@@ -17,7 +17,7 @@ from typing import Annotated, Any, Literal
 import numpy as np
 from annotated_types import MinLen
 
-from theory.parametrization import ParamName
+from theory.parametrization import BASELINE, FULLY_FACTORIZED, ParamName
 from theory.spec import Ge, Gt, Le, Lt, NonNegativeFinite, PositiveFinite, Spec
 
 
@@ -33,7 +33,7 @@ class OptimizerMapConfig(Spec):
     betas: tuple[Annotated[float, Ge(0), Lt(1)], Annotated[float, Ge(0), Lt(1)]] = (0.9, 0.999)
     eps: PositiveFinite = 1e-8
     weight_decay: NonNegativeFinite = 0.0
-    params: Annotated[tuple[ParamName, ...], MinLen(1)] = ("CACO", "FAFO")
+    params: Annotated[tuple[ParamName, ...], MinLen(1)] = (BASELINE, FULLY_FACTORIZED)
     ratios: Annotated[tuple[PositiveFinite, ...], MinLen(2)] = (1.0, 4.0)
     K: Annotated[int, Ge(2), Le(100)] = 4
     M: Annotated[int, Ge(1), Le(100)] = 8

@@ -18,7 +18,6 @@ from matplotlib.ticker import NullFormatter
 from simulation.plots import OKABE_ITO
 from theory.claims import THRESHOLDS
 from theory.parametrization import Parametrization
-from validation.attention import circuit_kinds
 from validation.metrics.dtap import SYNTH_EDGES, acmc, attention_confidence, dtap_histogram, plot_dtap
 from validation.synthetic.compare import (closed_form_residuals, conserved_drift, measured_rescaling,
                                           ode_deviations, predicted_rescaling, values_at_loss)
@@ -81,8 +80,7 @@ def rescaling_check(cfg: SyntheticConfig, runs: list[PairRun], n_states: int = 3
     rows: list[dict[str, Any]] = []
     for run in runs:
         param = Parametrization(run.param)
-        qk_f, ov_f = circuit_kinds(param)
-        if not (qk_f or ov_f) or "u" not in run.log:
+        if not param.line_theory or not (param.qk.kind.rescales or param.ov.kind.rescales) or "u" not in run.log:
             continue
         idx = np.linspace(0, len(run.log["t"]) - 1, n_states).astype(int)
         for i in idx:

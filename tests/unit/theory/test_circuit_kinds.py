@@ -70,9 +70,65 @@ def test_tied_start_is_models_query_column_up_to_a_shift():
     np.testing.assert_allclose(col[K:K + M], col[K + M])
 
 
-def test_registry_forms_the_four_and_the_tied_extensions():
+def test_registry_forms_the_four_and_the_extensions():
     assert registered()[:4] == ("CACO", "FACO", "CAFO", "FAFO")
-    assert set(registered()[4:]) == {"TACO", "TAFO"}          # tied is QK only: no CATO/...
+    assert {"TACO", "TAFO"} <= set(registered()[4:])          # tied is QK only: no CATO/...
+    assert not any(p[2] == "T" for p in registered())
+    assert set(registered()[4:]) >= {"SACO", "SAFO", "CASO", "FASO", "TASO", "SASO"}  # scaled: both circuits
     with pytest.raises(ValueError, match="not a parametrization"):
         Parametrization("CATO")
     assert Parametrization("FACO").description == "FACO (factorized QK, collapsed OV)"
+
+
+@pytest.mark.parametrize("kind", [k for k in KINDS.values() if "QK" in k.circuits], ids=lambda k: k.name)
+def test_scores_are_the_effective_bilinear_form(kind):
+    """A kind's (low-rank) scores equal x_j^T W x_q through its effective matrix, batched (B, L, D)."""
+    mats = [m.detach() for m in _mats(kind, "QK", 5)]
+    rng = np.random.default_rng(6)
+    x, xq = torch.tensor(rng.standard_normal((3, 7, 5))), torch.tensor(rng.standard_normal((3, 5)))
+    want = torch.einsum("bld,de,be->bl", x, kind.effective("QK", mats), xq)
+    np.testing.assert_allclose(kind.scores("QK", mats, x, xq).numpy(), want.numpy(), rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize("kind,circuit", CASES, ids=[f"{k.name}-{c}" for k, c in CASES])
+def test_apply_is_the_effective_read_out(kind, circuit):
+    mats = [m.detach() for m in _mats(kind, circuit, 7)]
+    h = torch.tensor(np.random.default_rng(8).standard_normal((4, 5)))
+    want = h @ kind.effective(circuit, mats).T
+    np.testing.assert_allclose(kind.apply(circuit, mats, h).numpy(), want.numpy(), rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize("kind,circuit", CASES, ids=[f"{k.name}-{c}" for k, c in CASES])
+def test_balance_is_conserved_by_the_flow_on_the_factors(kind, circuit):
+    """d/dt balance(theta) along theta' = -pullback(G) is 0 (forward-mode autodiff), for any G; None: no balance."""
+    mats = [m.detach() for m in _mats(kind, circuit, 9)]
+    B = kind.balance(circuit, mats)
+    if B is None:
+        assert not isinstance(kind, type(KINDS["F"])), "a factorized kind conserves its balance"
+        return
+    G = torch.tensor(np.random.default_rng(10).standard_normal(tuple(kind.effective(circuit, mats).shape)))
+    grads = kind.pullback(circuit, mats, G)
+    _, rate = torch.func.jvp(lambda *ms: kind.balance(circuit, list(ms)), tuple(mats), tuple(-g for g in grads))
+    assert float(torch.linalg.norm(B)) > 1e-3          # a random state is not balanced: the check is not 0 = 0
+    np.testing.assert_allclose(rate.numpy(), 0.0, atol=1e-11)
+
+
+@pytest.mark.parametrize("kind,circuit", CASES, ids=[f"{k.name}-{c}" for k, c in CASES])
+def test_zero_is_a_fixed_point_as_the_kind_says(kind, circuit):
+    """At zero factors every factor's gradient vanishes exactly when the kind declares zero a fixed point."""
+    mats = [torch.zeros_like(m.detach()) for m in _mats(kind, circuit, 11)]
+    G = torch.ones(tuple(kind.effective(circuit, mats).shape), dtype=torch.float64)
+    moving = any(float(torch.abs(g).max()) > 0 for g in kind.pullback(circuit, mats, G))
+    assert moving is not kind.zero_is_fixed_point
+
+
+@pytest.mark.parametrize("circuit", ["QK", "OV"])
+def test_scaled_kind_is_the_factorized_product_times_its_scale(circuit):
+    """W = c W_1 W_2 with the same factors; its start has the factorized start's effective matrix (same u0, v0)."""
+    S, F = KINDS["S"], KINDS["F"]
+    mats = [m.detach() for m in _mats(S, circuit, 12)]
+    np.testing.assert_allclose(S.effective(circuit, mats).numpy(), S.scale * F.effective(circuit, mats).numpy())
+    assert S.scale != 1                                                   # else the test could not fail
+    K, M, value = 3, 2, 0.7
+    np.testing.assert_allclose(S.effective(circuit, S.start(circuit, K, M, value)),
+                               F.effective(circuit, F.start(circuit, K, M, value)), atol=1e-14)
