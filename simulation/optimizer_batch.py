@@ -19,10 +19,11 @@ from types import SimpleNamespace
 import numpy as np
 
 from simulation import generated_optim as gen
+from simulation.optimizer_defaults import ADAM_BETAS, ADAM_EPS
 from simulation.optimizer_maps import OPTIMIZERS
 from theory.parametrization import Parametrization
 
-HYPER_DEFAULTS = {"beta1": 0.9, "beta2": 0.999, "eps": 1e-8, "weight_decay": 0.0}
+HYPER_DEFAULTS = {"beta1": ADAM_BETAS[0], "beta2": ADAM_BETAS[1], "eps": ADAM_EPS, "weight_decay": 0.0}
 
 
 @dataclass(frozen=True)

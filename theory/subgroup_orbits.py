@@ -34,7 +34,7 @@ from dataclasses import dataclass
 from functools import cache
 
 from theory.errors import InputError
-from theory.parametrization import Parametrization
+from theory.parametrization import PARAMETRIZATIONS, Parametrization
 
 AXES = {"W_OV": ("class", "token"), "W_O": ("class", "inner"), "W_V": ("inner", "token"),
         "W_KQ": ("token", "token"), "W_K": ("one", "token"), "W_Q": ("one", "token")}
@@ -87,8 +87,8 @@ def subgroup(name: str, K: int, M: int) -> Subgroup:
 def parameters(param: str) -> tuple[str, ...]:
     """The full matrices of ``param`` (OV first), class-indexed OV factors and rank-one QK factors."""
     p = Parametrization(param)
-    if str(p) not in ("CACO", "FACO", "CAFO", "FAFO"):
-        raise InputError(f"param: {param}: subgroup sets are derived for CACO, FACO, CAFO, FAFO")
+    if str(p) not in PARAMETRIZATIONS:
+        raise InputError(f"param: {param}: subgroup sets are derived for {', '.join(PARAMETRIZATIONS)}")
     ov = ("W_O", "W_V") if p.ov.factorized else ("W_OV",)
     qk = ("W_K", "W_Q") if p.qk.factorized else ("W_KQ",)
     return ov + qk

@@ -19,6 +19,7 @@ from qkov.study import evidence_types as et
 from qkov.study.claims import Evidence, write_evidence
 from qkov.study.rules import evidence as judged
 from simulation.optimizer_defaults import ADAM_BETAS
+from theory.parametrization import BASELINE
 from validation.synthetic.experiment import torch_threads
 from validation.synthetic.optimizer_map_run import (OptimizerMapConfig, curve_arrays, optimizer_map_figure,
                                                     without_curves)
@@ -28,7 +29,7 @@ STAGE = "synthetic"
 FIGURE = "optimizer_map"
 
 
-BREAKDOWN = OptimizerMapConfig(optimizer="adam", betas=ADAM_BETAS, params=("CACO",), ratios=(1.0, 4.0), K=4, M=3,
+BREAKDOWN = OptimizerMapConfig(optimizer="adam", betas=ADAM_BETAS, params=(BASELINE,), ratios=(1.0, 4.0), K=4, M=3,
                                u0=0.1, v0=0.1, dt=1e-3, steps=20000, levels=(1e-1, 3e-2, 1e-2))
 """Issue 31's case, where Adam de-sharpens: CACO, K = 4, M = 3, u0 = v0 = 0.1, lr 1e-3 on OV, ratios 1 and 4, to
 L = 1e-2 (ratio 4: 1 - p 5.5e-3 at L = 1e-1, 1.6e-1 at 1e-2; ratio 1: 8.5e-2 -> 2.9e-2)."""

@@ -44,6 +44,7 @@ from qkov.study.real_inference import (ATTENTION_MARGIN, ATTENTION_METRIC, READI
                                        RealEvidence, RealVerdict, judge_real, untrained_reason)
 from validation.metrics.dtap import plot_dtap
 from validation.metrics.stats import BOOT_SEED, N_BOOT, bootstrap_diff, holm, paired  # noqa: F401 (re-exported)
+from theory.parametrization import BASELINE
 from validation.real.config import PAPER_RATIO
 from validation.real.datasets import DATASETS as DATASET_REGISTRY
 
@@ -128,7 +129,7 @@ def group_name(config: dict[str, Any]) -> str:
         parts.append(f"recipe={config['recipe']}")
     if config.get("rates"):
         parts.append("rates=" + ",".join(f"{k}={float(v):g}" for k, v in sorted(config["rates"].items())))
-    for k, default in (("param", "CACO"), ("layers", 1)):
+    for k, default in (("param", BASELINE), ("layers", 1)):
         if config.get(k, default) != default:
             parts.append(f"{k}={config[k]}")
     return "/".join(parts)

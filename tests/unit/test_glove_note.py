@@ -38,7 +38,6 @@ def test_missing_glove_is_one_planning_line_and_silenced_in_runs(monkeypatch, tm
     with pytest.warns(GloveMissingWarning):            # a run on its own still warns
         assert squad_run.init_vectors(Vocab(), True)[0] is None
     seen = []
-    monkeypatch.setattr(real_stage, "stage_device", lambda: ("cpu", False))
     monkeypatch.setattr(real_stage, "parse_config", lambda cls, **c: c)
     monkeypatch.setattr(real_stage, "execute_run", lambda *a, **k: seen.append(squad_run.init_vectors(Vocab(), True)))
     with warnings.catch_warnings():

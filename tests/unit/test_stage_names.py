@@ -14,9 +14,9 @@ def test_names_as_a_string_or_a_list_select_like_only():
     assert _stage_names("derive,simulate", None) == (None, ("derive", "simulate"))
     assert _stage_names(["derive", " simulate "], None) == (None, ("derive", " simulate "))
     assert _stage_names("all", None) == (None, None)
-    assert _stage_names(None, "derive, real") == (None, ("derive", "real"))
+    assert _stage_names(None, ["derive", "real"]) == (None, ["derive", "real"])   # only= passes to the check
     stage_objects = (object(),)
-    assert _stage_names(stage_objects, ["derive"]) == (stage_objects, ("derive",))
+    assert _stage_names(stage_objects, ["derive"]) == (stage_objects, ["derive"])
 
 
 @pytest.mark.parametrize("kw, msg", [
