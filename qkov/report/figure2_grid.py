@@ -30,7 +30,7 @@ def grid_data(results: StudyResults) -> tuple[list[str], list[str], list[list[np
         m = r.metrics.get("metrics") if r.kind == "figure2" else None
         if isinstance(m, dict) and isinstance(m.get("settings"), list) and m.get("param") in PARAMETRIZATIONS:
             by_param.setdefault(m["param"], m)
-    params = [p for p in PARAMETRIZATIONS if p in by_param]
+    params: list[str] = [p for p in PARAMETRIZATIONS if p in by_param]
     if not params:
         return [], [], []
     n_set = min(len(by_param[p]["settings"]) for p in params)
@@ -83,7 +83,9 @@ def figure2_grid_png(results: StudyResults, dpi: int = PRINT_DPI) -> bytes | Non
                 ax.set_xlabel("distinct attention", fontsize=7)
             ax.tick_params(labelsize=6)
     fig.subplots_adjust(left=0.12, right=0.82, top=0.95, bottom=0.07, hspace=0.35, wspace=0.25)
-    cax = fig.add_axes([0.86, 0.15, 0.03, 0.7])
+    if im is None:  # not reached (subplots refuses 0 columns first); narrows im for colorbar
+        return None
+    cax = fig.add_axes((0.86, 0.15, 0.03, 0.7))
     cb = fig.colorbar(im, cax=cax)
     cb.set_label("% of held-out sequences", fontsize=7)
     cb.ax.tick_params(labelsize=6)

@@ -75,7 +75,8 @@ def _cell(rows: Any, ratio: float, metric: str, scale: float) -> tuple[str, int]
     for row in rows if isinstance(rows, list) else []:
         if isinstance(row, dict) and _num(row.get("ratio")) == ratio and isinstance(row.get(metric), dict):
             m, s = _num(row[metric].get("mean")), _num(row[metric].get("std"))
-            n = row.get("n_seeds") if isinstance(row.get("n_seeds"), int) else 0
+            n_seeds = row.get("n_seeds")
+            n = n_seeds if isinstance(n_seeds, int) else 0
             if m is not None:
                 s = 0.0 if s is not None and abs(s) <= 1e-12 * max(1.0, abs(m)) else s   # rounding noise
                 return (f"{m * scale:.3g}" + (f" ± {s * scale:.2g}" if s is not None else "")
@@ -85,7 +86,8 @@ def _cell(rows: Any, ratio: float, metric: str, scale: float) -> tuple[str, int]
 
 def setting_text(g: dict[str, Any]) -> str:
     """Which configuration a group is: model, optimizer, preset, recipe, rates (from its ``config``)."""
-    c = g.get("config") if isinstance(g.get("config"), dict) else {}
+    config = g.get("config")
+    c: dict[str, Any] = config if isinstance(config, dict) else {}
     parts = [f"{c.get('model', 'small')} model", str(c.get("optimizer", "adamw")),
              "quick preset" if c.get("quick") else "full preset", f"recipe {c.get('recipe', 'ratio-only')}"]
     if isinstance(c.get("rates"), dict) and c["rates"]:
@@ -140,7 +142,7 @@ def real_table(results: StudyResults) -> tuple[list[RealRow], list[GroupVerdict]
 
     run = summary_run(results)
     groups = run.metrics.get("tables") if run is not None else None
-    if not isinstance(groups, dict):
+    if run is None or not isinstance(groups, dict):
         return [], [], []
     recorded = _verdicts(run)
     rows: list[RealRow] = []

@@ -37,7 +37,7 @@ import threading
 import time
 import uuid
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Literal, Sequence
 
 from qkov.core.config import ConfigError
 from qkov.core.runstore import atomic_write_json, config_key, is_complete, remove_run, run_clock
@@ -663,7 +663,7 @@ class StudyCluster:
                 raise
         return self.client
 
-    def __exit__(self, *exc_info) -> bool:
+    def __exit__(self, *exc_info) -> Literal[False]:
         t0 = time.monotonic()
         try:
             if self.client is not None:

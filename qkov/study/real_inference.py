@@ -142,7 +142,8 @@ def judge_real_evidence(ev: RealEvidence, alpha: float = ALPHA) -> RealVerdict:
     a, t = ev.attention, ev.task
     if a is None or t is None or a.n < 2 or t.n < 2:
         which = ("attention" if a is None or a.n < 2 else "task metric")
-        n = 0 if (a if which == "attention" else t) is None else (a if which == "attention" else t).n
+        short = a if which == "attention" else t
+        n = 0 if short is None else short.n
         return RealVerdict(ev.dataset, ev.group, "insufficient",
                            f"{head}: ratio {r} vs 1 at {READING}: {which} comparison has {n} paired seed(s) "
                            f"(needs 2) -> insufficient")

@@ -91,7 +91,7 @@ def study_runs(quick: bool, data_dir: Path | None) -> list[tuple[str, dict]]:
     (:func:`check_data_dir`) or a present dataset with a bad record (:func:`prevalidate`) raises a
     :class:`DataError` here, which ``qkov reproduce`` prints as one line with exit status 2."""
     present = check_data_dir(data_dir)
-    if not present:
+    if not present or data_dir is None:  # check_data_dir(None) is []
         return []
     prevalidate(present, Path(data_dir))
     return [(KIND, c.to_json_dict()) for c in sweep_configs(present, None, None, None, quick, Path(data_dir))]

@@ -198,17 +198,18 @@ def peak_index(curve: list[float]) -> int:
     return int(np.argmax(curve))
 
 
-def loss_levels(curves: list[list[float]], n: int = N_LEVELS, ends: list[int] | None = None) -> list[float]:
+def loss_levels(curves: list[list[float]], n: int = N_LEVELS, ends: list[int | None] | None = None) -> list[float]:
     """Matched-loss levels crossed from above by every run on its segment from its peak to ``ends[r]`` (its
     best-validation checkpoint; default: its last) (module docstring); ``curves[r]`` = the training loss at
     each checkpoint of run ``r`` (step 0 first)."""
     if not curves or any(len(c) < 2 for c in curves):
         return []
-    ends = [len(c) - 1 if e is None else min(int(e), len(c) - 1) for c, e in zip(curves, ends or [None] * len(curves))]
-    peaks = [peak_index(c[:e + 1]) for c, e in zip(curves, ends)]
-    if any(i >= e for i, e in zip(peaks, ends)):
+    given: list[int | None] = ends or [None] * len(curves)
+    stops = [len(c) - 1 if e is None else min(int(e), len(c) - 1) for c, e in zip(curves, given)]
+    peaks = [peak_index(c[:e + 1]) for c, e in zip(curves, stops)]
+    if any(i >= e for i, e in zip(peaks, stops)):
         return []                                   # a run still at its highest loss at its end
-    lo = max(min(c[i + 1:e + 1]) for i, c, e in zip(peaks, curves, ends))
+    lo = max(min(c[i + 1:e + 1]) for i, c, e in zip(peaks, curves, stops))
     hi = min(c[i] for i, c in zip(peaks, curves))
     if not (lo < hi) or lo <= 0:
         return []
@@ -323,7 +324,7 @@ def summarise_groups(runs: list[dict[str, Any]]) -> dict[str, Any]:  # noqa: C90
         all_runs = [run for seeds in by_ratio.values() for run in seeds.values()]
         curves = [[c["train_loss"] for c in run["metrics"].get("checkpoints", [])] for run in all_runs]
         levels = loss_levels(curves, ends=[best_index(run) for run in all_runs])
-        matched = []
+        matched: list[dict[str, Any]] = []
         for lev in levels:
             byr: dict[float, dict[int, dict[str, float]]] = defaultdict(dict)
             for ratio, seeds in by_ratio.items():
@@ -346,7 +347,8 @@ def summarise_groups(runs: list[dict[str, Any]]) -> dict[str, Any]:  # noqa: C90
                 common = sorted(set(base) & set(by_ratio[ratio]))
                 b = [item_scores(base[s], view) for s in common]
                 o = [item_scores(by_ratio[ratio][s], view) for s in common]
-                if common and all(x is not None for x in b + o) and len({x.size for x in b + o}) == 1:
+                scored = [x for x in b + o if x is not None]
+                if common and len(scored) == len(b + o) and len({x.size for x in scored}) == 1:
                     boot[view][f"{ratio:g}"] = bootstrap_diff(np.array(b), np.array(o))
         dtap = {}
         for ratio in sorted(by_ratio):

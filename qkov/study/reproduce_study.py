@@ -163,11 +163,12 @@ def reproduce(preset: str = "quick", out: str | os.PathLike[str] = "qkov-results
     parameters, where a GPU only adds launch overhead) and ignore it. ``heartbeat_s``: seconds between two
     heartbeat lines while planning or running without a bar (default :data:`qkov.study.engine.HEARTBEAT_S`).
     """
-    stages, only = _stage_names(stages, only)
-    check_study_arguments(preset, out, stages=stages, only=only, workers=workers, retries=retries,
+    given, only = _stage_names(stages, only)
+    check_study_arguments(preset, out, stages=given, only=only, workers=workers, retries=retries,
                           data_dir=data_dir, device=device, bf16=bf16, progress=progress, presets=tuple(PRESETS))
     check_results_tree(out)  # OUT, OUT/runs or a run directory as a symbolic link: refused, one line
-    names = STAGE_NAMES if stages is None else tuple(s.name for s in stages)
+    study_stages: Sequence[engine.Stage] | None = given  # Stage objects or None: check_study_arguments refused the rest
+    names = STAGE_NAMES if study_stages is None else tuple(s.name for s in study_stages)
     selected = tuple(only) if only is not None else names
     bad = [s for s in selected if s not in names]
     if bad or not selected:
@@ -177,7 +178,7 @@ def reproduce(preset: str = "quick", out: str | os.PathLike[str] = "qkov-results
     ctx = run_context(device, bf16, cfg.out)
     data = resolve_data_dir(data_dir)
     with results_lock(cfg.out, "qkov reproduce"):  # before planning: a busy --out is refused at once
-        plan = engine.plan_study(cfg.out, cfg.quick, data, stages=stages, only=cfg.stages,  # writes nothing
+        plan = engine.plan_study(cfg.out, cfg.quick, data, stages=study_stages, only=cfg.stages,  # writes nothing
                                  echo=echo, heartbeat_s=heartbeat_s)
         engine.check_run_dirs(plan)  # symbolic links as run directories: refused, one line
         if cfg.scheduler:

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from typing import Any, Callable, Iterable, Mapping
+from typing import Any, Callable, Iterable, Mapping, TypeGuard
 
 from qkov.study import evidence_types as et
 from theory.claims import CLAIMS, SHARPNESS_ORDER_PAIRS, THRESHOLDS
@@ -44,7 +44,8 @@ class Outcome:
     detail: str = ""
 
 
-def _finite(x: Any) -> bool:
+def _finite(x: object) -> TypeGuard[float]:
+    """A finite int or float (not a bool); narrows ``x`` to a number for the checker."""
     return isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x)
 
 
@@ -61,7 +62,7 @@ def judge_bound(value: float | None, bound: float) -> str:
     """``supports`` iff a finite ``value`` is below ``bound``; ``insufficient`` for None/NaN/inf."""
     if not _finite(value):
         return INSUFFICIENT
-    return SUPPORTS if value < bound else CONTRADICTS  # type: ignore[operator]
+    return SUPPORTS if value < bound else CONTRADICTS
 
 
 def judge_threshold(name: str, value: float | None) -> str:
@@ -78,13 +79,13 @@ def distinct_within(values: Iterable[float], resolution: float) -> bool:
 def attention_moved(delta: float | None, resolution: float | None = None) -> bool:
     """``|delta| > resolution`` (default ``attention-resolution``); False for a missing or non-finite number."""
     res = THRESHOLDS["attention-resolution"].bound if resolution is None else resolution
-    return _finite(delta) and abs(delta) > res  # type: ignore[arg-type]
+    return _finite(delta) and abs(delta) > res
 
 
 def beyond_chance(p_true: float | None, chance: float, margin: float | None = None) -> bool:
     """Held-out p_true above ``chance`` (1 / number of outputs) by more than ``chance-margin``."""
     mar = THRESHOLDS["chance-margin"].bound if margin is None else margin
-    return _finite(p_true) and p_true > chance + mar  # type: ignore[operator]
+    return _finite(p_true) and p_true > chance + mar
 
 
 def left_start(moved: float | None, p_true: float | None, chance: float) -> tuple[bool, str]:
@@ -115,12 +116,12 @@ def judge_order(residual: Mapping[str, float], resolution: float) -> tuple[str, 
     holds = compared = 0
     for a, b in SHARPNESS_ORDER_PAIRS:
         x, y = residual.get(a), residual.get(b)
-        if not (_finite(x) and _finite(y)) or min(x, y) <= 0:  # type: ignore[type-var]
+        if not (_finite(x) and _finite(y)) or min(x, y) <= 0:
             continue
-        if abs(x / y - 1) <= resolution:  # type: ignore[operator]
+        if abs(x / y - 1) <= resolution:
             continue
         compared += 1
-        holds += x < y  # type: ignore[operator]
+        holds += x < y
     return judge_fraction(holds, compared), holds, compared
 
 
@@ -129,9 +130,9 @@ def order_pairs_text(residual: Mapping[str, float], resolution: float) -> str:
     parts: dict[str, list[str]] = {"holds": [], "fails": [], "tie": []}
     for a, b in SHARPNESS_ORDER_PAIRS:
         x, y = residual.get(a), residual.get(b)
-        if not (_finite(x) and _finite(y)) or min(x, y) <= 0:  # type: ignore[type-var]
+        if not (_finite(x) and _finite(y)) or min(x, y) <= 0:
             continue
-        key = "tie" if abs(x / y - 1) <= resolution else "holds" if x < y else "fails"  # type: ignore[operator]
+        key = "tie" if abs(x / y - 1) <= resolution else "holds" if x < y else "fails"
         parts[key].append(f"{a} sharper than {b}")
     return "; ".join(f"{k}: {', '.join(v)}" for k, v in parts.items() if v)
 
@@ -180,7 +181,7 @@ def reduced_rule(ev: et.ReducedAgreement) -> Outcome:
     fails = []
     if not all(lo < x < hi for x in ev.error_ratios):
         fails.append(f"error ratio {min(ev.error_ratios):.2f}-{max(ev.error_ratios):.2f} outside ({lo:g}, {hi:g})")
-    if not THRESHOLDS["rk4-agreement"].holds(ev.rk4_error):  # type: ignore[arg-type]
+    if not THRESHOLDS["rk4-agreement"].holds(ev.rk4_error):
         fails.append(f"RK4 {ev.rk4_error:.1e} >= {THRESHOLDS['rk4-agreement'].bound:g}")
     num = f"dt/(dt/2) {min(ev.error_ratios):.2f}-{max(ev.error_ratios):.2f}, RK4 {ev.rk4_error:.1e}"
     return Outcome(CONTRADICTS if fails else SUPPORTS, num, ev.scope, "", "; ".join(fails))
@@ -204,7 +205,7 @@ def growth_rule(ev: et.Growth) -> Outcome:
         if c.v_exponent > 2 + m:  # type: ignore[operator]
             fails.append(f"{c.param} r={c.ratio:g}: v grows like (log t)^{c.v_exponent:.2f}")
     kv = [float(c.v_exponent) for c in cells]  # type: ignore[arg-type]
-    vl = [float(c.v_over_loglog_t) for c in cells if _finite(c.v_over_loglog_t)]  # type: ignore[arg-type]
+    vl = [float(c.v_over_loglog_t) for c in cells if _finite(c.v_over_loglog_t)]
     num = (f"d log v/d log log t {min(kv):.2f}-{max(kv):.2f} (log^2 t: 2)"
            + (f", v/log log t {min(vl):.2f}-{max(vl):.2f}" if vl else ""))
     notes = []
@@ -230,7 +231,7 @@ def ratio_trend_rule(ev: et.RatioTrend) -> Outcome:
         for (ra, a), (rb, b) in zip(zip(s.ratios, s.values), list(zip(s.ratios, s.values))[1:]):
             if not (_finite(a) and _finite(b)):
                 continue
-            diff = (b / a - 1) if residual and a else (b - a)  # type: ignore[operator]
+            diff = (b / a - 1) if residual and a else (b - a)
             if abs(diff) <= res:
                 ties += 1
                 continue
@@ -291,7 +292,7 @@ def slope_pair_verdict(p: et.SlopePair) -> str:
             or p.n_usable < THRESHOLDS["adam-min-points"].bound
             or math.log10(rng[0] / rng[1]) < THRESHOLDS["adam-min-decades"].bound):
         return INSUFFICIENT
-    return THRESHOLDS["adam-slope-tolerance"].judge(abs(a / law - 1))  # type: ignore[operator]
+    return THRESHOLDS["adam-slope-tolerance"].judge(abs(a / law - 1))
 
 
 def adam_slopes_rule(ev: et.AdamSlopes) -> Outcome:
@@ -318,10 +319,10 @@ def _point_findings(run: et.AdamDefaultRun, pts: list[et.OptimizerPoint], bad: l
     tol, near = THRESHOLDS["optimizer-map-tolerance"], THRESHOLDS["optimizer-set-distance"]
     judged = 0
     for p in pts:
-        on = _finite(p.distance) and near.holds(p.distance)  # type: ignore[arg-type]
+        on = _finite(p.distance) and near.holds(p.distance)
         pred, where = (p.reduced, "on the set, reduced map") if on else (p.predicted_one_minus_p,
                                                                           "off the set, predicted")
-        if not (_finite(pred) and pred > 0):  # type: ignore[operator]
+        if not (_finite(pred) and pred > 0):
             if not on:
                 off.append(f"{run.param} r={p.ratio:g} L={p.level:.2g} (distance "
                            + (f"{p.distance:.2g}" if _finite(p.distance) else "not measured") + ")")
@@ -364,11 +365,11 @@ def _ratio_findings(run: et.AdamDefaultRun, at: dict, ratios: list[float], level
                 if pb.measured / pa.measured - 1 > res:
                     bad.append(f"{run.param} L={lv:.2g}: r={rb:g} less sharp than r={ra:g} "
                                f"(1-p {pb.measured:.3g} vs {pa.measured:.3g})")
-        if len(row) < 2 or not all(_finite(x) and x > 0 for x in (row[0][1].flow, row[-1][1].flow)):  # type: ignore[operator]
+        if len(row) < 2 or not all(_finite(x) and x > 0 for x in (row[0][1].flow, row[-1][1].flow)):
             continue
         (rl, pl), (rh, ph) = row[0], row[-1]
         judged += 1
-        s_opt, s_flow = pl.measured / ph.measured, pl.flow / ph.flow  # type: ignore[operator]
+        s_opt, s_flow = pl.measured / ph.measured, pl.flow / ph.flow
         if s_opt < margin * s_flow:
             bad.append(f"{run.param} L={lv:.2g}: sharpening r={rl:g}->{rh:g} x{s_opt:.3g}, not >= {margin:g} x "
                        f"flow's x{s_flow:.3g}")
@@ -379,7 +380,7 @@ def _ratio_findings(run: et.AdamDefaultRun, at: dict, ratios: list[float], level
 
 def _optimizer_run_findings(run: et.AdamDefaultRun) -> tuple[list[str], list[str], list[str], int]:
     """``(contradictions, off-set unexplained, hits, judged)`` of one parametrization (see :func:`adam_default_rule`)."""
-    pts = [p for p in run.points if _finite(p.measured) and p.measured > 0]  # type: ignore[operator]
+    pts = [p for p in run.points if _finite(p.measured) and p.measured > 0]
     ratios = sorted({p.ratio for p in pts})
     levels = sorted({p.level for p in pts}, reverse=True)          # falling loss
     at = {(p.ratio, p.level): p for p in pts}
@@ -433,8 +434,8 @@ def stability_rule(ev: et.Stability) -> Outcome:
     tol = THRESHOLDS["optimizer-map-tolerance"]
     hits, judged, bad = 0, 0, []
     for pair in ev.pairs:
-        pts = [p for p in pair.points if _finite(p.measured) and p.measured > 0]  # type: ignore[operator]
-        pred = [p for p in pts if _finite(p.predicted_one_minus_p) and p.predicted_one_minus_p > 0]  # type: ignore[operator]
+        pts = [p for p in pair.points if _finite(p.measured) and p.measured > 0]
+        pred = [p for p in pts if _finite(p.predicted_one_minus_p) and p.predicted_one_minus_p > 0]
         if pred:
             judged += 1
             worst = max(_rel(p.measured, p.predicted_one_minus_p) for p in pred)  # type: ignore[arg-type]
@@ -443,7 +444,7 @@ def stability_rule(ev: et.Stability) -> Outcome:
             else:
                 bad.append(f"{pair.param} r={pair.ratio:g}: predicted 1-p off by {worst:.0%}")
             continue
-        red = [p for p in pts if _finite(p.reduced) and p.reduced > 0]  # type: ignore[operator]
+        red = [p for p in pts if _finite(p.reduced) and p.reduced > 0]
         if not red or pair.predicted_leaves is None:
             continue
         judged += 1

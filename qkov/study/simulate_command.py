@@ -34,7 +34,7 @@ def run_simulation(cfg: SimulateConfig) -> list:
     options: dict[str, Any] = {} if cfg.method == "reduced" else {"dt": cfg.dt}
     if cfg.full:
         options.update(init=cfg.init, scale=cfg.scale, seed=cfg.seed)
-    return [solve(p, K=cfg.K, M=cfg.M, eta_qk=cfg.eta_qk, eta_ov=cfg.eta_ov, u0=cfg.u0, v0=cfg.v0, t=cfg.t,
+    return [solve(Parametrization(p), K=cfg.K, M=cfg.M, eta_qk=cfg.eta_qk, eta_ov=cfg.eta_ov, u0=cfg.u0, v0=cfg.v0, t=cfg.t,
                   method=cfg.method, **options) for p in cfg.params]
 
 
@@ -51,7 +51,7 @@ def law_table_for(cfg: SimulateConfig, param: str) -> dict:
     """:func:`simulation.closed_forms.law_table` of one parametrization of ``cfg`` (arrays over ``cfg.t``)."""
     from simulation.closed_forms import law_table
 
-    return law_table(param, cfg.K, cfg.M, cfg.eta_qk, cfg.eta_ov, cfg.u0, cfg.v0, cfg.t)
+    return law_table(Parametrization(param), cfg.K, cfg.M, cfg.eta_qk, cfg.eta_ov, cfg.u0, cfg.v0, cfg.t)
 
 
 KIND = "simulate"
@@ -120,12 +120,13 @@ def write_simulation(cfg: SimulateConfig, runs, run_dir: Path, *, plots: bool, c
 
             u0 = cfg.u0 if cfg.u0 > 0 else 0.05
             v0 = cfg.v0 if cfg.v0 > 0 else 0.05
-            trajectories_figure(run, cfg.params, cfg.K, cfg.M, cfg.eta_qk, cfg.eta_ov,
-                                cfg.u0 if not any(Parametrization(p).ov.zero_is_fixed_point for p in cfg.params) else u0,
-                                cfg.v0 if not any(Parametrization(p).qk.zero_is_fixed_point for p in cfg.params) else v0,
+            params = tuple(Parametrization(p) for p in cfg.params)
+            trajectories_figure(run, params, cfg.K, cfg.M, cfg.eta_qk, cfg.eta_ov,
+                                cfg.u0 if not any(p.ov.zero_is_fixed_point for p in params) else u0,
+                                cfg.v0 if not any(p.qk.zero_is_fixed_point for p in params) else v0,
                                 t_max=max(1e12, cfg.t[-1]), full_runs=())
-            pp = phase_portrait_figure(run, cfg.params, cfg.K, cfg.M, cfg.eta_ov, u0, v0)
-            sh = sharpness_figures(run, cfg.K, cfg.M, cfg.eta_ov, np.logspace(-2, 2, 9), np.logspace(-3, 0, 7),
+            pp = phase_portrait_figure(run, params, cfg.K, cfg.M, cfg.eta_ov, u0, v0)
+            sh = sharpness_figures(run, cfg.K, cfg.M, cfg.eta_ov, np.logspace(-2, 2, 9).tolist(), np.logspace(-3, 0, 7).tolist(),
                                    ref_scale=max(u0, v0))
             run.write_json("plot_summary.json", {"phase_portrait_max_abs_v_minus_level_curve":
                                                  pp["max_abs_v_minus_level_curve"],

@@ -18,16 +18,17 @@ from __future__ import annotations
 from qkov.study.context import DEFAULT_CONTEXT, RunContext
 
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
 from qkov.core.runstore import RunWriter
-from theory.parametrization import PARAMETRIZATIONS, registered
+from theory.parametrization import Parametrization, registered
 from qkov.study import evidence_types as et
 from qkov.study.claims import THRESHOLDS, write_evidence
 from qkov.study.rules import evidence as judged
 
-PARAMS = PARAMETRIZATIONS
+PARAMS = Parametrization.all()
 TABLE_TIMES = (1e4, 1e6, 1e8, 1e10, 1e12)
 STAGE = "simulate"
 
@@ -80,9 +81,10 @@ def _reduction(cfg: dict, run: RunWriter) -> None:
 
     K, M, r, u0, v0, dt = cfg["K"], cfg["M"], cfg["ratio"], cfg["u0"], cfg["v0"], cfg["dt"]
     t = np.asarray(cfg["t"])
-    metrics, ratios, random_logs = {}, [], {}
+    metrics, ratios = {}, []
+    random_logs: dict[str, dict[str, np.ndarray]] = {}
     asym: dict[str, float] = {}
-    params = tuple(cfg.get("params", PARAMS))  # every registered kind's reduction (older configs: the four)
+    params = tuple(Parametrization(p) for p in cfg.get("params", PARAMS))  # every registered kind (older configs: the four)
     for prm in params:
         ref = integrate(prm, K, M, r, 1.0, u0, v0, t)
         errs = {}
@@ -153,7 +155,9 @@ def _asymptotics(cfg: dict, run: RunWriter) -> None:
     ratios = np.asarray(cfg["ratios"])
     times = np.asarray(TABLE_TIMES)
     t = np.concatenate([[0.0, 1.0, 10.0, 100.0], times])
-    table, drift, errors_r1, growth = {}, {}, {}, {}
+    table, drift = {}, {}
+    errors_r1: dict[str, dict[str, np.ndarray]] = {}
+    growth: dict[str, dict[str, Any]] = {}
     for prm in PARAMS:
         tr = integrate_many(prm, K, M, ratios, 1.0, s, s, t)
         drift[prm] = float(np.max(first_integral_drift(prm, tr.state, tr.K, tr.M, tr.eta_qk, tr.eta_ov)))
@@ -273,7 +277,7 @@ def _sharpness(cfg: dict, run: RunWriter) -> None:
         run.write_figure("order_crossover", fig)
         plots.close(fig)
     run.write_json("sharpness.json", {"residual_at_loss_ref_scale": {p: at[p].tolist() for p in PARAMS},
-                                      "ratios": ratios.tolist(), "order_at_ratio_1": sorted(PARAMS, key=at1.get),
+                                      "ratios": ratios.tolist(), "order_at_ratio_1": sorted(PARAMS, key=at1.__getitem__),
                                       "slope_dlog_residual_dlog_ratio": slopes,
                                       "finite_loss_slopes": {p: v.tolist() for p, v in finite_slopes.items()},
                                       "finite_loss_slope_config": sl, "phase_diagram_cells": share,
@@ -293,7 +297,7 @@ def _sharpness(cfg: dict, run: RunWriter) -> None:
         judged("sharpness-order", STAGE, et.Order(tuple(at1.items()), "residual-resolution",
                                                   scope.replace(f"ratios {ratios[0]:g}..{ratios[-1]:g}", "ratio 1")),
                "1-p at loss " + f"{lvl:g}, ratio 1 (sharpest first): "
-               + " < ".join(f"{p} {at1[p]:.2g}" for p in sorted(PARAMS, key=at1.get)),
+               + " < ".join(f"{p} {at1[p]:.2g}" for p in sorted(PARAMS, key=at1.__getitem__)),
                  "phase_diagram",
                  f"Finite-loss statement. The paper's pairs: collapsed OV (CACO, FACO) sharper than factorized OV "
                  f"(CAFO, FAFO); it does not rank CAFO against FAFO. Sharpest over the (ratio, start) grid (cells): {share}. Loss where CACO overtakes FAFO "

@@ -35,10 +35,10 @@ def build_config(params, ratios, data: str, optimizer: str, steps: int | None, d
         raise field_error("init", "symmetric", "sampled data needs 'random' (its vocabulary is not MODEL.md's)")
     extra = dict(PAPER_DATA) if data == "paper" else {}
     steps = DEFAULT_STEPS[data] if steps is None else steps
-    values = {"params": tuple(params), "ratios": tuple(ratios), "data": data, "optimizer": optimizer, "init": init,
+    values: dict[str, Any] = {"params": tuple(params), "ratios": tuple(ratios), "data": data, "optimizer": optimizer, "init": init,
               "steps": steps, "seed": seed, "K": K, "M": M,
               "dt": extra.pop("dt", DEFAULT_DT[optimizer]) if dt is None else dt, **extra}
-    values["log_every"] = max(1, values["steps"] // 200)
+    values["log_every"] = max(1, steps // 200)
     return parse_config(SyntheticConfig, **values)
 
 

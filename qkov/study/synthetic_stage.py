@@ -220,7 +220,7 @@ def _sharpness_order(cfg: SyntheticConfig, summaries: list[dict[str, Any]], wher
         residual = {p: 1 - m for p, m in masses.items() if m is not None}
         what = (f"1 - held-out distinct attention at test loss {levels[-1]:.3g}" if levels.size
                 else "no test loss reached by every trained run")
-    order = " < ".join(f"{p} {residual[p]:.3f}" for p in sorted(residual, key=residual.get))
+    order = " < ".join(f"{p} {residual[p]:.3f}" for p in sorted(residual, key=residual.__getitem__))
     ev = et.Order(tuple(residual.items()), "attention-resolution", _scope(cfg).split(", ratios")[0]
                   + f", ratio {r0:g}, {what}", stuck)
     return judged("sharpness-order", STAGE, ev,

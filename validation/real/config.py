@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 from theory.parametrization import ParamName
 from theory.spec import Ge, Gt, Le, Lt, PositiveFinite, Spec
@@ -202,7 +202,7 @@ def default_config(dataset: str, *, ratio: float, seed: int, optimizer: str | No
     """
     model = model or ("small" if quick else "paper")
     optimizer = optimizer or default_optimizer(dataset, model)
-    values = dict(dataset=dataset, ratio=ratio, seed=seed, optimizer=optimizer, quick=quick, model=model,
+    values: dict[str, Any] = dict(dataset=dataset, ratio=ratio, seed=seed, optimizer=optimizer, quick=quick, model=model,
                   data_dir=str(data_dir))
     entry = _registry.get(dataset)
     if model not in entry.models:

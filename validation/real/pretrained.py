@@ -208,7 +208,8 @@ def pretrained_tensors(train_ex: list[ClassExample], val_ex: list[ClassExample],
     the word-level tensors of the three splits and the tokenizer (one :class:`PieceTable` for all)."""
     import copy
 
-    from transformers import BertTokenizerFast
+    # exported lazily (in transformers 5 an alias of BertTokenizer), which the stubs omit
+    from transformers import BertTokenizerFast  # type: ignore[attr-defined]
 
     d = minilm_dir()
     tok = BertTokenizerFast.from_pretrained(str(d))

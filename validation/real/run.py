@@ -9,7 +9,7 @@ from dataclasses import dataclass
 
 import random
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import torch
 
@@ -102,6 +102,7 @@ def _prepare_classifier(cfg: RealRunConfig) -> _Prepared:
     """Load, subsample, encode, build the model (initialised from ``torch.manual_seed(cfg.seed)``) and its tracker."""
     splits, train_ex, val_ex, test_ex = _split_items(cfg)
     torch.manual_seed(cfg.seed)
+    model: torch.nn.Module
     if cfg.model == "minilm":
         from .pretrained import pretrained_tensors
         model, (tr, va, te), vocab = pretrained_tensors(train_ex, val_ex, test_ex, len(splits.classes), cfg.max_len)
@@ -142,8 +143,9 @@ def _finish_classifier(p: _Prepared, hist) -> dict[str, Any]:
                                                    hist.checkpoints)
     metrics.update(baseline=baseline, best_val=best)
     if cfg.model == "minilm":  # the second attention view: rollout through the 6 layers
-        from .pretrained import rollout_views
-        metrics["rollout"] = rollout_views(model, te, cfg.dataset, p.tracker, baseline)
+        from .pretrained import MiniLMClassifier, rollout_views
+        # cast: with model minilm, _prepare_classifier built a MiniLMClassifier (pretrained_tensors)
+        metrics["rollout"] = rollout_views(cast(MiniLMClassifier, model), te, cfg.dataset, p.tracker, baseline)
     arrays.update({f"best_val_{k}": best_arrays[k] for k in ("pred", "mass", "p_true") if k in best_arrays})
     return {"metrics": metrics, "arrays": arrays, "extras": {}, "eraser": eraser, "extras_text": extras_text}
 

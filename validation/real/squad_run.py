@@ -9,7 +9,7 @@ Words GloVe knows start from their GloVe vector.
 from __future__ import annotations
 
 import warnings
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import torch
@@ -35,7 +35,7 @@ def init_vectors(vocab: Vocab, use_glove: bool) -> tuple[np.ndarray | None, str]
         return None, "random (glove disabled)"
     words = [vocab.tokenizer.id_to_token(i) for i in range(len(vocab))]
     try:
-        vec, found = glove_vectors(words)
+        vec, found = glove_vectors(cast("list[str]", words))  # ids below len(vocab) all have a token: no None
     except GloveUnavailable as exc:
         warnings.warn(str(exc), GloveMissingWarning, stacklevel=2)
         return None, f"random ({exc})"

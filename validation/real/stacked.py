@@ -92,8 +92,8 @@ def train_stacked(  # noqa: C901 - known complexity debt (docs/architecture.md)
     lrs = {n: torch.zeros(K, dtype=torch.float64) for n in names}
     for k, (m, c) in enumerate(zip(models, cfgs)):
         by_id = {id(p): g["lr"] for g in build_optimizer(m, c).param_groups for p in g["params"]}
-        for n, p in m.named_parameters():
-            lrs[n][k] = by_id[id(p)]
+        for name, prm in m.named_parameters():
+            lrs[name][k] = by_id[id(prm)]
     params = {n: torch.stack([dict(m.named_parameters())[n].detach() for m in models]).clone() for n in names}
     dev = params[names[0]].device
     state1 = {n: torch.zeros_like(p) for n, p in params.items()}

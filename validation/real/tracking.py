@@ -62,7 +62,8 @@ def on_cpu(model: nn.Module) -> Iterator[nn.Module]:
 def uniform_attention(model: nn.Module) -> Iterator[nn.Module]:
     """Within the block every QK parameter of ``model`` (``model.qk_parameters()``) is zero, so all
     attention scores are 0 and each softmax row is uniform over its allowed positions."""
-    saved = [(p, p.detach().clone()) for p in model.qk_parameters()]
+    # ignore: nn.Module.__getattr__ types the project's models' qk_parameters as Tensor | Module
+    saved = [(p, p.detach().clone()) for p in model.qk_parameters()]  # type: ignore[operator]
     try:
         with torch.no_grad():
             for p, _ in saved:
@@ -82,7 +83,8 @@ class Tracker:
                  light_eval: Callable[[nn.Module], dict[str, Any]]):
         self.model, self.probe, self.val = model, probe, val
         self.loss_of, self.light_eval = loss_of, light_eval
-        self.best_loss, self.best_index, self.best_state = math.inf, -1, None
+        self.best_loss, self.best_index = math.inf, -1
+        self.best_state: dict[str, Any] | None = None
         self.step0: dict[str, Any] | None = None
         self.n = 0
 
@@ -92,7 +94,7 @@ class Tracker:
         test = self.light_eval(self.model)
         if step == 0:
             self.step0 = test
-        rec = {"step": step, "epoch": round(epoch, 4), "train_loss": self.loss_of(self.model, self.probe),
+        rec: dict[str, Any] = {"step": step, "epoch": round(epoch, 4), "train_loss": self.loss_of(self.model, self.probe),
                "val_loss": self.loss_of(self.model, self.val), "test": scalars(test)}
         if rec["val_loss"] < self.best_loss and step > 0:
             self.best_loss, self.best_state = rec["val_loss"], copy.deepcopy(self.model.state_dict())

@@ -20,7 +20,7 @@ from __future__ import annotations
 import math
 import time
 from dataclasses import dataclass, field
-from typing import Callable
+from typing import Any, Callable, TypeVar
 
 import torch
 import torch.nn.functional as F
@@ -35,6 +35,8 @@ from .batching import ClassTensors, to_device
 from .config import RealRunConfig, group_rates
 
 CLIP_NORM = 5.0
+ModelT = TypeVar("ModelT", bound=nn.Module)
+"""The model type :func:`train` trains, the one its ``loss_fn`` takes."""
 
 
 @dataclass
@@ -88,11 +90,13 @@ def optimizer_groups(model: nn.Module, cfg: RealRunConfig) -> list[dict]:
     (``model.param_groups`` for a model that declares its circuits, e.g. pretrained MiniLM, else
     ``qk_parameters()``/``ov_parameters()``)."""
     if hasattr(model, "param_groups"):   # a model that declares its own circuits (pretrained MiniLM)
-        base = model.param_groups(lr_ov=cfg.lr_ov, ratio=cfg.ratio, lr_other=cfg.lr_other or cfg.lr_ov)
+        # ignore: nn.Module.__getattr__ types the attribute Tensor | Module; hasattr found the method
+        base = model.param_groups(lr_ov=cfg.lr_ov, ratio=cfg.ratio, lr_other=cfg.lr_other or cfg.lr_ov)  # type: ignore[operator]
         qk = [p for g in base if g.get("circuit") == "qk" for p in g["params"]]
         ov = [p for g in base if g.get("circuit") == "ov" for p in g["params"]]
     else:
-        qk, ov = list(model.qk_parameters()), list(model.ov_parameters())
+        # ignore: the project's models' circuit methods, typed Tensor | Module by nn.Module.__getattr__
+        qk, ov = list(model.qk_parameters()), list(model.ov_parameters())  # type: ignore[operator]
     rates = group_rates(cfg)
     return [{"params": ps, "lr": rates[name] * cfg.lr_ov, "circuit": name}
             for name, ps in named_parameter_groups(model, qk, ov).items()]
@@ -116,14 +120,14 @@ def lr_factor(step: int, total: int, schedule: str, warmup: float) -> float:
     return 0.5 * (1.0 + math.cos(math.pi * (step - w) / max(total - w, 1)))
 
 
-def classification_loss(model: nn.Module, b: ClassTensors) -> torch.Tensor:
+def classification_loss(model: Callable[..., Any], b: ClassTensors) -> torch.Tensor:
     """Cross-entropy of the class logits read at ``[CLS]``."""
     logits, _ = model(b.ids, b.valid, b.query_index)
     return F.cross_entropy(logits, b.labels)
 
 
-def train(model: nn.Module, data, cfg: RealRunConfig,
-          loss_fn: Callable[[nn.Module, object], torch.Tensor], *, progress: bool = True,
+def train(model: ModelT, data, cfg: RealRunConfig,
+          loss_fn: Callable[[ModelT, Any], torch.Tensor], *, progress: bool = True,
           desc: str = "train", on_checkpoint: Callable[[int, float], dict] | None = None,
           device: torch.device | None = None, bf16: bool = False) -> TrainHistory:
     """Minibatch training for ``cfg.epochs`` epochs, shuffled by a generator seeded with ``cfg.seed``.

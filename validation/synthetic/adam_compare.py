@@ -17,14 +17,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import numpy as np
 import torch
 
 from annotated_types import MinLen
 
-from theory.parametrization import ParamName
+from theory.parametrization import ParamName, Parametrization
 from theory.spec import Ge, Le, PositiveFinite, Spec
 from validation.synthetic.data import population_batch
 from validation.synthetic.models import symmetric_model
@@ -120,7 +120,7 @@ def train_symmetric(param: str, ratio: float, *, optimizer: str = "adam", eps: f
     """
     if optimizer not in TRAINERS:
         raise ValueError(f"optimizer {optimizer!r}: must be one of {', '.join(TRAINERS)}")
-    model = symmetric_model(param, K, M, u0, v0, ov_basis="class", dtype=torch.float64)
+    model = symmetric_model(Parametrization(param), K, M, u0, v0, ov_basis="class", dtype=torch.float64)
     pop = population_batch(K, M, torch.float64)
     kind = TRAINERS[optimizer]
     extra = ({"weight_decay": weight_decay, "betas": betas, "eps": eps} if kind == "adamw"
@@ -309,7 +309,7 @@ def eps_sweep(param: str = "CACO", ratio: float = 3.0, eps_values: tuple[float, 
     t_end = steps * dt
     u_law, v_law = (float(x) for x in sign_law(param, np.array(t_end), ratio, K=K, u0=u0, v0=v0))
     for eps in eps_values:
-        model = symmetric_model(param, K, M, u0, v0, ov_basis="class", dtype=torch.float64)
+        model = symmetric_model(Parametrization(param), K, M, u0, v0, ov_basis="class", dtype=torch.float64)
         pop = population_batch(K, M, torch.float64)
         opt = make_circuit_optimizer(model, "adamw", eta_ov=1.0, ratio=ratio, dt=dt, weight_decay=0.0,
                                      betas=betas, eps=eps)
@@ -396,33 +396,34 @@ def optimizer_matched_loss(param: str, ratios: tuple[float, ...], *, optimizer: 
         ran = int(round(float(tr.cols["t"][-1]) / dt))
         red = run_orbit_map(param, spec, K=K, M=M, eta_qk=r, eta_ov=1.0, dt=dt, steps=ran, u0=u0, v0=v0,
                             record=np.arange(0, ran + 1, log_every))
-        flow = integrate(param, K, M, r, 1.0, u0, v0, np.geomspace(1e-3, 1e7, 400))
+        flow = integrate(Parametrization(param), K, M, r, 1.0, u0, v0, np.geomspace(1e-3, 1e7, 400))
         st = transverse_growth(param, spec, K=K, M=M, eta_qk=r, eta_ov=1.0, dt=dt, steps=min(stability_steps, steps),
                                u0=u0, v0=v0)
         runs.append((r, tr, red, flow, st))
     cost["training_cpu_s"] = time.process_time() - t0
+    loss_levels: list[float]
     if levels:
-        levels = [float(x) for x in levels]
+        loss_levels = [float(x) for x in levels]
     else:
         hi = min(float(tr.cols["loss"][0]) for _, tr, *_ in runs)
         lo = max(float(np.min(tr.cols["loss"])) for _, tr, *_ in runs)
-        levels = [float(x) for x in np.geomspace(hi, lo, n_levels + 2)[1:-1]] if lo < hi else []
-        if predict and levels:   # the levels come from the runs' range; the prediction uses nothing else of them
+        loss_levels = [float(x) for x in np.geomspace(hi, lo, n_levels + 2)[1:-1]] if lo < hi else []
+        if predict and loss_levels:   # the levels come from the runs' range; the prediction uses nothing else of them
             t0 = time.process_time()
             prediction = broken_set_predict(param, spec, K=K, M=M, u0=u0, v0=v0, eta_ov=1.0, dt=dt,
-                                            ratios=tuple(ratios), levels=tuple(levels), steps=steps,
+                                            ratios=tuple(ratios), levels=tuple(loss_levels), steps=steps,
                                             record_every=log_every)
             cost["predictor_cpu_s"] = time.process_time() - t0
-    pairs = []
+    pairs: list[dict[str, Any]] = []
     for r, tr, red, flow, st in runs:
         c = tr.cols
         off = np.flatnonzero(c["set_distance"] > 1e-6)
         pairs.append({"param": param, "ratio": r,
-                      "measured": [crossing(c["loss"], c["residual"], L) for L in levels],
-                      "distance": [crossing(c["loss"], c["set_distance"], L) for L in levels],
-                      "v_spread": [crossing(c["loss"], c["v_spread"], L) for L in levels],
-                      "reduced": [crossing(red.loss, red.residual, L) for L in levels],
-                      "flow": [crossing(flow.loss, flow.residual, L) for L in levels],
+                      "measured": [crossing(c["loss"], c["residual"], L) for L in loss_levels],
+                      "distance": [crossing(c["loss"], c["set_distance"], L) for L in loss_levels],
+                      "v_spread": [crossing(c["loss"], c["v_spread"], L) for L in loss_levels],
+                      "reduced": [crossing(red.loss, red.residual, L) for L in loss_levels],
+                      "flow": [crossing(flow.loss, flow.residual, L) for L in loss_levels],
                       "final_loss": float(c["loss"][-1]), "final_measured": float(c["residual"][-1]),
                       "final_distance": float(c["set_distance"][-1]),
                       "ftle_per_step": st.ftle, "predicted_departure_step": predicted_departure_step(st),
@@ -441,7 +442,7 @@ def optimizer_matched_loss(param: str, ratios: tuple[float, ...], *, optimizer: 
     predictor = None if prediction is None else {"subgroup": prediction.subgroup, "cpu_s": cost["predictor_cpu_s"],
                                                  "training_cpu_s": cost["training_cpu_s"]}
     return {"optimizer": spec.as_json(), "K": K, "M": M, "u0": u0, "v0": v0, "dt": dt, "steps": steps,
-            "stop_loss": stop, "levels": levels, "pairs": pairs, "predictor": predictor}
+            "stop_loss": stop, "levels": loss_levels, "pairs": pairs, "predictor": predictor}
 
 
 # ---- the broken-set predictor against full-matrix training (issue 31) -------------------------------------------

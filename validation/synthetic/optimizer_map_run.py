@@ -57,7 +57,7 @@ class OptimizerMapConfig(Spec):
         """One :func:`~validation.synthetic.adam_compare.optimizer_matched_loss` result per parametrization."""
         from validation.synthetic.adam_compare import optimizer_matched_loss
 
-        return [optimizer_matched_loss(p, tuple(self.ratios), optimizer=self.optimizer, betas=tuple(self.betas),
+        return [optimizer_matched_loss(p, tuple(self.ratios), optimizer=self.optimizer, betas=(self.betas[0], self.betas[1]),
                                        eps=self.eps, weight_decay=self.weight_decay, K=self.K, M=self.M, dt=self.dt, steps=self.steps,
                                        n_levels=self.n_levels, curves=curves, u0=self.u0, v0=self.v0,
                                        levels=tuple(self.levels) or None, stop_loss=self.stop_loss,
