@@ -351,9 +351,10 @@ def _monotone_findings(run: et.AdamDefaultRun, at: dict, ratios: list[float], le
 
 
 def _ratio_findings(run: et.AdamDefaultRun, at: dict, ratios: list[float], levels: list[float], bad: list[str],
-                    hits: list[str]) -> int:
-    """At each matched loss every higher ratio at least as sharp as every lower one, and the sharpening from the
-    lowest to the highest ratio >= ``adam-sharpen-margin`` x gradient flow's."""
+                    hits: list[str], weak: list[str]) -> int:
+    """At each matched loss every higher ratio at least as sharp as every lower one (a reversal goes to ``bad``),
+    and the sharpening from the lowest to the highest ratio >= ``adam-sharpen-margin`` x gradient flow's (a
+    shortfall goes to ``weak``)."""
     res = THRESHOLDS["residual-resolution"].bound
     margin = THRESHOLDS["adam-sharpen-margin"].bound
     judged = 0
@@ -371,7 +372,7 @@ def _ratio_findings(run: et.AdamDefaultRun, at: dict, ratios: list[float], level
         judged += 1
         s_opt, s_flow = pl.measured / ph.measured, pl.flow / ph.flow
         if s_opt < margin * s_flow:
-            bad.append(f"{run.param} L={lv:.2g}: sharpening r={rl:g}->{rh:g} x{s_opt:.3g}, not >= {margin:g} x "
+            weak.append(f"{run.param} L={lv:.2g}: sharpening r={rl:g}->{rh:g} x{s_opt:.3g}, not >= {margin:g} x "
                        f"flow's x{s_flow:.3g}")
         else:
             hits.append(f"L={lv:.2g}: x{s_opt:.3g} vs flow x{s_flow:.3g}")
@@ -387,10 +388,14 @@ def _optimizer_run_findings(run: et.AdamDefaultRun) -> tuple[list[str], list[str
     bad: list[str] = []
     off: list[str] = []
     hits: list[str] = []
-    judged = _point_findings(run, pts, bad, off, hits)
+    weak: list[str] = []
+    point_bad: list[str] = []
+    # Named in this order: what reverses the claim (a higher ratio less sharp; 1-p rising as the loss falls),
+    # then a sharpening short of the margin over flow's, then maps and predictions that miss the measurement.
+    judged = _ratio_findings(run, at, ratios, levels, bad, hits, weak)
     judged += _monotone_findings(run, at, ratios, levels, bad)
-    judged += _ratio_findings(run, at, ratios, levels, bad, hits)
-    return bad, off, hits, judged
+    judged += _point_findings(run, pts, point_bad, off, hits)
+    return bad + weak + point_bad, off, hits, judged
 
 
 def adam_default_rule(ev: et.AdamDefault) -> Outcome:

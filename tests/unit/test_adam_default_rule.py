@@ -128,3 +128,15 @@ def test_stability_with_a_predicted_one_minus_p_compares_it_with_the_measurement
 def test_stability_without_any_reached_level_is_insufficient():
     run = _run(_pair(1.0, [None], pred=3), _pair(4.0, [None], pred=None), levels=(0.1,))
     assert stability_verdict([run]).verdict == "insufficient"
+
+
+def test_the_named_number_is_the_reversal_before_a_shortfall_or_a_missed_map():
+    """Issue 31's case to L = 1e-2, as the quick study runs it: at L = 0.1 ratio 4 sharpens less than 1.1 x
+    flow's and its reduced map misses; at L = 1e-2 it is less sharp than ratio 1. The line the headline shows
+    is the reversal, the claim's own contradiction (it fails if the shortfall or the map is named first)."""
+    run = _run(_pair(1.0, R1[:2], flow=FLOW_R1[:2], distance=[7e-4] * 2),
+               _pair(4.0, R4[:2], reduced=R4_REDUCED[:2], flow=[8.9e-3, 2e-2], distance=[0.58, 0.7]),
+               levels=LEVELS[:2])
+    out = default_betas_verdict([run])
+    assert out.verdict == "contradicts"
+    assert out.number.startswith("CACO L=0.01: r=4 less sharp than r=1 (1-p 0.165 vs 0.0289)"), out.number
