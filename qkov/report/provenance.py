@@ -41,10 +41,10 @@ def preset(results: StudyResults) -> str:
     if not names:
         return ""
     plans = _plans()
-    hits = {p: len(names & set(plan)) for p, plan in plans.items()}
-    for p in ("quick", "full"):
+    within = {p: names <= set(plan) for p, plan in plans.items()}  # runs both presets share (derive, the Adam
+    for p in ("quick", "full"):                                      # breakdown run) decide nothing on their own
         other = "full" if p == "quick" else "quick"
-        if hits[p] and not hits[other] and hits[p] == len(names):
+        if within[p] and not within[other]:
             return p
     return "custom"
 

@@ -30,6 +30,10 @@ def test_the_preset_is_the_plan_the_runs_belong_to():
     assert provenance.preset(results([rec(n) for n in names(False)])) == "full"
     assert provenance.preset(results([rec(names(True)[0]), rec(names(False)[0])])) == "custom"
     assert provenance.preset(results([])) == ""
+    shared = [n for n in provenance._plans()["quick"] if n in provenance._plans()["full"]]
+    assert shared, "the derive run and the Adam breakdown run are in both plans"
+    quick_all = list(provenance._plans()["quick"])      # the whole quick plan, shared runs included
+    assert provenance.preset(results([rec(n) for n in quick_all])) == "quick"
     lines = provenance.study_lines(results([rec(n) for n in names(True)]))
     assert lines[0].startswith("Preset: quick") and "--full" in lines[0]
 
