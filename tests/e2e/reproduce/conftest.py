@@ -11,6 +11,8 @@ import contextlib
 
 import pytest
 
+from tests.e2e.reproduce.browser import chromium_missing, open_driver
+
 
 @pytest.fixture
 def fake_stages(tmp_path, monkeypatch):
@@ -50,3 +52,14 @@ def shared_cluster(dask_client, monkeypatch):
 
     monkeypatch.setattr(engine, "StudyCluster", use_shared)
     return dask_client
+
+
+@pytest.fixture(scope="module")
+def chromium(tmp_path_factory):
+    """Headless Chromium (one per test module), or a skip naming what is missing."""
+    missing = chromium_missing()
+    if missing:
+        pytest.skip(missing)
+    driver = open_driver(tmp_path_factory.mktemp("profile"))
+    yield driver
+    driver.quit()

@@ -7,8 +7,7 @@ import re
 
 import pytest
 
-from browser import chromium_missing, open_driver
-from report_fixture import build_fake_results
+from tests.e2e.reproduce.report_fixture import build_fake_results
 
 pytestmark = pytest.mark.browser
 
@@ -19,16 +18,6 @@ const shown = m => { const c = m.cloneNode(true); c.querySelectorAll('annotation
 return {body: document.body.innerText, math: [...document.querySelectorAll('math')].map(shown), statements: pick('.statement'),
         ledger: pick('table.ledger td'), titles: pick('.eq > div:first-child')};"""
 LATEX = re.compile(r"\\[A-Za-z]+")
-
-
-@pytest.fixture(scope="module")
-def chromium(tmp_path_factory):
-    missing = chromium_missing()
-    if missing:
-        pytest.skip(missing)
-    driver = open_driver(tmp_path_factory.mktemp("profile"))
-    yield driver
-    driver.quit()
 
 
 def _text(chromium, path):

@@ -12,9 +12,8 @@ from qkov.report.real_table import COLUMNS, REAL_SUMMARY
 from qkov.study.claims import write_evidence
 from qkov.study.rules import real_data_evidence
 
-from browser import chromium_missing, open_driver
-from report_fixture import build_fake_results
-from test_reproduce_browser import HANDLERS_JS
+from tests.e2e.reproduce.report_fixture import build_fake_results
+from tests.e2e.reproduce.test_reproduce_browser import HANDLERS_JS
 from tests.unit.report.test_real_vs_paper import PAYLOAD, two_datasets
 
 pytestmark = [pytest.mark.e2e, pytest.mark.browser]
@@ -28,16 +27,6 @@ return {first: first.className + ' ' + (first.firstElementChild ? first.firstEle
         rows: [...t.tBodies[0].rows].map(r => [...r.cells].map(c => c.textContent)),
         verdicts: [...document.querySelectorAll('#real-verdicts > li')].map(li => li.textContent),
         width: t.getBoundingClientRect().width};"""
-
-
-@pytest.fixture(scope="module")
-def chromium(tmp_path_factory):
-    missing = chromium_missing()
-    if missing:
-        pytest.skip(missing)
-    driver = open_driver(tmp_path_factory.mktemp("profile"))
-    yield driver
-    driver.quit()
 
 
 @pytest.mark.parametrize("poisoned", [False, True], ids=["clean", "injected"])

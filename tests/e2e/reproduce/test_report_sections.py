@@ -8,7 +8,7 @@ import re
 from qkov.report import build_report
 from qkov.report.content import SECTIONS
 
-from report_fixture import build_fake_results
+from tests.e2e.reproduce.report_fixture import build_fake_results
 
 
 def test_html_and_markdown_have_the_same_numbered_sections(tmp_path):

@@ -12,7 +12,6 @@ import pytest
 from qkov.report import build_report
 from qkov.study.claims import CLAIMS
 
-from tests.e2e.reproduce.browser import chromium_missing, open_driver
 from tests.e2e.reproduce.injection import inject
 from tests.e2e.reproduce.report_fixture import add_figure2_runs, build_fake_results
 
@@ -31,16 +30,6 @@ for (const el of document.querySelectorAll('*'))
         if (a.name.toLowerCase().startsWith('on')) bad.push(el.tagName + ' ' + a.name);
 return {bad: bad, scripts: document.scripts.length,
         svgs: document.getElementsByTagName('svg').length, iframes: document.getElementsByTagName('iframe').length};"""
-
-
-@pytest.fixture(scope="module")
-def chromium(tmp_path_factory):
-    missing = chromium_missing()
-    if missing:
-        pytest.skip(missing)
-    driver = open_driver(tmp_path_factory.mktemp("profile"))
-    yield driver
-    driver.quit()
 
 
 @pytest.mark.parametrize("poisoned", [False, True], ids=["clean", "injected"])
