@@ -57,6 +57,9 @@ class RealSweep:
     device: str = "auto"
     bf16: bool = False
     rates: Mapping[str, float] | None = None
+    preset: str = "sized"
+    """``sized`` (qkov's CPU-sized defaults) or ``official`` (the official code's settings,
+    :data:`validation.real.official.OFFICIAL`; recorded in each run's config, so it is part of the group key)."""
 
     def overrides(self) -> dict[str, Any]:
         """The settings that replace dataset defaults in every run (only those not at their default)."""
@@ -68,6 +71,8 @@ class RealSweep:
             extra["recipe"] = self.recipe
         if self.rates:
             extra["rates"] = dict(self.rates)
+        if self.preset != "sized":
+            extra["preset"] = self.preset
         return extra
 
 
@@ -131,6 +136,8 @@ def plan_configs(sweep: RealSweep, data: Path) -> list[dict]:
     configs = [parse_config(RealRunConfig, **c.to_json_dict()) for c in planned]
     for ds in sweep.datasets:  # validate every file before training anything
         load_dataset(ds, str(data))
+    if sweep.stacked and sweep.preset != "sized":
+        raise field_error("stacked", "true", "only with --preset sized (the official presets train one run at a time)")
     if sweep.stacked and (sweep.bf16 or any(c.model == "minilm" or dataset_registry.get(c.dataset).task == "generation"
                                             for c in configs)):
         raise field_error("stacked", "true", "only for the paper and small classifiers (HateXplain, SVA), without --bf16")
