@@ -121,6 +121,8 @@ def plan_configs(sweep: RealSweep, data: Path) -> list[dict]:
     from validation.real.run import load_dataset
 
     extra = sweep.overrides()
+    if sweep.stacked and sweep.preset != "sized":
+        raise field_error("stacked", "true", "only with --preset sized (the official presets train one run at a time)")
     if sweep.model == "minilm":
         from validation.real.pretrained import PretrainedUnavailable, minilm_dir
 
@@ -136,8 +138,6 @@ def plan_configs(sweep: RealSweep, data: Path) -> list[dict]:
     configs = [parse_config(RealRunConfig, **c.to_json_dict()) for c in planned]
     for ds in sweep.datasets:  # validate every file before training anything
         load_dataset(ds, str(data))
-    if sweep.stacked and sweep.preset != "sized":
-        raise field_error("stacked", "true", "only with --preset sized (the official presets train one run at a time)")
     if sweep.stacked and (sweep.bf16 or any(c.model == "minilm" or dataset_registry.get(c.dataset).task == "generation"
                                             for c in configs)):
         raise field_error("stacked", "true", "only for the paper and small classifiers (HateXplain, SVA), without --bf16")

@@ -146,3 +146,17 @@ def test_the_grouping_key_separates_sized_from_official_runs(tmp_path):
     assert any(name.endswith("/preset=official") for name in grouped)
     assert RealSweep(datasets=("squad",), preset="official").overrides()["preset"] == "official"
     assert "preset" not in RealSweep(datasets=("squad",)).overrides()
+
+
+@pytest.mark.parametrize("args, line", [
+    (["--dataset", "squad", "--quick", "--preset", "official"], "preset: official: the official settings are"),
+    (["--dataset", "sva", "--preset", "official"], "preset: official: no official settings for sva"),
+    (["--dataset", "hatexplain", "--preset", "bogus"], "preset: bogus: must be one of sized, official"),
+    (["--dataset", "hatexplain", "--preset", "official", "--stacked"], "stacked")])
+def test_cli_bad_preset_exit_2_nothing_written(tmp_path, capsys, args, line):
+    from qkov.cli.main import cli, run_cli
+
+    out = tmp_path / "o"
+    rc = run_cli(cli, ["validate", "real", "--data-dir", str(tmp_path), "--out", str(out), *args])
+    err = capsys.readouterr().err
+    assert rc == 2 and line in err and err.count("\n") == 1 and not out.exists()
