@@ -59,7 +59,7 @@ class RealSweep:
     rates: Mapping[str, float] | None = None
     preset: str = "sized"
     """``sized`` (qkov's CPU-sized defaults) or ``official`` (the official code's settings,
-    :data:`validation.real.official.OFFICIAL`; recorded in each run's config, so it is part of the group key)."""
+    :mod:`validation.real.official`; recorded in each run's config, so it is part of the group key)."""
 
     def overrides(self) -> dict[str, Any]:
         """The settings that replace dataset defaults in every run (only those not at their default)."""

@@ -10,6 +10,7 @@ import torch
 
 from qkov.study.real_command import RealSweep
 from qkov.study.real_summary import group_runs
+from validation.real import datasets as registry
 from validation.real.config import default_config
 from validation.real.examples import SquadExample
 from validation.real.official import OFFICIAL_AC_EDGES
@@ -40,6 +41,7 @@ def test_official_preset_equals_the_documented_settings(dataset):
     got = {k: getattr(cfg, k) for k in DOCUMENTED[dataset]}
     assert got == DOCUMENTED[dataset]
     assert cfg.preset == "official" and cfg.to_json_dict()["preset"] == "official"
+    assert registry.get(dataset).official_differences       # what still differs is listed, per dataset
     # the QK rate of the official runs: 5e-5 x 20 = 1e-3 (SQuAD), 5e-5 x 30 = 1.5e-3 (HateXplain)
     assert cfg.eta_qk == pytest.approx(5e-5 * DOCUMENTED[dataset]["ratio"])
     # d_model 300 in 6 heads: d_head 50 (SQuAD); the SQuAD notebooks' AC split

@@ -93,7 +93,7 @@ class RealRunConfig(Spec):
     # issue 32, the official settings as a preset (validation.real.official); each field left out of
     # to_json_dict at its default, so the keys of earlier runs are unchanged
     preset: Literal["sized", "official"] = "sized"
-    """``sized``: qkov's defaults; ``official``: the official code's (:data:`validation.real.official.OFFICIAL`)."""
+    """``sized``: qkov's defaults; ``official``: the official code's (a dataset's registry row ``official``, :mod:`validation.real.official`)."""
     context_chars: Annotated[int, Ge(1), Le(10000)] | None = None
     """SQuAD: the context cut to this many characters either side of the first gold answer (official: 200);
     ``None``: a ``window``-word window drawn around it."""

@@ -23,6 +23,7 @@ from typing import Any, Callable
 
 from .errors import file_problem
 from .hatexplain_data import HATEXPLAIN_FETCH, load_hatexplain
+from .official import HATEXPLAIN_DIFFERENCES, HATEXPLAIN_OFFICIAL, SQUAD_DIFFERENCES, SQUAD_OFFICIAL
 from .squad_data import SQUAD_FETCH, SQUAD_FILE, load_squad
 from .sva_data import SVA_DIR, SVA_FETCH, SVA_FILES, load_sva
 
@@ -79,6 +80,10 @@ class Dataset:
     summary_columns: tuple[str, ...] = CLASS_COLUMNS
     paper_result: str = "numbers not in PAPER.md"
     """What the paper reports for this dataset (the summary prints it beside the measured effect)."""
+    official: dict[str, Any] = field(default_factory=dict)
+    """The official code's settings (``--preset official``, :mod:`validation.real.official`); empty: none read."""
+    official_differences: tuple[str, ...] = ()
+    """What ``--preset official`` cannot reproduce here."""
 
     def missing(self, data_dir: Path) -> str | None:
         """``None`` when the files are there, else one line saying what is wrong or what to fetch."""
@@ -96,6 +101,7 @@ DATASETS: dict[str, Dataset] = {d.name: d for d in (
         paper_recipe=(), summary_metric="f1", summary_columns=SQUAD_COLUMNS,
         paper_result="AC about 12% -> 43% at QK multiplier 20 (6-layer GPT-2-tokenizer decoder, GloVe-300, "
                      "SQuAD v2.0)",
+        official=SQUAD_OFFICIAL, official_differences=SQUAD_DIFFERENCES,
         defaults={
             ("small", False): dict(d=64, heads=2, d_head=32, layers=2, epochs=12, batch_size=32, window=48,
                                    question_len=20, answer_len=6, checkpoints_per_epoch=1),
@@ -114,6 +120,7 @@ DATASETS: dict[str, Dataset] = {d.name: d for d in (
         quick_ratios=(1.0, 10.0, 30.0), paper_optimizer="adamw", paper_recipe=("embedding",),
         models=("paper", "small", "minilm"),
         paper_result="numbers not in PAPER.md (QK multiplier 30, 1 layer, 4 heads)",
+        official=HATEXPLAIN_OFFICIAL, official_differences=HATEXPLAIN_DIFFERENCES,
         defaults={
             ("small", False): dict(d=64, epochs=8, batch_size=32, max_len=192),
             ("small", True): dict(d=32, epochs=5, batch_size=32, max_len=192, max_train=4000, max_val=500,
