@@ -49,6 +49,17 @@ def test_official_preset_equals_the_documented_settings(dataset):
         assert cfg.heads * cfg.d_head == 300 and OFFICIAL_AC_EDGES == (0.05, 0.1)
 
 
+def test_warm_up_over_a_number_of_steps_then_cosine():
+    from validation.real.training import lr_factor
+
+    total = 11000   # 100 epochs x 110 steps
+    assert lr_factor(0, total, "cosine", 0.0, 1000) == pytest.approx(1 / 1000)
+    assert lr_factor(499, total, "cosine", 0.0, 1000) == pytest.approx(0.5)
+    assert lr_factor(1000, total, "cosine", 0.0, 1000) == pytest.approx(1.0)
+    assert lr_factor(6000, total, "cosine", 0.0, 1000) == pytest.approx(0.5)
+    assert lr_factor(999, total, "cosine", 0.1) == pytest.approx(1000 / 1100)   # the share, when no steps given
+
+
 def test_sized_preset_keys_are_unchanged():
     """A sized run's JSON (its run directory key) holds none of the preset fields, as before they existed."""
     d = default_config("squad", ratio=20.0, seed=0, quick=True, data_dir="/x").to_json_dict()

@@ -93,7 +93,8 @@ class RealRunConfig(Spec):
     # issue 32, the official settings as a preset (validation.real.official); each field left out of
     # to_json_dict at its default, so the keys of earlier runs are unchanged
     preset: Literal["sized", "official"] = "sized"
-    """``sized``: qkov's defaults; ``official``: the official code's (a dataset's registry row ``official``, :mod:`validation.real.official`)."""
+    """``sized``: qkov's defaults; ``official``: the official code's (a dataset's registry row ``official``,
+    :mod:`validation.real.official`)."""
     context_chars: Annotated[int, Ge(1), Le(10000)] | None = None
     """SQuAD: the context cut to this many characters either side of the first gold answer (official: 200);
     ``None``: a ``window``-word window drawn around it."""
@@ -102,7 +103,9 @@ class RealRunConfig(Spec):
     d_mlp: Annotated[int, Ge(0), Le(16384)] = 0
     """Paper classifier: width of the MLP on the read-out (0: none; official HateXplain: 256, frozen)."""
     dropout: Annotated[float, Ge(0.0), Lt(1.0)] = 0.0
+    """SQuAD decoder: dropout on the embeddings and each block's residual branches (official: 0.2)."""
     label_smoothing: Annotated[float, Ge(0.0), Lt(1.0)] = 0.0
+    """SQuAD decoder: label smoothing of the answer-token loss (official: 0.1)."""
     clip_norm: PositiveFinite | None = None
     """Global gradient-norm clip (``None``: :data:`validation.real.training.CLIP_NORM`)."""
     warmup_steps: Annotated[int, Ge(1)] | None = None
@@ -226,7 +229,9 @@ def default_config(dataset: str, *, ratio: float, seed: int, optimizer: str | No
     """The run configuration of the study for one (dataset, ratio, seed, optimizer, model).
 
     ``model`` defaults to ``"small"`` with ``quick`` and ``"paper"`` without; ``optimizer`` to
-    :func:`default_optimizer`.
+    :func:`default_optimizer`. ``preset="official"`` (an override) puts the dataset's official row
+    (:mod:`validation.real.official`) over its defaults, before the other overrides; it is the full-size paper
+    model with the official optimizer only (``ValueError``, one line, otherwise).
     """
     model = model or ("small" if quick and overrides.get("preset") != "official" else "paper")
     optimizer = optimizer or default_optimizer(dataset, model)
