@@ -19,6 +19,7 @@ from qkov.core.config import ConfigError, field_error
 from qkov.core.runstore import to_json_text
 
 from validation.real.config import DATASETS, MODELS, OPTIMIZERS, RECIPES
+from validation.real.official import PRESETS
 from qkov.study.engine import RunsFailed
 from qkov.study.real_command import SWEEP_SUMMARY_KIND, RealSweep, validate_real
 from qkov.study.real_summary import markdown_tables
@@ -77,6 +78,10 @@ def _apply_rates(text: str | None, ratio_list: tuple | None, extra: dict) -> tup
               help="Rate factors (times the OV rate) per parameter group, e.g. qk=30,embedding=30; groups: qk, ov, "
                    "embedding, bias, mlp, other; set on top of --recipe; qk=F is the same as --ratios F. Recorded in "
                    "each run's config.")
+@click.option("--preset", type=Choice(PRESETS), default="sized", show_default=True,
+              help="sized: qkov's defaults; official: the official code's settings (SQuAD: context cut to 200 "
+                   "characters either side of the answer, d_model 300, 6 heads, 6 layers, AdamW 5e-5; HateXplain: "
+                   "frozen MLP, weight decay 1e-3; see docs/real-data.md). Recorded in each run's config.")
 @click.option("--stacked", is_flag=True,
               help="Train the seeds x ratios of each configuration together in this process (torch.func.vmap; "
                    "paper and small classifiers, CPU or one device); each run still gets its own directory.")
@@ -84,14 +89,14 @@ def _apply_rates(text: str | None, ratio_list: tuple | None, extra: dict) -> tup
 @device_option()
 def real(datasets, ratios, seeds, optimizers, model: str | None, param: str, layers: int, quick: bool,
          as_json: bool, out: Path, data_dir: str | None, recipe: str, stacked: bool, scheduler: str | None,
-         workers: int | None, device: str, bf16: bool, rates: str | None = None) -> None:
+         workers: int | None, device: str, bf16: bool, rates: str | None = None, preset: str = "sized") -> None:
     """Train the QKOV models at each eta_QK/eta_OV ratio and seed, then tabulate and compare with ratio 1."""
     extra: dict = {}
     ratio_list = _apply_rates(rates, tuple(ratios) if ratios is not None else None, extra)
     sweep = RealSweep(datasets=tuple(datasets), ratios=ratio_list, seeds=tuple(seeds) if seeds is not None else None,
                       optimizers=tuple(optimizers) if optimizers is not None else None, model=model, param=param,
                       layers=layers, quick=quick, recipe=recipe, stacked=stacked, device=device, bf16=bf16,
-                      rates=extra.get("rates"))
+                      rates=extra.get("rates"), preset=preset)
     try:
         res = validate_real(sweep, out, data_dir=data_dir, progress=not as_json, scheduler=scheduler,
                             workers=workers)

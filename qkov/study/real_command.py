@@ -58,6 +58,9 @@ class RealSweep:
     device: str = "auto"
     bf16: bool = False
     rates: Mapping[str, float] | None = None
+    preset: str = "sized"
+    """``sized`` (qkov's CPU-sized defaults) or ``official`` (the official code's settings,
+    :mod:`validation.real.official`; recorded in each run's config, so it is part of the group key)."""
 
     def overrides(self) -> dict[str, Any]:
         """The settings that replace dataset defaults in every run (only those not at their default)."""
@@ -69,6 +72,8 @@ class RealSweep:
             extra["recipe"] = self.recipe
         if self.rates:
             extra["rates"] = dict(self.rates)
+        if self.preset != "sized":
+            extra["preset"] = self.preset
         return extra
 
 
@@ -117,6 +122,8 @@ def plan_configs(sweep: RealSweep, data: Path) -> list[dict]:
     from validation.real.run import load_dataset
 
     extra = sweep.overrides()
+    if sweep.stacked and sweep.preset != "sized":
+        raise field_error("stacked", "true", "only with --preset sized (the official presets train one run at a time)")
     if sweep.model == "minilm":
         from validation.real.pretrained import PretrainedUnavailable, minilm_dir
 

@@ -129,7 +129,7 @@ def group_name(config: dict[str, Any]) -> str:
         parts.append(f"recipe={config['recipe']}")
     if config.get("rates"):
         parts.append("rates=" + ",".join(f"{k}={float(v):g}" for k, v in sorted(config["rates"].items())))
-    for k, default in (("param", BASELINE), ("layers", 1)):
+    for k, default in (("param", BASELINE), ("layers", 1), ("preset", "sized")):
         if config.get(k, default) != default:
             parts.append(f"{k}={config[k]}")
     return "/".join(parts)

@@ -90,6 +90,29 @@ class RealRunConfig(Spec):
     rates: dict[Literal["ov", "embedding", "bias", "mlp", "other"], PositiveFinite] | None = None
     """Rate factors (times ``lr_ov``) of named groups (:data:`RATE_GROUPS` but ``qk``, whose factor is
     ``ratio``) that replace the recipe's (:func:`group_rates`); ``None``: the recipe alone."""
+    # issue 32, the official settings as a preset (validation.real.official); each field left out of
+    # to_json_dict at its default, so the keys of earlier runs are unchanged
+    preset: Literal["sized", "official"] = "sized"
+    """``sized``: qkov's defaults; ``official``: the official code's (a dataset's registry row ``official``,
+    :mod:`validation.real.official`)."""
+    context_chars: Annotated[int, Ge(1), Le(10000)] | None = None
+    """SQuAD: the context cut to this many characters either side of the first gold answer (official: 200);
+    ``None``: a ``window``-word window drawn around it."""
+    d_ff: Annotated[int, Ge(1), Le(16384)] | None = None
+    """SQuAD decoder MLP width (``None``: 4 d)."""
+    d_mlp: Annotated[int, Ge(0), Le(16384)] = 0
+    """Paper classifier: width of the MLP on the read-out (0: none; official HateXplain: 256, frozen)."""
+    dropout: Annotated[float, Ge(0.0), Lt(1.0)] = 0.0
+    """SQuAD decoder: dropout on the embeddings and each block's residual branches (official: 0.2)."""
+    label_smoothing: Annotated[float, Ge(0.0), Lt(1.0)] = 0.0
+    """SQuAD decoder: label smoothing of the answer-token loss (official: 0.1)."""
+    clip_norm: PositiveFinite | None = None
+    """Global gradient-norm clip (``None``: :data:`validation.real.training.CLIP_NORM`)."""
+    warmup_steps: Annotated[int, Ge(1)] | None = None
+    """Linear warm-up over this many steps (replaces the ``warmup`` share)."""
+    frozen: tuple[RateGroup, ...] = ()
+    """Named groups in no optimizer group (they stay at their initialisation); ``mlp`` means every parameter of
+    an MLP module, its biases too (:func:`validation.real.training.frozen_ids`)."""
 
     def __post_init__(self) -> None:
         if self.rates is not None and "qk" in self.rates:
@@ -112,12 +135,20 @@ class RealRunConfig(Spec):
             d.pop("rates", None)
         else:
             d["rates"] = {k: float(d["rates"][k]) for k in sorted(d["rates"])}
+        for k, default in _ADDED_DEFAULTS.items():   # issue 32's preset fields, left out at their defaults
+            if k in d and (d[k] == default or (isinstance(default, tuple) and not d[k])):
+                d.pop(k)
         return d
 
     @property
     def eta_qk(self) -> float:
         """The QK learning rate ``ratio * lr_ov``."""
         return self.ratio * self.lr_ov
+
+
+_ADDED_DEFAULTS = {"preset": "sized", "context_chars": None, "d_ff": None, "d_mlp": 0, "dropout": 0.0,
+                   "label_smoothing": 0.0, "clip_norm": None, "warmup_steps": None, "frozen": ()}
+"""Fields added after runs were stored, and their defaults (left out of the JSON, so old keys stay)."""
 
 
 def group_rates(cfg: RealRunConfig) -> dict[str, float]:
@@ -198,9 +229,11 @@ def default_config(dataset: str, *, ratio: float, seed: int, optimizer: str | No
     """The run configuration of the study for one (dataset, ratio, seed, optimizer, model).
 
     ``model`` defaults to ``"small"`` with ``quick`` and ``"paper"`` without; ``optimizer`` to
-    :func:`default_optimizer`.
+    :func:`default_optimizer`. ``preset="official"`` (an override) puts the dataset's official row
+    (:mod:`validation.real.official`) over its defaults, before the other overrides; it is the full-size paper
+    model with the official optimizer only (``ValueError``, one line, otherwise).
     """
-    model = model or ("small" if quick else "paper")
+    model = model or ("small" if quick and overrides.get("preset") != "official" else "paper")
     optimizer = optimizer or default_optimizer(dataset, model)
     values: dict[str, Any] = dict(dataset=dataset, ratio=ratio, seed=seed, optimizer=optimizer, quick=quick, model=model,
                   data_dir=str(data_dir))
@@ -211,5 +244,14 @@ def default_config(dataset: str, *, ratio: float, seed: int, optimizer: str | No
     if model == "minilm" and quick and optimizer == "adamw":
         values["lr_ov"] = MINILM_QUICK_LR
     values.update(entry.defaults.get((model, bool(quick)), {}))
+    if overrides.get("preset") == "official":
+        from .official import official_settings
+
+        official = official_settings(dataset)
+        if quick or model != official["model"] or optimizer != official["optimizer"]:
+            raise ValueError(f"preset: official: the official settings are the full-size {official['model']} model "
+                             f"with {official['optimizer']} (got model {model}, optimizer {optimizer}"
+                             f"{', --quick' if quick else ''})")
+        values.update(official)
     values.update(overrides)
     return RealRunConfig(**values)

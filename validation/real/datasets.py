@@ -25,6 +25,7 @@ from theory.paper_numbers import dataset_text
 
 from .errors import file_problem
 from .hatexplain_data import HATEXPLAIN_FETCH, load_hatexplain
+from .official import HATEXPLAIN_DIFFERENCES, HATEXPLAIN_OFFICIAL, SQUAD_DIFFERENCES, SQUAD_OFFICIAL
 from .squad_data import SQUAD_FETCH, SQUAD_FILE, load_squad
 from .sva_data import SVA_DIR, SVA_FETCH, SVA_FILES, load_sva
 
@@ -82,6 +83,10 @@ class Dataset:
     paper_result: str = "numbers not in PAPER.md"
     """What the paper reports for this dataset (the summary prints it beside the measured effect): one line from
     the registry of the paper's numbers, :func:`theory.paper_numbers.dataset_text`."""
+    official: dict[str, Any] = field(default_factory=dict)
+    """The official code's settings (``--preset official``, :mod:`validation.real.official`); empty: none read."""
+    official_differences: tuple[str, ...] = ()
+    """What ``--preset official`` cannot reproduce here."""
 
     def missing(self, data_dir: Path) -> str | None:
         """``None`` when the files are there, else one line saying what is wrong or what to fetch."""
@@ -98,6 +103,7 @@ DATASETS: dict[str, Dataset] = {d.name: d for d in (
         paper_ratio=20.0, ratios=(1.0, 2.0, 5.0, 10.0, 20.0), quick_ratios=(1.0, 20.0), paper_optimizer="adamw",
         paper_recipe=(), summary_metric="f1", summary_columns=SQUAD_COLUMNS,
         paper_result=dataset_text("squad"),
+        official=SQUAD_OFFICIAL, official_differences=SQUAD_DIFFERENCES,
         defaults={
             ("small", False): dict(d=64, heads=2, d_head=32, layers=2, epochs=12, batch_size=32, window=48,
                                    question_len=20, answer_len=6, checkpoints_per_epoch=1),
@@ -116,6 +122,7 @@ DATASETS: dict[str, Dataset] = {d.name: d for d in (
         quick_ratios=(1.0, 10.0, 30.0), paper_optimizer="adamw", paper_recipe=("embedding",),
         models=("paper", "small", "minilm"),
         paper_result=dataset_text("hatexplain"),
+        official=HATEXPLAIN_OFFICIAL, official_differences=HATEXPLAIN_DIFFERENCES,
         defaults={
             ("small", False): dict(d=64, epochs=8, batch_size=32, max_len=192),
             ("small", True): dict(d=32, epochs=5, batch_size=32, max_len=192, max_train=4000, max_val=500,

@@ -121,10 +121,15 @@ class MultiHeadClassifier(nn.Module):
     ``forward(ids (B,L), valid (B,L), query_index (B,))`` returns ``(logits (B,C), attention (B,L))``
     where the attention is the **mean over heads** (what every metric uses); the per-head rows are
     in ``self.last_head_attention (B,H,L)`` after a call.
+
+    ``d_mlp > 0`` (the official HateXplain block, ``--preset official``) adds an MLP on the read-out,
+    :math:`z \leftarrow z + W_2\,\mathrm{GELU}(W_1 z + b_1) + b_2` (``W_1: (d_mlp, d)``), before the LayerNorm;
+    it is the module ``mlp`` (the ``mlp`` rate group), created after every other parameter so that the
+    initialisation of the rest does not change.
     """
 
     def __init__(self, vocab_size: int, n_classes: int, *, d: int = 64, heads: int = 4, d_head: int = 64,
-                 max_len: int = 256, init_std: float = 0.02):
+                 max_len: int = 256, init_std: float = 0.02, d_mlp: int = 0):
         super().__init__()
         self.max_len = max_len
         self.emb = nn.Embedding(vocab_size, d, padding_idx=0)
@@ -139,6 +144,7 @@ class MultiHeadClassifier(nn.Module):
         self.ln = nn.LayerNorm(d)
         self.head = nn.Linear(d, n_classes)
         self.last_head_attention: torch.Tensor | None = None
+        self.mlp = nn.Sequential(nn.Linear(d, d_mlp), nn.GELU(), nn.Linear(d_mlp, d)) if d_mlp > 0 else None
 
     def qk_parameters(self) -> Iterator[nn.Parameter]:
         yield from (self.W_Q, self.W_K)
@@ -158,5 +164,7 @@ class MultiHeadClassifier(nn.Module):
         v = torch.einsum("hed,bld->bhle", self.W_V, x)
         o = torch.einsum("bhl,bhle->bhe", a, v).reshape(x.shape[0], -1)
         z = xq + o @ self.W_O.T
+        if self.mlp is not None:
+            z = z + self.mlp(z)
         self.last_head_attention = a.detach()
         return self.head(self.ln(z)), a.mean(1)

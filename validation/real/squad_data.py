@@ -40,6 +40,16 @@ def char_span_to_words(offsets: list[tuple[int, int]], start: int, end: int) -> 
     return (idx[0], idx[-1]) if idx else None
 
 
+def char_window(offsets: list[tuple[int, int]] | tuple[tuple[int, int], ...], start: int, end: int,
+                chars: int) -> tuple[int, int]:
+    """Words ``[s, e)`` of the context cut to ``chars`` characters either side of the answer characters
+    ``[start, end)`` (the official SQuAD code's cut, ``chars = 200``): every word lying wholly inside
+    ``[start - chars, end + chars)``; a word the cut splits is left out, so the window is whole words."""
+    lo, hi = start - chars, end + chars
+    inside = [i for i, (a, b) in enumerate(offsets) if a >= lo and b <= hi]
+    return (inside[0], inside[-1] + 1) if inside else (0, 0)
+
+
 def sentence_span(words: list[str], pos: int) -> tuple[int, int]:
     """Inclusive word span of the sentence holding word ``pos`` (split at ``. ! ?``)."""
     a = pos

@@ -50,6 +50,7 @@ from validation.metrics.plausibility import auprc, hard_rationale, iou_f1, mean_
 from validation.metrics.squad_eval import exact_match, f1 as squad_f1
 
 from .examples import SquadExample
+from .squad_data import char_window
 from .vocab import Vocab
 
 EVAL_BATCH = 128
@@ -98,8 +99,26 @@ def window_start(ex: SquadExample, W: int) -> int:
     return lo + h % (hi - lo + 1)
 
 
-def encode_decoder(examples: list[SquadExample], vocab: Vocab, W: int, Q: int, A: int) -> DecoderTensors:
-    """Encode the fixed-slot layout of the module docstring (answers cut to ``A`` words)."""
+def window_span(ex: SquadExample, W: int, context_chars: int | None = None) -> tuple[int, int]:
+    """Words ``[s, e)`` of the context the model reads: with ``context_chars`` the official cut (every word
+    within ``context_chars`` characters either side of the first gold answer,
+    :func:`~validation.real.squad_data.char_window`), at most ``W`` of them (a longer cut keeps the ``W`` words
+    nearest its start that still hold the answer); else the ``W``-word window of :func:`window_start`."""
+    if context_chars is None:
+        s = window_start(ex, W)
+        return s, min(s + W, len(ex.context))
+    a, b = ex.spans[0]
+    s, e = char_window(ex.offsets, ex.offsets[a][0], ex.offsets[b][1], context_chars)
+    if e - s > W:
+        s = max(s, b + 1 - W)
+        e = s + W
+    return s, e
+
+
+def encode_decoder(examples: list[SquadExample], vocab: Vocab, W: int, Q: int, A: int,
+                   context_chars: int | None = None) -> DecoderTensors:
+    """Encode the fixed-slot layout of the module docstring (answers cut to ``A`` words; the context window
+    of :func:`window_span`, ``context_chars`` the official +-200-character cut)."""
     N, P = len(examples), W + Q + 2
     T = P + A + 1
     ids = torch.zeros(N, T, dtype=torch.long)
@@ -109,8 +128,8 @@ def encode_decoder(examples: list[SquadExample], vocab: Vocab, W: int, Q: int, A
     measured = torch.zeros(N, T, dtype=torch.bool)
     starts, n_ans = torch.zeros(N, dtype=torch.long), torch.zeros(N, dtype=torch.long)
     for i, ex in enumerate(examples):
-        s = window_start(ex, W)
-        win = ex.context[s:s + W]
+        s, e = window_span(ex, W, context_chars)
+        win = ex.context[s:e]
         ids[i, :len(win)] = torch.tensor(vocab.encode(win))
         valid[i, :len(win)] = True
         ids[i, W], valid[i, W] = vocab.sep, True
@@ -129,7 +148,7 @@ def encode_decoder(examples: list[SquadExample], vocab: Vocab, W: int, Q: int, A
         target[i, P - 1 + k] = vocab.cls
         measured[i, P - 1:P - 1 + k] = True
         for x, y in ex.spans:
-            if s <= x and y < s + W:
+            if s <= x and y < e:
                 ans_ctx[i, x - s:y - s + 1] = True
         starts[i], n_ans[i] = s, k
     return DecoderTensors(ids, valid, target, ans_ctx, measured, starts, n_ans, P, W)
@@ -137,17 +156,22 @@ def encode_decoder(examples: list[SquadExample], vocab: Vocab, W: int, Q: int, A
 
 class CausalBlock(nn.Module):
     """Pre-LN block: causal multi-head attention (``W_Q, W_K, W_V: (H, d_head, d)``, ``W_O: (d, H d_head)``)
-    and a 4d GELU MLP. ``forward(x (B,T,d), valid (B,T))`` -> ``(x, attention (B,H,T,T))``."""
+    and a ``d_ff``-wide (default 4d) GELU MLP; ``dropout > 0`` drops the two residual branches in training
+    (never the attention weights, which the metrics read). ``forward(x (B,T,d), valid (B,T))`` ->
+    ``(x, attention (B,H,T,T))``."""
 
-    def __init__(self, d: int, heads: int, d_head: int, init_std: float):
+    def __init__(self, d: int, heads: int, d_head: int, init_std: float, d_ff: int | None = None,
+                 dropout: float = 0.0):
         super().__init__()
         self.ln1, self.ln2 = nn.LayerNorm(d), nn.LayerNorm(d)
         self.W_Q = nn.Parameter(torch.randn(heads, d_head, d) * init_std)
         self.W_K = nn.Parameter(torch.randn(heads, d_head, d) * init_std)
         self.W_V = nn.Parameter(torch.randn(heads, d_head, d) * init_std)
         self.W_O = nn.Parameter(torch.randn(d, heads * d_head) * init_std)
-        self.mlp = nn.Sequential(nn.Linear(d, 4 * d), nn.GELU(), nn.Linear(4 * d, d))
+        d_ff = d_ff or 4 * d
+        self.mlp = nn.Sequential(nn.Linear(d, d_ff), nn.GELU(), nn.Linear(d_ff, d))
         self.scale = 1.0 / math.sqrt(d_head)
+        self.drop = nn.Dropout(dropout) if dropout > 0 else None
 
     def forward(self, x: torch.Tensor, valid: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         B, T, _ = x.shape
@@ -160,8 +184,11 @@ class CausalBlock(nn.Module):
         allowed = (torch.tril(torch.ones(T, T, dtype=torch.bool, device=x.device))[None] & valid[:, None, :]) | eye
         a = torch.softmax(s.masked_fill(~allowed[:, None], float("-inf")), dim=-1)
         o = torch.einsum("bhtu,bhue->bthe", a, v).reshape(B, T, -1)
-        x = x + o @ self.W_O.T
-        return x + self.mlp(self.ln2(x)), a
+        if self.drop is None:
+            x = x + o @ self.W_O.T
+            return x + self.mlp(self.ln2(x)), a
+        x = x + self.drop(o @ self.W_O.T)
+        return x + self.drop(self.mlp(self.ln2(x))), a
 
 
 class DecoderLM(nn.Module):
@@ -169,7 +196,8 @@ class DecoderLM(nn.Module):
     ``(hidden (B,T,d), attentions (layers, B, H, T, T))``; :meth:`logits` maps hidden states to words."""
 
     def __init__(self, vocab_size: int, *, d: int, layers: int, heads: int, d_head: int, max_T: int,
-                 eos_id: int, init_std: float = 0.02, pretrained: np.ndarray | None = None):
+                 eos_id: int, init_std: float = 0.02, pretrained: np.ndarray | None = None,
+                 d_ff: int | None = None, dropout: float = 0.0):
         super().__init__()
         self.eos_id = eos_id
         emb_dim = 50 if pretrained is None else pretrained.shape[1]
@@ -182,7 +210,8 @@ class DecoderLM(nn.Module):
         self.inp = nn.Linear(emb_dim, d, bias=False)
         self.pos = nn.Embedding(max_T, d)
         nn.init.normal_(self.pos.weight, 0.0, 0.02)
-        self.blocks = nn.ModuleList(CausalBlock(d, heads, d_head, init_std) for _ in range(layers))
+        self.blocks = nn.ModuleList(CausalBlock(d, heads, d_head, init_std, d_ff, dropout) for _ in range(layers))
+        self.drop = nn.Dropout(dropout) if dropout > 0 else None
         self.ln_f = nn.LayerNorm(d)
         self.out = nn.Linear(d, emb_dim, bias=False)
         self.bias = nn.Parameter(torch.zeros(vocab_size))
@@ -203,6 +232,8 @@ class DecoderLM(nn.Module):
                 ) -> tuple[torch.Tensor, torch.Tensor]:
         e = self.embed(ids) if embedded is None else embedded
         x = self.inp(e) + self.pos.weight[:ids.shape[1]][None]
+        if self.drop is not None:
+            x = self.drop(x)
         attns = []
         for b in self.blocks:
             x, a = b(x, valid)
@@ -231,10 +262,22 @@ class DecoderLM(nn.Module):
         return p.scatter_add(1, ids, (1 - g) * att_last)
 
 
-def decoder_loss(model: DecoderLM, b: DecoderTensors) -> torch.Tensor:
-    """Teacher-forced cross-entropy of the answer words and ``[EOS]`` (mean over those positions)."""
+def decoder_loss(model: DecoderLM, b: DecoderTensors, label_smoothing: float = 0.0) -> torch.Tensor:
+    r"""Teacher-forced cross-entropy of the answer words and ``[EOS]`` (mean over those positions).
+
+    ``label_smoothing`` :math:`\varepsilon > 0` (official SQuAD: 0.1): per position
+    :math:`-(1-\varepsilon)\log p_t(y_t) - \frac{\varepsilon}{V}\sum_w \log p_t(w)` with :math:`p_t` the
+    whole pointer-generator distribution (:meth:`DecoderLM.next_word_probs`, ``(n, V)`` at the ``n`` target
+    positions of the batch), as ``torch.nn.functional.cross_entropy(label_smoothing=...)`` smooths a softmax."""
     h, att = model(b.ids, b.valid)
-    return -model.target_log_prob(h, att[-1].mean(1), b.ids, b.target, b.target >= 0).mean()
+    sel = b.target >= 0
+    if label_smoothing <= 0:
+        return -model.target_log_prob(h, att[-1].mean(1), b.ids, b.target, sel).mean()
+    rows = att[-1].mean(1)[sel]                                                   # (n, T)
+    ids = b.ids[:, None, :].expand(-1, b.ids.shape[1], -1)[sel]                   # (n, T)
+    logp = torch.log(model.next_word_probs(h[sel], rows, ids) + 1e-12)            # (n, V)
+    nll = -logp.gather(1, b.target[sel][:, None])[:, 0]
+    return ((1 - label_smoothing) * nll - label_smoothing * logp.mean(1)).mean()
 
 
 @torch.no_grad()

@@ -8,6 +8,7 @@ Words GloVe knows start from their GloVe vector.
 
 from __future__ import annotations
 
+import functools
 import warnings
 from typing import Any, cast
 
@@ -17,6 +18,7 @@ import torch
 from .config import RealRunConfig
 from .evaluation import _concentration
 from .examples import SquadExample
+from .official import OFFICIAL_AC_EDGES
 from .glove import GloveMissingWarning, GloveUnavailable, glove_vectors
 from .squad_decoder import (DecoderLM, DecoderTensors, answer_attention, decoder_loss, em_f1, encode_decoder,
                             grad_input_agreement, mean_loss, plausibility)
@@ -60,6 +62,8 @@ def evaluate_decoder(model: DecoderLM, te: DecoderTensors, test_ex: list[SquadEx
         **_concentration(att["rollout"][has], att["p_true"][has], "squad"),
         "layer_average": _concentration(att["layer_average"][has], att["p_true"][has], "squad"),
         "max_over_layers": _concentration(att["max_over_layers"][has], att["p_true"][has], "squad"),
+        "mass_share_ge": {f"{t:g}": float((att["rollout"][has] >= t).mean()) if has.any() else float("nan")
+                          for t in OFFICIAL_AC_EDGES},
         "answer_prob_geomean": float(np.exp(np.mean(np.log(att["p_true"][has] + 1e-12)))),
         **plausibility(att["window_attention"], te),
     }
@@ -86,10 +90,11 @@ def train_and_evaluate_squad(cfg: RealRunConfig, train_ex: list[SquadExample], v
     vocab = Vocab.train([ex.context for ex in train_ex + val_ex + test_ex]
                         + [ex.question for ex in train_ex + val_ex + test_ex], max_size=MAX_VOCAB, min_frequency=1)
     W, Q, A = cfg.window, cfg.question_len, cfg.answer_len
-    tr, va, te = (encode_decoder(x, vocab, W, Q, A) for x in (train_ex, val_ex, test_ex))
+    tr, va, te = (encode_decoder(x, vocab, W, Q, A, cfg.context_chars) for x in (train_ex, val_ex, test_ex))
     vectors, init_note = init_vectors(vocab, cfg.glove)
     model = DecoderLM(len(vocab), d=cfg.d, layers=cfg.layers, heads=cfg.heads, d_head=cfg.d_head,
-                      max_T=tr.ids.shape[1] + A + 2, eos_id=vocab.cls, init_std=cfg.init_std, pretrained=vectors)
+                      max_T=tr.ids.shape[1] + A + 2, eos_id=vocab.cls, init_std=cfg.init_std, pretrained=vectors,
+                      d_ff=cfg.d_ff, dropout=cfg.dropout)
 
     def loss_of(m, data):
         with on_cpu(m):
@@ -105,7 +110,8 @@ def train_and_evaluate_squad(cfg: RealRunConfig, train_ex: list[SquadExample], v
 
     tracker = Tracker(model, probe=tr.take(torch.arange(min(PROBE, len(tr)))), val=va, loss_of=loss_of,
                       light_eval=light_eval)
-    hist = train(model, tr, cfg, decoder_loss, progress=progress, desc=f"squad r={cfg.ratio:g} s={cfg.seed}",
+    loss_fn = functools.partial(decoder_loss, label_smoothing=cfg.label_smoothing) if cfg.label_smoothing else decoder_loss
+    hist = train(model, tr, cfg, loss_fn, progress=progress, desc=f"squad r={cfg.ratio:g} s={cfg.seed}",
                  on_checkpoint=tracker, device=device, bf16=bf16)
     model.to("cpu")
     metrics, arrays, preds = evaluate_decoder(model, te, test_ex, vocab, cfg, full=True)
@@ -114,8 +120,10 @@ def train_and_evaluate_squad(cfg: RealRunConfig, train_ex: list[SquadExample], v
     with uniform_attention(model):     # the uniform baseline decodes too (checkpoints do not)
         baseline["uniform"] = evaluate_decoder(model, te, test_ex, vocab, cfg, full=False)[0]
     baseline["step0"]["note"] = "EM/F1 not decoded at checkpoints (NaN); step 0 generates nothing useful"
+    window = (f"the context cut to {cfg.context_chars} characters either side of the first gold answer (whole "
+              f"words, at most {W}), " if cfg.context_chars else
+              f"{W} context words holding the first gold answer (start drawn from a hash of the id), ")
     metrics.update(baseline=baseline, best_val=best, embedding_init=init_note,
-                   window=f"{W} context words holding the first gold answer (start drawn from a hash of the id), "
-                          f"question cut to {Q} words, answers to {A} words")
+                   window=window + f"question cut to {Q} words, answers to {A} words")
     return {"model": model, "hist": hist, "vocab": vocab, "n_train": len(tr), "metrics": metrics,
             "arrays": arrays, "extras": {"predictions.json": preds}}

@@ -12,7 +12,9 @@ group's factor on top (``--rates embedding=30``). The schedule
 cosine decay to 0) multiplies every group's rate by the same factor, so the ratio is kept; the
 gradient is clipped to global norm :data:`CLIP_NORM` (a global rescaling keeps the ratio between
 the circuits' steps). ``on_checkpoint`` is called at step 0 and ``checkpoints_per_epoch`` times
-per epoch; what it returns is kept in :attr:`TrainHistory.checkpoints`.
+per epoch; what it returns is kept in :attr:`TrainHistory.checkpoints`. ``cfg.frozen`` groups are in no
+optimizer group (they stay at their initialisation; their gradients still count in the clipped norm);
+``cfg.clip_norm`` and ``cfg.warmup_steps`` replace :data:`CLIP_NORM` and the warm-up share.
 """
 
 from __future__ import annotations
@@ -98,8 +100,20 @@ def optimizer_groups(model: nn.Module, cfg: RealRunConfig) -> list[dict]:
         # ignore: the project's models' circuit methods, typed Tensor | Module by nn.Module.__getattr__
         qk, ov = list(model.qk_parameters()), list(model.ov_parameters())  # type: ignore[operator]
     rates = group_rates(cfg)
-    return [{"params": ps, "lr": rates[name] * cfg.lr_ov, "circuit": name}
-            for name, ps in named_parameter_groups(model, qk, ov).items()]
+    named = named_parameter_groups(model, qk, ov)
+    frozen = frozen_ids(model, cfg, named) if cfg.frozen else set()
+    return [{"params": kept, "lr": rates[name] * cfg.lr_ov, "circuit": name}
+            for name, ps in named.items() if (kept := [p for p in ps if id(p) not in frozen])]
+
+
+def frozen_ids(model: nn.Module, cfg: RealRunConfig, named: dict[str, list[nn.Parameter]]) -> set[int]:
+    """Ids of the parameters in no optimizer group: those of every ``cfg.frozen`` group, and for ``mlp`` every
+    parameter under an MLP module (:data:`MLP_MODULES`), its biases too (the ``bias`` group claims them first):
+    the official HateXplain MLP, weights and biases, stays at its initialisation."""
+    out = {id(p) for g in cfg.frozen for p in named.get(g, [])}
+    if "mlp" in cfg.frozen:
+        out |= {id(p) for n, p in model.named_parameters() if any(x in MLP_MODULES for x in n.split(".")[:-1])}
+    return out
 
 
 def build_optimizer(model: nn.Module, cfg: RealRunConfig) -> torch.optim.Optimizer:
@@ -110,11 +124,12 @@ def build_optimizer(model: nn.Module, cfg: RealRunConfig) -> torch.optim.Optimiz
     return make_optimizer("adamw", groups, weight_decay=cfg.weight_decay)
 
 
-def lr_factor(step: int, total: int, schedule: str, warmup: float) -> float:
-    """The rate multiplier at optimizer step ``step`` of ``total`` (1 for ``constant``)."""
+def lr_factor(step: int, total: int, schedule: str, warmup: float, warmup_steps: int | None = None) -> float:
+    """The rate multiplier at optimizer step ``step`` of ``total`` (1 for ``constant``); ``warmup_steps``
+    replaces the warm-up share ``warmup`` by a number of steps (the official SQuAD code's 1000)."""
     if schedule == "constant":
         return 1.0
-    w = int(round(warmup * total))
+    w = min(warmup_steps, total) if warmup_steps is not None else int(round(warmup * total))
     if step < w:
         return (step + 1) / w
     return 0.5 * (1.0 + math.cos(math.pi * (step - w) / max(total - w, 1)))
@@ -145,7 +160,8 @@ def train(model: ModelT, data, cfg: RealRunConfig,
     n = len(data)
     per_epoch = (n + cfg.batch_size - 1) // cfg.batch_size
     total = cfg.epochs * per_epoch
-    sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: lr_factor(s, total, cfg.schedule, cfg.warmup))
+    sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: lr_factor(s, total, cfg.schedule, cfg.warmup,
+                                                                        cfg.warmup_steps))
     marks = {round(per_epoch * (k + 1) / cfg.checkpoints_per_epoch) for k in range(cfg.checkpoints_per_epoch)}
 
     def checkpoint(step: int) -> None:
@@ -169,7 +185,7 @@ def train(model: ModelT, data, cfg: RealRunConfig,
                 loss = loss_fn(model, to_device(data.take(idx), device))
             opt.zero_grad(set_to_none=True)
             loss.backward()
-            torch.nn.utils.clip_grad_norm_(model.parameters(), CLIP_NORM)
+            torch.nn.utils.clip_grad_norm_(model.parameters(), cfg.clip_norm or CLIP_NORM)
             opt.step()
             sched.step()
             step += 1
