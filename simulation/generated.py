@@ -186,6 +186,11 @@ def sign_v_CACO(t, eta_OV, eta_QK, u_0, v_0, K):
     return 2*eta_QK*t + v_0
 
 
+def sign_exponent_CACO(r):
+    """CACO: lim log(1-p)/log L at matched loss under sign descent, with eta_QK = r eta_OV (inf: faster than any power, 0: slower)."""
+    return r
+
+
 def rhs_FACO(u, a, b, c, K, M, eta_QK, eta_OV):
     """FACO: d(u, a, b, c)/dt of the reduced gradient flow."""
     _x0 = b - c
@@ -438,6 +443,11 @@ def sign_v_FACO(t, eta_OV, eta_QK, u_0, v_0, K):
     return 2*_x0*_x1 + 2*eta_QK**2*t**2 + v_0 + _x1/_x0
 
 
+def sign_exponent_FACO(r):
+    """FACO: lim log(1-p)/log L at matched loss under sign descent, with eta_QK = r eta_OV (inf: faster than any power, 0: slower)."""
+    return numpy.inf
+
+
 def rhs_CAFO(s_O, s_V, v, K, M, eta_QK, eta_OV):
     """CAFO: d(s_O, s_V, v)/dt of the reduced gradient flow."""
     _x0 = numpy.exp(v)
@@ -618,6 +628,11 @@ def sign_u_CAFO(t, eta_OV, eta_QK, u_0, v_0, K):
 def sign_v_CAFO(t, eta_OV, eta_QK, u_0, v_0, K):
     """CAFO: v(t) under sign descent (Adam beta1 = beta2 = 0, eps -> 0)."""
     return 2*eta_QK*t + v_0
+
+
+def sign_exponent_CAFO(r):
+    """CAFO: lim log(1-p)/log L at matched loss under sign descent, with eta_QK = r eta_OV (inf: faster than any power, 0: slower)."""
+    return 0
 
 
 def rhs_FAFO(s_O, s_V, a, b, c, K, M, eta_QK, eta_OV):
@@ -893,6 +908,11 @@ def sign_v_FAFO(t, eta_OV, eta_QK, u_0, v_0, K):
     _x0 = K**(1/4)
     _x1 = eta_QK*t*numpy.sqrt(v_0)
     return 2*_x0*_x1 + 2*eta_QK**2*t**2 + v_0 + _x1/_x0
+
+
+def sign_exponent_FAFO(r):
+    """FAFO: lim log(1-p)/log L at matched loss under sign descent, with eta_QK = r eta_OV (inf: faster than any power, 0: slower)."""
+    return (1/2)*r**2
 
 
 def rhs_TACO(u, a, b, c, K, M, eta_QK, eta_OV):
@@ -2026,6 +2046,14 @@ SIGN_LAWS = {
     'FACO': (sign_u_FACO, sign_v_FACO),
     'CAFO': (sign_u_CAFO, sign_v_CAFO),
     'FAFO': (sign_u_FAFO, sign_v_FAFO),
+}
+
+
+SIGN_EXPONENT = {
+    'CACO': sign_exponent_CACO,
+    'FACO': sign_exponent_FACO,
+    'CAFO': sign_exponent_CAFO,
+    'FAFO': sign_exponent_FAFO,
 }
 
 

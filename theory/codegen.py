@@ -202,11 +202,16 @@ def _sign_law_functions(param: Parametrization) -> list[Function]:
     from theory.adam import sign_laws
     from theory.symbols import K, eta_ov, eta_qk, t, u0, v0
 
+    from theory.symbols import r
+
     laws = sign_laws(param)
     args = (t, eta_ov, eta_qk, u0, v0, K)
     return [Function(f"sign_{name}_{param}", args, (getattr(laws, f"{name}_of_t"),),
                      f"{param}: {name}(t) under sign descent (Adam beta1 = beta2 = 0, eps -> 0).", vector=False)
-            for name in ("u", "v")]
+            for name in ("u", "v")] + [
+        Function(f"sign_exponent_{param}", (r,), (laws.residual_exponent,),
+                 f"{param}: lim log(1-p)/log L at matched loss under sign descent, with eta_QK = r eta_OV "
+                 "(inf: faster than any power, 0: slower).", vector=False)]
 
 
 def _paper_functions() -> list[Function]:
@@ -280,7 +285,8 @@ def render_module(params: Sequence[str] | None = None) -> str:
 
     blocks: list[str] = [HEADER]
     tables: dict[str, list[str]] = {"STATE_NAMES": [], "RHS": [], "JAC": [], "OBSERVABLES": [], "INITIAL": [], "LAWS": [],
-              "FIRST_INTEGRALS": [], "NEXT_ORDER": [], "FROZEN_QK_TIME": [], "QK_OFFSET": [], "SIGN_LAWS": []}
+              "FIRST_INTEGRALS": [], "NEXT_ORDER": [], "FROZEN_QK_TIME": [], "QK_OFFSET": [], "SIGN_LAWS": [],
+              "SIGN_EXPONENT": []}
     for param in (Parametrization.registered() if params is None else [Parametrization(p) for p in params]):
         for fn in _reduced_functions(param):
             blocks.append(_render(fn))
@@ -302,6 +308,7 @@ def render_module(params: Sequence[str] | None = None) -> str:
         tables["NEXT_ORDER"].append(f"    {str(param)!r}: {{{nxt}}},")
         tables["FROZEN_QK_TIME"].append(f"    {str(param)!r}: frozen_qk_time_{param},")
         tables["SIGN_LAWS"].append(f"    {str(param)!r}: (sign_u_{param}, sign_v_{param}),")
+        tables["SIGN_EXPONENT"].append(f"    {str(param)!r}: sign_exponent_{param},")
         if not param.qk.kind.rescales:
             tables["QK_OFFSET"].append(f"    {str(param)!r}: qk_offset_{param}(),")
         pieces = ", ".join(f"(fi_g_qk_coef{i}_{param}, fi_g_qk_integrand{i}_{param})" for i in range(n_pieces))

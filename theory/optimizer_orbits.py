@@ -53,7 +53,7 @@ import sympy as sp
 
 from theory.checks import Check, identity_check
 from theory.orbit_gradient import ORBIT_SIZES, orbit_gradient, sequence_loss
-from theory.parametrization import Parametrization
+from theory.parametrization import BASELINE, Parametrization
 from theory.symbols import A_, B_, C_, E_, K, M, alpha, beta, gamma, u0, v0
 
 
@@ -195,7 +195,7 @@ def orbit_checks(param: str) -> tuple[Check, ...]:
                                      rf"\sum_o |o| = \#\text{{entries of }} {name}"
                                      + (r"\text{ (query column)}" if name in ("W_KQ", "W_Q") else ""),
                                      sum(o.size for o in orbits(param) if o.param == name), full[name]))
-    if Parametrization(param) == "CACO":
+    if Parametrization(param) == BASELINE:
         g = orbit_gradient()
         got = dict(zip((o.name for o in orbits(param)), entry_gradients(param)))
         for n in ("A", "B", "C", "E", "alpha", "beta", "gamma"):

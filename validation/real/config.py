@@ -22,7 +22,7 @@ import math
 from dataclasses import dataclass
 from typing import Annotated, Any, Literal
 
-from theory.parametrization import ParamName
+from theory.parametrization import BASELINE, ParamName
 from theory.spec import Ge, Gt, Le, Lt, PositiveFinite, Spec
 
 from . import datasets as _registry
@@ -63,7 +63,7 @@ class RealRunConfig(Spec):
     recipe: Literal["ratio-only", "paper"] = "ratio-only"
     quick: bool = False
     data_dir: str
-    param: ParamName = "CACO"
+    param: ParamName = BASELINE
     d: Annotated[int, Ge(2), Le(1024)] = 64
     heads: Annotated[int, Ge(1), Le(16)] = 1
     d_head: Annotated[int, Ge(1), Le(1024)] = 64

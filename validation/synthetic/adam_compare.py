@@ -24,7 +24,7 @@ import torch
 
 from annotated_types import MinLen
 
-from theory.parametrization import ParamName, Parametrization
+from theory.parametrization import BASELINE, FULLY_FACTORIZED, PARAMETRIZATIONS, ParamName, Parametrization
 from theory.spec import Ge, Le, PositiveFinite, Spec
 from validation.synthetic.data import population_batch
 from validation.synthetic.models import symmetric_model
@@ -48,7 +48,7 @@ class AdamCompareConfig(Spec):
     """GD against Adam(0, 0, eps) at matched loss (:func:`residual_vs_loss_data`); ``seed`` is recorded only
     (population data from the symmetric start: the runs are deterministic)."""
 
-    params: Annotated[tuple[ParamName, ...], MinLen(1)] = ("CACO", "FAFO")
+    params: Annotated[tuple[ParamName, ...], MinLen(1)] = (BASELINE, FULLY_FACTORIZED)
     ratios: Annotated[tuple[PositiveFinite, ...], MinLen(1)] = (1.0, 3.0, 10.0)
     eps: PositiveFinite = 1e-8
     K: Annotated[int, Ge(2), Le(100)] = 4
@@ -152,7 +152,7 @@ def loss_on_line(u: np.ndarray, v: np.ndarray, K: int, M: int) -> np.ndarray:
     return generated.margin_loss(np.asarray(u, dtype=float), generated.p_of_v(np.asarray(v, dtype=float), M), K)
 
 
-def residual_vs_loss_data(params: tuple[str, ...] = ("CACO", "FAFO"), ratios: tuple[float, ...] = (1.0, 3.0, 10.0),
+def residual_vs_loss_data(params: tuple[str, ...] = (BASELINE, FULLY_FACTORIZED), ratios: tuple[float, ...] = (1.0, 3.0, 10.0),
                           *, eps: float = 1e-8, K: int = 4, M: int = 8, dt: float = 0.01, steps_adam: int = 600,
                           dt_gd: float = 0.2, steps_gd: int = 3000, stop_loss: float = 1e-4) -> dict:
     """Per (param, ratio): GD and Adam(0, 0, ``eps``) trajectories and the sign-descent law at the same losses.
@@ -249,9 +249,16 @@ def fit_slope(loss: np.ndarray, residual: np.ndarray) -> float | None:
 
 
 def asymptotic_exponent(param: str, ratio: float) -> float | None:
-    """The sign-descent law's exponent of 1-p in L as L -> 0: r (CACO), r^2/2 (FAFO), None (FACO: faster than
-    any power; CAFO: slower than any power)."""
-    return {"CACO": ratio, "FAFO": ratio ** 2 / 2}.get(param)
+    """The sign-descent law's exponent of 1-p in L as L -> 0, derived by :func:`theory.adam.sign_laws` and
+    generated into :data:`simulation.generated.SIGN_EXPONENT` (r for CACO, r^2/2 for FAFO); ``None`` when it is
+    no finite power (FACO: faster than any power; CAFO: slower) or the parametrization has no sign-descent law."""
+    from simulation.generated import SIGN_EXPONENT
+
+    law = SIGN_EXPONENT.get(str(param))
+    if law is None:
+        return None
+    e = float(law(ratio))
+    return e if 0 < e < float("inf") else None
 
 
 def slope_summary(run: dict, param: str, ratio: float, *, eps: float, K: int, M: int) -> dict:
@@ -296,7 +303,7 @@ def pattern_gradients(model, K: int, M: int):
     return {"ov": ov, "qk": qk}
 
 
-def eps_sweep(param: str = "CACO", ratio: float = 3.0, eps_values: tuple[float, ...] = (1e-14, 1e-10, 1e-8, 1e-6, 1e-4, 1e-2, 1.0),
+def eps_sweep(param: str = BASELINE, ratio: float = 3.0, eps_values: tuple[float, ...] = (1e-14, 1e-10, 1e-8, 1e-6, 1e-4, 1e-2, 1.0),
               *, K: int = 4, M: int = 8, dt: float = 0.01, steps: int = 200, u0: float = 0.5, v0: float = 0.5,
               betas: tuple[float, float] = (0.0, 0.0)) -> list[dict]:
     r"""Adam at each ``eps``: final ``u, v`` against the sign law, and the regime indicator.
@@ -468,13 +475,13 @@ def predictor_grid() -> list[PredictorCase]:
     CACO, FAFO at (4, 8), start 0.1, lr 1e-3, ratios 4 and 8) and 8 base cases drawn at random (``chosen=False``: numpy
     seed 31, param in the four, K in 3..8, M in 2..10, start log-uniform in [0.05, 1], lr log-uniform in [3e-4, 3e-2],
     one ratio log-uniform in [1.5, 10])."""
-    out = [PredictorCase(p, K, M, s, lr, steps=int(20 / lr)) for p in ("CACO", "FAFO") for K, M in ((4, 3), (3, 2))
+    out = [PredictorCase(p, K, M, s, lr, steps=int(20 / lr)) for p in (BASELINE, FULLY_FACTORIZED) for K, M in ((4, 3), (3, 2))
            for s in (0.1, 0.5) for lr in (1e-3, 1e-2)]
-    out += [PredictorCase(p, K, M, 0.1, 1e-3, (1.0, 8.0)) for p in ("CACO", "FAFO") for K, M in ((4, 3), (3, 2))]
-    out += [PredictorCase(p, 4, 8, 0.1, 1e-3, (1.0, 4.0, 8.0)) for p in ("CACO", "FAFO")]
+    out += [PredictorCase(p, K, M, 0.1, 1e-3, (1.0, 8.0)) for p in (BASELINE, FULLY_FACTORIZED) for K, M in ((4, 3), (3, 2))]
+    out += [PredictorCase(p, 4, 8, 0.1, 1e-3, (1.0, 4.0, 8.0)) for p in (BASELINE, FULLY_FACTORIZED)]
     rng = np.random.default_rng(31)
     for _ in range(8):
-        p = str(rng.choice(["CACO", "FACO", "CAFO", "FAFO"]))
+        p = str(rng.choice(list(PARAMETRIZATIONS)))
         K, M = int(rng.integers(3, 9)), int(rng.integers(2, 11))
         s = float(np.exp(rng.uniform(np.log(0.05), 0.0)))
         lr = float(np.exp(rng.uniform(np.log(3e-4), np.log(3e-2))))
