@@ -63,6 +63,17 @@ def headline_parts(rows: list[LedgerRow]) -> tuple[str, list[str]]:
             [_against_line(r.id, s, e) for r in rows for s, e in r.contradictions])
 
 
+UNDECIDED_TITLE = "Undecided (an effect whose interval straddles the margins; not counted against)"
+"""The heading of :func:`undecided_lines` in the headline of report.html and report.md."""
+
+
+def undecided_lines(rows: list[LedgerRow]) -> list[str]:
+    """Every ``inconclusive`` evidence line (one per run and setting) with its number, e.g. a real-data accuracy
+    loss whose seed-level interval straddles the margin: an effect a reader should see even though the rule could
+    not decide it (named below the contradicting lines, never counted as one)."""
+    return [_against_line(r.id, s, e) for r in rows for s, _, e in r.ordered_evidence if e.verdict == "inconclusive"]
+
+
 def headline(rows: list[LedgerRow]) -> str:
     """:func:`headline_parts` as one paragraph, e.g. ``Of 13 claims: 3 hold, 4 hold in part, 3 contradicted, ...
     Evidence against (4 lines): paper-equations (simulation: max gap 0.44 (bound 0.02); caveat: rests on one

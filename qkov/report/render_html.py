@@ -192,10 +192,14 @@ VERDICT_NOTE = ("Outcomes: holds / holds in part (a narrower scope, stated) / co
 def headline_html(rows: list[LedgerRow]) -> str:
     """The headline: the outcome counts, then every contradicting line as a list item."""
     counts, lines = content.headline_parts(rows)
+    open_ = content.undecided_lines(rows)
     items = "".join(f"<li>{_e(x)}</li>" for x in lines)
+    undecided = "".join(f"<li>{_e(x)}</li>" for x in open_)
     return (f'<p class="headline">{_e(counts)}</p>'
             + (f'<p class="headline">Evidence against ({len(lines)} lines):</p><ul class="against">{items}</ul>'
-               if lines else ""))
+               if lines else "")
+            + (f'<p class="headline">{_e(content.UNDECIDED_TITLE)} ({len(open_)} lines):</p><ul class="undecided">'
+               f'{undecided}</ul>' if open_ else ""))
 
 
 def first_screen(rows: list[LedgerRow]) -> str:

@@ -107,8 +107,11 @@ def _real_data(results: StudyResults) -> str:
 
 def _headline(rows: list[LedgerRow]) -> str:
     counts, lines = content.headline_parts(rows)
-    return f"**{_md(counts)}**" + (f"\n\n**Evidence against ({len(lines)} lines):**\n\n"
-                                  + "\n".join(f"- {_md(x)}" for x in lines) if lines else "")
+    open_ = content.undecided_lines(rows)
+    return (f"**{_md(counts)}**" + (f"\n\n**Evidence against ({len(lines)} lines):**\n\n"
+                                   + "\n".join(f"- {_md(x)}" for x in lines) if lines else "")
+            + (f"\n\n**{_md(content.UNDECIDED_TITLE)} ({len(open_)} lines):**\n\n" + "\n".join(f"- {_md(x)}" for x in open_)
+               if open_ else ""))
 
 
 def render_markdown(results: StudyResults, rows: list[LedgerRow]) -> str:

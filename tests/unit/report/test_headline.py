@@ -103,3 +103,26 @@ def test_first_screen_states_which_part_holds_for_a_claim_that_holds_in_part():
     assert (line.outcome, line.number, line.stage, line.scope) == ("holds in part", "v exp 0.3", "simulation",
                                                                    "reduced flow, K=6, M=9")
     assert line.caveat == "in part: derivation: holds in part: a limit only"
+
+
+def test_an_undecided_effect_is_named_below_the_contradictions_never_counted_as_one():
+    """SVA quick under the seed-level test: accuracy -0.044 with a 95 % t-interval [-0.098, +0.010] straddles the
+    1-point margin, so the rule says inconclusive; the headline still shows that effect and its interval, under
+    its own heading, in report.html and report.md (it fails if inconclusive lines are dropped or listed against)."""
+    from qkov.report.content import UNDECIDED_TITLE, headline_parts, undecided_lines
+    from qkov.report.render_html import headline_html
+    from qkov.report.render_markdown import _headline
+
+    sva = Evidence("real-data", "real", "inconclusive", "sva/adamw/small/quick: ...",
+                   number="ratio 100 vs 1 at best_val: accuracy -0.044 [95% t -0.0977, +0.00974], n=3, MDE 0.071")
+    gap = Evidence("paper-equations", "simulate", "contradicts", "gap", number="max gap 0.44")
+    rows = list(_rows([run("real-summary", "real", [sva]), run("sim", "simulate", [gap])]).values())
+    counts, against = headline_parts(rows)
+    assert len(against) == 1 and "max gap 0.44" in against[0] and "1 inconclusive" in counts
+    undecided = undecided_lines(rows)
+    assert undecided == ["real-data (real data: ratio 100 vs 1 at best_val: accuracy -0.044 [95% t -0.0977, "
+                         "+0.00974], n=3, MDE 0.071)"]
+    html_, md = headline_html(rows), _headline(rows)
+    assert UNDECIDED_TITLE in html_ and "accuracy -0.044 [95% t -0.0977, +0.00974]" in html_
+    assert html_.index("max gap 0.44") < html_.index("accuracy -0.044")
+    assert "accuracy -0.044 \\[95% t -0.0977, +0.00974\\]" in md or "accuracy -0.044 [95% t" in md
