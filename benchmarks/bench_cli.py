@@ -17,6 +17,8 @@ import sys
 import tempfile
 import time
 
+from theory.parametrization import BASELINE
+
 PY = sys.executable
 CASES = [
     ("baseline: python -c pass", [PY, "-c", "pass"], None),
@@ -26,7 +28,7 @@ CASES = [
                                         "--eta-qk", "10", "--eta-ov", "1", "--u0", "0.1", "--v0", "0.1",
                                         "--t", "50,500,2500"], 2.0),
     ("qkov validate synthetic --param CACO --ratios 10 --K 4 --M 8 (4000 GD steps, float64)",
-     [PY, "-m", "qkov", "validate", "synthetic", "--param", "CACO", "--ratios", "10", "--K", "4", "--M", "8",
+     [PY, "-m", "qkov", "validate", "synthetic", "--param", BASELINE, "--ratios", "10", "--K", "4", "--M", "8",
       "--out", "{tmp}"], 10.0),
 ]
 DERIVE = [

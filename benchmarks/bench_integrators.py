@@ -34,6 +34,8 @@ import time
 
 import numpy as np
 
+from theory.parametrization import FULLY_FACTORIZED
+
 TARGET = 2e-11
 LADDER = (1e-8, 3e-9, 1e-9, 3e-10, 1e-10, 3e-11, 1e-11, 3e-12, 1e-12, 3e-13, 1e-13)
 
@@ -137,7 +139,7 @@ def best_time(fn, repeats, cpu=None):
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--quick", action="store_true", help="batches 1, 10, 100, 1000; horizons 1e3, 1e12")
-    ap.add_argument("--param", default="FAFO")
+    ap.add_argument("--param", default=FULLY_FACTORIZED)
     ap.add_argument("--batches", default=None, help="comma-separated batch sizes (default 1,10,100,1000,10000)")
     ap.add_argument("--horizons", default=None, help="comma-separated horizons t1 (default 1e3,1e12,1e40)")
     ap.add_argument("--calib", type=int, default=64, help="trajectories in the accuracy calibration")

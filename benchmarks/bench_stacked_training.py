@@ -12,6 +12,7 @@ import argparse
 
 import torch
 
+from theory.parametrization import BASELINE
 from validation.attention import PARAMETRIZATIONS
 from validation.synthetic.stacked import train_loop, train_stacked
 
@@ -29,7 +30,7 @@ def main() -> None:
     ratios = [float(r) for r in a.ratios.split(",")]
     seeds = list(range(a.seeds))
     n = len(ratios) * len(seeds)
-    train_stacked("CACO", a.K, a.M, ratios, seeds, 2)       # warm up vmap tracing
+    train_stacked(BASELINE, a.K, a.M, ratios, seeds, 2)       # warm up vmap tracing
     tot_loop = tot_stack = 0.0
     for p in PARAMETRIZATIONS:
         s = train_stacked(p, a.K, a.M, ratios, seeds, a.steps)

@@ -51,7 +51,7 @@ def test_no_module_outside_the_registry_names_a_parametrization():
     letters = [k.letter for k in __import__("theory.parametrization", fromlist=["KINDS"]).KINDS.values()]
     names = {f"{q}A{o}O" for q in letters for o in letters} | set(registered())
     found = {}
-    for pkg in ("theory", "simulation", "validation", "qkov"):
+    for pkg in ("theory", "simulation", "validation", "qkov", "benchmarks"):
         for path in sorted((ROOT / pkg).rglob("*.py")):
             rel = path.relative_to(ROOT).as_posix()
             if rel in GENERATED | REGISTRY | set(DEBT):
