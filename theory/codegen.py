@@ -275,7 +275,7 @@ def render_module(params: Sequence[str] | None = None) -> str:
 
     Every parametrization gets its reduced flow (``rhs``, ``jac``, ``observables``, ``initial``); the
     pieces that rest on MODEL.md's line :math:`p = p(v)` (first integrals, laws, next order, exact problems,
-    sign laws) only those whose QK circuit stays on it (:attr:`theory.reduced.Circuit.on_line`; not tied QK) and whose
+    sign laws) only those whose QK circuit stays on it (:attr:`theory.reduced.ReducedCircuit.on_line`; not tied QK) and whose
     kinds have theory's closed-form line results (:attr:`theory.parametrization.Parametrization.line_theory`).
     The tables are keyed by name, generated from the registry (:func:`theory.parametrization.registered`).
     """

@@ -39,7 +39,7 @@ from theory.parametrization import Parametrization
 
 
 @dataclass(frozen=True)
-class Circuit:
+class ReducedCircuit:
     r"""Reduced coordinates of one circuit, their multiplicities and the effective observable.
 
     ``orbits`` (QK only): the query column's orbit values :math:`(\alpha, \beta, \gamma)` =
@@ -70,39 +70,39 @@ class Circuit:
         return self.name == "OV" or sp.simplify(self.orbits[2] - self.orbits[1]) == 0
 
 
-def _collapsed(circuit: str) -> Circuit:
+def _collapsed(circuit: str) -> ReducedCircuit:
     from theory.symbols import u0, v0
 
     if circuit == "OV":
-        return Circuit("OV", "collapsed", (u,), (line_geometry().ov_norm2,), u, eta_ov, r"W_{OV} = u\,P E_d^\top",
+        return ReducedCircuit("OV", "collapsed", (u,), (line_geometry().ov_norm2,), u, eta_ov, r"W_{OV} = u\,P E_d^\top",
                        (u0,))
-    return Circuit("QK", "collapsed", (v,), (line_geometry().qk_norm2,), v, eta_qk,
+    return ReducedCircuit("QK", "collapsed", (v,), (line_geometry().qk_norm2,), v, eta_qk,
                    r"W_{KQ}[:,q] = W_{KQ}(0)[:,q] + (v - v_0)\,w", (v0,), (v, sp.Integer(0), sp.Integer(0)))
 
 
-def _factorized(circuit: str) -> Circuit:
+def _factorized(circuit: str) -> ReducedCircuit:
     r"""Balanced start: :math:`s_O = s_V = \sqrt{u_0}`; :math:`a = K^{1/4}\sqrt{v_0}`, :math:`b = K^{-1/4}\sqrt{v_0}`, :math:`c = 0`."""
     from theory.symbols import u0, v0
 
     if circuit == "OV":
         n = line_geometry().ov_norm2
-        return Circuit("OV", "factorized", (s_O, s_V), (n, n), s_O * s_V, eta_ov,
+        return ReducedCircuit("OV", "factorized", (s_O, s_V), (n, n), s_O * s_V, eta_ov,
                        r"W_O = s_O\,U R^\top,\; W_V = s_V\,R V^\top,\; U V^\top = P E_d^\top",
                        (sp.sqrt(u0), sp.sqrt(u0)), conserved=(("delta", s_O ** 2 - s_V ** 2),))
-    return Circuit("QK", "factorized", (a_, b_, c_), (sp.Integer(1), K, M + 1), a_ * (b_ - c_), eta_qk,
+    return ReducedCircuit("QK", "factorized", (a_, b_, c_), (sp.Integer(1), K, M + 1), a_ * (b_ - c_), eta_qk,
                    r"W_Q = a\,e\,e_q^\top,\; W_K = e\,(b\,\mathbf 1_d + c\,\mathbf 1_c + c\,e_q)^\top",
                    (K ** sp.Rational(1, 4) * sp.sqrt(v0), K ** sp.Rational(-1, 4) * sp.sqrt(v0), sp.Integer(0)),
                    (a_ * b_, a_ * c_, a_ * c_),
                    (("C_QK", a_ ** 2 - K * b_ ** 2 - (M + 1) * c_ ** 2), ("S", K * b_ + (M + 1) * c_)))
 
 
-def _tied(circuit: str) -> Circuit:
+def _tied(circuit: str) -> ReducedCircuit:
     r"""Tied QK, :math:`W_K = W_Q = e\,(b\mathbf 1_d + c\mathbf 1_c + a e_q)^\top` (rank one, one direction ``e``).
 
     The gradient :math:`W (G + G^\top)` keeps this form (``G`` lives in the query column, constant on each
     orbit), and its directions :math:`e e_q^\top, e\mathbf 1_d^\top, e\mathbf 1_c^\top` are orthogonal with
     squared norms :math:`1, K, M`. Scores :math:`\alpha = ab`, :math:`\beta = ac`, :math:`\gamma = a^2`:
-    the query's own score is not the commons' (:attr:`Circuit.on_line` is False), so the attention depends
+    the query's own score is not the commons' (:attr:`ReducedCircuit.on_line` is False), so the attention depends
     on two gaps, :math:`v = a(b-c)` and :math:`a(a-c)`. Start :math:`a = c = \sqrt{v_0}`, :math:`b = 2\sqrt{v_0}`
     (:class:`theory.parametrization.Tied`).
     """
@@ -110,12 +110,12 @@ def _tied(circuit: str) -> Circuit:
 
     if circuit != "QK":
         raise ValueError("a tied circuit is QK only")
-    return Circuit("QK", "tied", (a_, b_, c_), (sp.Integer(1), K, M), a_ * (b_ - c_), eta_qk,
+    return ReducedCircuit("QK", "tied", (a_, b_, c_), (sp.Integer(1), K, M), a_ * (b_ - c_), eta_qk,
                    r"W_K = W_Q = e\,(b\,\mathbf 1_d + c\,\mathbf 1_c + a\,e_q)^\top",
                    (sp.sqrt(v0), 2 * sp.sqrt(v0), sp.sqrt(v0)), (a_ * b_, a_ * c_, a_ ** 2))
 
 
-def _scaled(circuit: str) -> Circuit:
+def _scaled(circuit: str) -> ReducedCircuit:
     r"""Scaled factorization :math:`W = c\,W_1 W_2` (:class:`theory.parametrization.Scaled`, :math:`c` its ``scale``):
     the factorized coordinates and multiplicities (the factors are the same matrices), effective observable and
     orbits :math:`c` times the factorized ones, start :math:`1/\sqrt c` times it (so the effective start is the same)."""
@@ -124,15 +124,15 @@ def _scaled(circuit: str) -> Circuit:
     c = sp.Integer(Scaled.scale)
     f = _factorized(circuit)
     form = (rf"W_{{OV}} = {c}\,W_O W_V,\; " if circuit == "OV" else rf"W_{{KQ}} = {c}\,W_K^\top W_Q,\; ") + f.matrix_form
-    return Circuit(circuit, "scaled", f.coords, f.multiplicity, c * f.effective, f.rate, form,
+    return ReducedCircuit(circuit, "scaled", f.coords, f.multiplicity, c * f.effective, f.rate, form,
                    tuple(x / sp.sqrt(c) for x in f.start), tuple(c * o for o in f.orbits), f.conserved)
 
 
 REDUCED_CIRCUITS = {"collapsed": _collapsed, "factorized": _factorized, "tied": _tied, "scaled": _scaled}
-"""Kind name (:data:`theory.parametrization.KINDS`) -> ``builder(circuit) -> Circuit``: a kind's symbolic side."""
+"""Kind name (:data:`theory.parametrization.KINDS`) -> ``builder(circuit) -> ReducedCircuit``: a kind's symbolic side."""
 
 
-def circuits(param: Parametrization | str) -> tuple[Circuit, Circuit]:
+def circuits(param: Parametrization | str) -> tuple[ReducedCircuit, ReducedCircuit]:
     """``(ov, qk)`` reduced circuits of a registered parametrization, from the kinds' registry."""
     p = Parametrization(param)
     return REDUCED_CIRCUITS[p.ov.kind.name]("OV"), REDUCED_CIRCUITS[p.qk.kind.name]("QK")
@@ -147,8 +147,8 @@ class ReducedSystem:
     """
 
     param: str
-    ov: Circuit
-    qk: Circuit
+    ov: ReducedCircuit
+    qk: ReducedCircuit
     state: tuple[sp.Symbol, ...]
     rhs_display: tuple[sp.Expr, ...]
     rhs: tuple[sp.Expr, ...]
@@ -162,7 +162,7 @@ class ReducedSystem:
         return len(self.state)
 
 
-def _rhs_with_symbol_p(circuit: Circuit, ov: Circuit, qk: Circuit) -> list[sp.Expr]:
+def _rhs_with_symbol_p(circuit: ReducedCircuit, ov: ReducedCircuit, qk: ReducedCircuit) -> list[sp.Expr]:
     r"""Chain rule through :math:`p`: :math:`\partial_x\mathcal L = \Lambda_u\,\partial_x u + \Lambda_p\, p(1-p)\,\partial_x v`."""
     Lam = margin_loss(u, P)
     lam_u, lam_p = sp.diff(Lam, u), sp.diff(Lam, P)
@@ -174,7 +174,7 @@ def _rhs_with_symbol_p(circuit: Circuit, ov: Circuit, qk: Circuit) -> list[sp.Ex
     return out
 
 
-def _attention(qk: Circuit) -> sp.Expr:
+def _attention(qk: ReducedCircuit) -> sp.Expr:
     """Attention on the distinct token as a function of the QK coordinates."""
     if qk.on_line:
         return p_of_v().subs(v, qk.effective)
@@ -186,7 +186,7 @@ def _attention(qk: Circuit) -> sp.Expr:
 def reduced_system(param: Parametrization | str) -> ReducedSystem:
     r"""Derive the reduced ODE of a registered ``param`` (``"CACO"``, ..., ``"FAFO"``, ``"TACO"``, ...).
 
-    On MODEL.md's line (:attr:`Circuit.on_line`) by the chain rule through the symbol ``p``; otherwise
+    On MODEL.md's line (:attr:`ReducedCircuit.on_line`) by the chain rule through the symbol ``p``; otherwise
     (tied QK) :math:`\dot x_i = -(\eta/n_i)\,\partial_{x_i}\Lambda(u, p(x))` directly.
     """
     param = Parametrization(param)  # ValueError naming the registered ones for anything else
@@ -232,5 +232,5 @@ def flow_checks(param: Parametrization | str) -> list:
     return out
 
 
-__all__ = ["Circuit", "ReducedSystem", "reduced_system", "circuits", "flow_checks",
+__all__ = ["ReducedCircuit", "ReducedSystem", "reduced_system", "circuits", "flow_checks",
            "balanced_initial_state", "REDUCED_CIRCUITS", "N"]

@@ -33,7 +33,7 @@ from validation.synthetic.trainer import make_circuit_optimizer, train
 
 
 @dataclass
-class Trajectory:
+class OptimizerTrajectory:
     """Logged columns ``t, u, v, loss, residual, u_spread, v_spread`` (float64 arrays) of one run."""
 
     param: str
@@ -110,7 +110,7 @@ def train_symmetric(param: str, ratio: float, *, optimizer: str = "adam", eps: f
                     betas: tuple[float, float] = (0.0, 0.0), K: int = 4, M: int = 8, u0: float = 0.5,
                     v0: float = 0.5, eta_ov: float = 1.0, dt: float = 0.01, steps: int = 400,
                     log_every: int = 10, stop_loss: float | None = None, weight_decay: float = 0.0,
-                    momentum: float = 0.9) -> Trajectory:
+                    momentum: float = 0.9) -> OptimizerTrajectory:
     """Train from MODEL.md's symmetric start (float64) with ``gd``, ``momentum`` (heavy ball, ``momentum``), or
     ``adam``/``adamw`` (torch AdamW, ``betas``, ``eps``, decoupled ``weight_decay``).
 
@@ -131,7 +131,7 @@ def train_symmetric(param: str, ratio: float, *, optimizer: str = "adam", eps: f
     cols = log.arrays()
     keep = {k: cols[k] for k in ("t", "u", "v", "loss", "u_spread", "v_spread", "residual", "residual_max",
                                  "prob_true", "accuracy", "set_distance")}
-    return Trajectory(param, ratio, optimizer, eps if kind == "adamw" else 0.0, keep)
+    return OptimizerTrajectory(param, ratio, optimizer, eps if kind == "adamw" else 0.0, keep)
 
 
 def sign_law(param: str, t: np.ndarray, ratio: float, *, K: int = 4, u0: float = 0.5, v0: float = 0.5,
@@ -157,7 +157,7 @@ def residual_vs_loss_data(params: tuple[str, ...] = (BASELINE, FULLY_FACTORIZED)
                           dt_gd: float = 0.2, steps_gd: int = 3000, stop_loss: float = 1e-4) -> dict:
     """Per (param, ratio): GD and Adam(0, 0, ``eps``) trajectories and the sign-descent law at the same losses.
 
-    Returns ``{"params", "ratios", "eps", "runs": {(param, ratio): {"gd": Trajectory, "adam": Trajectory,
+    Returns ``{"params", "ratios", "eps", "runs": {(param, ratio): {"gd": OptimizerTrajectory, "adam": OptimizerTrajectory,
     "law": {"loss", "residual"}}}}``.
     """
     runs = {}

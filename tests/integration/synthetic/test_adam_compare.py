@@ -3,7 +3,7 @@
 import numpy as np
 import torch
 
-from validation.synthetic.adam_compare import Trajectory, log_residual_of_v, plot_residual_vs_loss, residual_of_v
+from validation.synthetic.adam_compare import OptimizerTrajectory, log_residual_of_v, plot_residual_vs_loss, residual_of_v
 from validation.synthetic.models import symmetric_model
 from validation.synthetic.observables import measure
 
@@ -27,7 +27,7 @@ def test_class_basis_start_has_the_same_effective_matrices_as_the_svd_start():
 def test_plot_writes_png_and_svg(tmp_path):
     loss = np.geomspace(1, 1e-3, 20)
     cols = {"loss": loss, "residual": loss ** 2}
-    runs = {("CACO", r): {"gd": Trajectory("CACO", r, "gd", 0.0, cols), "adam": Trajectory("CACO", r, "adam", 1e-8, cols),
+    runs = {("CACO", r): {"gd": OptimizerTrajectory("CACO", r, "gd", 0.0, cols), "adam": OptimizerTrajectory("CACO", r, "adam", 1e-8, cols),
                           "law": {"loss": loss, "residual": loss ** r}} for r in (1.0, 3.0)}
     paths = plot_residual_vs_loss({"params": ("CACO",), "ratios": (1.0, 3.0), "eps": 1e-8, "runs": runs}, tmp_path / "f")
     assert [p.suffix for p in paths] == [".png", ".svg"] and all(p.stat().st_size > 1000 for p in paths)
