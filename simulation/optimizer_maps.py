@@ -27,6 +27,8 @@ flattened full matrices (what :mod:`simulation.transverse` differentiates, in to
 
 from __future__ import annotations
 
+from simulation.optimizer_defaults import ADAM_BETAS, ADAM_EPS
+
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -43,9 +45,9 @@ class OptimizerSpec:
     """Hyper-parameters of one element-wise optimizer (:data:`OPTIMIZERS` names ``name``)."""
 
     name: str = "adam"
-    beta1: float = 0.9
-    beta2: float = 0.999
-    eps: float = 1e-8
+    beta1: float = ADAM_BETAS[0]
+    beta2: float = ADAM_BETAS[1]
+    eps: float = ADAM_EPS
     weight_decay: float = 0.0
 
     def __post_init__(self):
@@ -206,8 +208,8 @@ def run_orbit_map(param: str, spec: OptimizerSpec, *, K: int, M: int, eta_qk: fl
 
 
 def simulate_optimizer(param: str, *, K: int, M: int, eta_qk: float, eta_ov: float, u0: float, v0: float,
-                       t, dt: float, optimizer: str = "adam", beta1: float = 0.9, beta2: float = 0.999,
-                       eps: float = 1e-8, weight_decay: float = 0.0) -> OrbitRun:
+                       t, dt: float, optimizer: str = "adam", beta1: float = ADAM_BETAS[0], beta2: float = ADAM_BETAS[1],
+                       eps: float = ADAM_EPS, weight_decay: float = 0.0) -> OrbitRun:
     """The reduced map at the output times ``t`` (multiples of ``dt``): the entry ``qkov simulate --optimizer`` calls."""
     spec = OptimizerSpec(optimizer, beta1, beta2, eps, weight_decay)
     t = np.atleast_1d(np.asarray(t, dtype=float))

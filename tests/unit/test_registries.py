@@ -18,11 +18,7 @@ pytestmark = pytest.mark.unit
 PACKAGES = ("theory", "simulation", "validation", "qkov")
 DECLARED_IN = "simulation/optimizer_defaults.py"
 
-PENDING = {
-    "simulation/optimizer_maps.py": "adam",
-    "validation/synthetic/optimizer_map_run.py": "adam",
-    "validation/synthetic/adam_compare.py": "adam",
-}
+PENDING: dict[str, str] = {}
 """Modules (-> their owner) that still restate the defaults when this test was written: they should read
 :mod:`simulation.optimizer_defaults`. Remove an entry when its module does."""
 

@@ -15,6 +15,8 @@ Clock: Adam with lr :math:`\eta_c\,dt` and :math:`\beta_1 = \beta_2 = 0` is the 
 
 from __future__ import annotations
 
+from simulation.optimizer_defaults import ADAM_BETAS, ADAM_EPS
+
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Annotated, Any
@@ -50,7 +52,7 @@ class AdamCompareConfig(Spec):
 
     params: Annotated[tuple[ParamName, ...], MinLen(1)] = (BASELINE, FULLY_FACTORIZED)
     ratios: Annotated[tuple[PositiveFinite, ...], MinLen(1)] = (1.0, 3.0, 10.0)
-    eps: PositiveFinite = 1e-8
+    eps: PositiveFinite = ADAM_EPS
     K: Annotated[int, Ge(2), Le(100)] = 4
     M: Annotated[int, Ge(1), Le(100)] = 8
     dt: PositiveFinite = 0.01
@@ -106,7 +108,7 @@ def measured_state(model, K: int, M: int) -> dict[str, float]:
             "set_distance": symmetric_distance(model.param, mats, K, M)}
 
 
-def train_symmetric(param: str, ratio: float, *, optimizer: str = "adam", eps: float = 1e-8,
+def train_symmetric(param: str, ratio: float, *, optimizer: str = "adam", eps: float = ADAM_EPS,
                     betas: tuple[float, float] = (0.0, 0.0), K: int = 4, M: int = 8, u0: float = 0.5,
                     v0: float = 0.5, eta_ov: float = 1.0, dt: float = 0.01, steps: int = 400,
                     log_every: int = 10, stop_loss: float | None = None, weight_decay: float = 0.0,
@@ -153,7 +155,7 @@ def loss_on_line(u: np.ndarray, v: np.ndarray, K: int, M: int) -> np.ndarray:
 
 
 def residual_vs_loss_data(params: tuple[str, ...] = (BASELINE, FULLY_FACTORIZED), ratios: tuple[float, ...] = (1.0, 3.0, 10.0),
-                          *, eps: float = 1e-8, K: int = 4, M: int = 8, dt: float = 0.01, steps_adam: int = 600,
+                          *, eps: float = ADAM_EPS, K: int = 4, M: int = 8, dt: float = 0.01, steps_adam: int = 600,
                           dt_gd: float = 0.2, steps_gd: int = 3000, stop_loss: float = 1e-4) -> dict:
     """Per (param, ratio): GD and Adam(0, 0, ``eps``) trajectories and the sign-descent law at the same losses.
 
@@ -353,7 +355,7 @@ def crossing(loss: np.ndarray, y: np.ndarray, level: float) -> float | None:
 
 
 def optimizer_matched_loss(param: str, ratios: tuple[float, ...], *, optimizer: str = "adam",
-                           betas: tuple[float, float] = (0.9, 0.999), eps: float = 1e-8, weight_decay: float = 0.0,
+                           betas: tuple[float, float] = ADAM_BETAS, eps: float = ADAM_EPS, weight_decay: float = 0.0,
                            K: int = 4, M: int = 8, dt: float = 0.01, steps: int = 1000, n_levels: int = 5,
                            u0: float = 0.5, v0: float = 0.5, stability_steps: int = 40,
                            curves: bool = False, levels: tuple[float, ...] | None = None,
@@ -492,7 +494,7 @@ def predictor_grid() -> list[PredictorCase]:
 
 
 def predictor_vs_training(case: PredictorCase, levels: tuple[float, ...] = (1e-1, 1e-2, 1e-3), *,
-                          betas: tuple[float, float] = (0.9, 0.999), eps: float = 1e-8) -> dict:
+                          betas: tuple[float, float] = ADAM_BETAS, eps: float = ADAM_EPS) -> dict:
     """Train each ratio of ``case`` with torch Adam (float64, full matrices, :func:`train_symmetric`) until the
     loss is below the lowest level, and run :func:`simulation.broken_set_predictor.predict`; returns the measured
     and predicted 1 - p, set distances and calls per ratio and level, and both costs (seconds)."""

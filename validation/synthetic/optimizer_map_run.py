@@ -11,6 +11,8 @@ with the measured set distance beneath.
 
 from __future__ import annotations
 
+from simulation.optimizer_defaults import ADAM_BETAS, ADAM_EPS
+
 from dataclasses import dataclass
 from typing import Annotated, Any, Literal
 
@@ -30,8 +32,8 @@ class OptimizerMapConfig(Spec):
     ``steps``. ``predict``: also run the broken-set predictor (:mod:`simulation.broken_set_predictor`)."""
 
     optimizer: Literal["adam", "momentum"] = "adam"
-    betas: tuple[Annotated[float, Ge(0), Lt(1)], Annotated[float, Ge(0), Lt(1)]] = (0.9, 0.999)
-    eps: PositiveFinite = 1e-8
+    betas: tuple[Annotated[float, Ge(0), Lt(1)], Annotated[float, Ge(0), Lt(1)]] = ADAM_BETAS
+    eps: PositiveFinite = ADAM_EPS
     weight_decay: NonNegativeFinite = 0.0
     params: Annotated[tuple[ParamName, ...], MinLen(1)] = (BASELINE, FULLY_FACTORIZED)
     ratios: Annotated[tuple[PositiveFinite, ...], MinLen(2)] = (1.0, 4.0)
