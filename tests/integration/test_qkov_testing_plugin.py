@@ -31,7 +31,11 @@ def test_profile():
 
 
 def _pytest(tmp_path: Path, *args: str, env: dict[str, str] | None = None, pythonpath: str = str(ROOT)):
-    full = {k: v for k, v in os.environ.items() if k != "QKOV_HYPOTHESIS_PROFILE"}
+    # Hypothesis loads its profile named "ci" by itself when it sees a CI environment ($CI, $GITHUB_ACTIONS, ...),
+    # and the plugin's "ci" profile then takes that name's place: the child runs outside CI so that "nothing
+    # chosen" means Hypothesis's own default, on a developer's machine and in CI alike.
+    ci_vars = set(getattr(__import__("hypothesis._settings", fromlist=["_CI_VARS"]), "_CI_VARS", {"CI": None}))
+    full = {k: v for k, v in os.environ.items() if k != "QKOV_HYPOTHESIS_PROFILE" and k not in ci_vars}
     full.update(env or {}, PYTHONPATH=pythonpath)
     return subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", PLUGIN,
                            "--rootdir", str(tmp_path), *args], cwd=tmp_path, env=full, capture_output=True, text=True,
@@ -112,7 +116,11 @@ def test_the_entry_point_loads_the_plugin_and_p_does_not_load_it_twice(tmp_path)
     (tmp_path / "test_profile.py").write_text(PROFILE_TEST)
     path = f"{dist.parent}{os.pathsep}{ROOT}"
     env = {"EXPECT_GLOBAL": "300", "EXPECT_QKOV": "300"}
-    full = {k: v for k, v in os.environ.items() if k != "QKOV_HYPOTHESIS_PROFILE"}
+    # Hypothesis loads its profile named "ci" by itself when it sees a CI environment ($CI, $GITHUB_ACTIONS, ...),
+    # and the plugin's "ci" profile then takes that name's place: the child runs outside CI so that "nothing
+    # chosen" means Hypothesis's own default, on a developer's machine and in CI alike.
+    ci_vars = set(getattr(__import__("hypothesis._settings", fromlist=["_CI_VARS"]), "_CI_VARS", {"CI": None}))
+    full = {k: v for k, v in os.environ.items() if k != "QKOV_HYPOTHESIS_PROFILE" and k not in ci_vars}
     full.update(env, PYTHONPATH=path)
     for extra in ((), ("-p", PLUGIN)):
         run = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *extra, "--rootdir",
