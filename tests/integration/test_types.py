@@ -4,24 +4,9 @@ has it). Integration tier: a cold run (no ``.mypy_cache``) takes ~45 s of CPU.""
 
 from __future__ import annotations
 
-import importlib.util
-import subprocess
-import sys
-
-import pytest
-
-from tests.paths import ROOT
+from tests.unit.test_lint import _run, _tool  # the gates' one runner: `python -m <tool>` at the root, or a skip
 
 MYPY_PATHS = ("theory", "simulation", "validation", "qkov")
-
-
-def _tool(name: str) -> None:
-    if importlib.util.find_spec(name) is None:
-        pytest.skip(f"{name} is not installed (pip install -e '.[test]')")
-
-
-def _run(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", *args], cwd=ROOT, capture_output=True, text=True, timeout=900)
 
 
 def test_mypy_finds_nothing():
