@@ -39,7 +39,7 @@ from typing import Any, Iterable
 
 import numpy as np
 from qkov.core.runstore import RunWriter, load_run
-from qkov.study.claims import Evidence, write_evidence
+from qkov.study.claims import write_evidence
 from qkov.study.real_inference import (ATTENTION_MARGIN, ATTENTION_METRIC, READING, TASK_MARGIN, Comparison,
                                        RealEvidence, RealVerdict, judge_real, untrained_reason)
 from validation.metrics.dtap import plot_dtap
@@ -480,17 +480,6 @@ EVIDENCE_TEXT = ("Per dataset and configuration one pre-declared comparison: the
                  "insufficient. Matched-loss readings (interpolated, before best validation) are exploratory.")
 
 
-def claim_evidence(claim: dict[str, Any], groups: dict[str, Any]) -> list[Evidence]:
-    """The ``real-data`` claim as registry :class:`~qkov.study.claims.Evidence`, **one per group** (one per
-    dataset when each dataset has one configuration), each naming the comparison it read, n, the intervals
-    and the minimum detectable effects; one ``insufficient`` entry without runs. Each group is judged by the
-    rules module (:func:`qkov.study.rules.real_data_evidence`, which applies :func:`judge_group`); ``claim``
-    (:func:`judge`) is the same judgement combined, kept for the tables."""
-    from qkov.study.rules import real_data_evidence
-
-    return real_data_evidence(groups)
-
-
 def dtap_figure_stem(name: str, g: dict[str, Any]) -> str:
     """Stem of the DTAP heatmap of group ``name`` at its claim ratio ("" when that ratio has none)."""
     ratio = f"{g['claim_ratio']:g}" if f"{g.get('claim_ratio', 0):g}" in g.get("dtap", {}) else None
@@ -621,7 +610,9 @@ def summarise(run_dirs: Iterable[Path], out_dir: Path, *, kind: str = "validate-
     groups = summarise_groups(runs)
     tests = holm_table(groups)
     claim = judge(groups)
-    evidence = claim_evidence(claim, groups)
+    from qkov.study.rules import real_data_evidence   # one Evidence per group, judged by the rules module
+
+    evidence = real_data_evidence(groups)
     with RunWriter(out_dir, kind=kind, config=config or {"runs": sorted(str(r["dir"].name) for r in runs)}) as w:
         w.write_json("tables.json", groups)
         w.write_json("tests.json", tests)

@@ -263,13 +263,13 @@ def test_decoupling_cells_read_each_runs_resolved_rates(tmp_path):
 
 
 def test_one_evidence_line_per_dataset_naming_its_comparison(tmp_path):
-    from qkov.study.real_summary import claim_evidence
+    from qkov.study.rules import real_data_evidence
 
     runs = [fake_run(tmp_path, r, s, mass=0.4 + 0.002 * r + 0.01 * s * (1 + (r > 1)), acc=0.6 + 0.01 * s + 0.003 * r * s,
                      dataset=ds)
             for ds, rs in (("hatexplain", (1.0, 30.0)), ("sva", (1.0, 100.0))) for r in rs for s in range(3)]
     groups = summarise_groups(runs)
-    ev = claim_evidence(judge(groups), groups)
+    ev = real_data_evidence(groups)
     assert [e.numbers.split("/")[0] for e in ev] == ["hatexplain", "sva"]
     assert "ratio 30 vs 1 at best_val" in ev[0].numbers and "ratio 100 vs 1 at best_val" in ev[1].numbers
     assert all("n=3" in e.numbers and "MDE" in e.numbers and "95% t" in e.numbers for e in ev)
