@@ -173,7 +173,10 @@ def write_run(cfg: RealRunConfig, out: dict, run_dir: Path, *, kind: str = KIND)
     """Write one run's results (``out`` from ``train_and_evaluate``) into ``run_dir``, ``COMPLETE`` last."""
     with RunWriter(run_dir, kind=kind, config=cfg.to_json_dict(), seed=cfg.seed,
                    manifest_extra={"device": out["metrics"]["device"], "recipe": cfg.recipe,
-                                   "stacked_runs": out["metrics"].get("stacked_runs", 1)}) as run:
+                                   "stacked_runs": out["metrics"].get("stacked_runs", 1),
+                                   # where the run's time went (issue 34: checkpoints must not outweigh training)
+                                   "seconds": {"training": out["metrics"].get("train_seconds"),
+                                               "checkpoints": out["metrics"].get("checkpoint_seconds")}}) as run:
         run.write_json("metrics.json", out["metrics"])
         run.write_arrays("instances.npz", **out["arrays"])
         for name, obj in out["extras"].items():

@@ -129,6 +129,9 @@ def test_execute_run_records_device_and_recipe_in_manifest(tmp_path):
     assert man["device"]["device"] == "cpu" and man["device"]["autocast"] is None
     assert man["recipe"] == "ratio-only" and met["device"] == man["device"]
     assert "device" not in json.loads((tmp_path / "run" / "config.json").read_text())
+    # where the time went: training and checkpoint seconds, the same numbers as metrics.json's, both > 0
+    assert man["seconds"] == {"training": met["train_seconds"], "checkpoints": met["checkpoint_seconds"]}
+    assert man["seconds"]["training"] > 0 and man["seconds"]["checkpoints"] > 0
 
 
 def _rates(dataset: str, recipe: str, ratio: float = 30.0) -> dict[str, tuple[float, set[str]]]:

@@ -86,3 +86,25 @@ def test_hard_rationale_rule():
 
 def test_directions_declared():
     assert not token_f1.lower_is_better and not iou_f1.lower_is_better and not auprc.lower_is_better
+
+
+@given(st.integers(1, 12).flatmap(lambda n: st.tuples(
+    st.lists(st.sampled_from([0.0, 0.1, 0.25, 0.5, 0.7, 1.0]), min_size=n, max_size=n),  # few values: ties
+    st.lists(st.booleans(), min_size=n, max_size=n))))
+def test_auprc_equals_sklearn_average_precision_and_trapezoid_with_ties(case):
+    # the numpy curve against scikit-learn's functions it replaces (average_precision_score; auc of
+    # precision_recall_curve), to 1e-12: both sum the same few ratios in the same order
+    from sklearn.metrics import auc, average_precision_score, precision_recall_curve
+
+    scores, gold = np.array(case[0]), np.array(case[1])
+    ap, trap = auprc([scores], [gold], per_instance=True)[0], auprc([scores], [gold], method="trapezoid",
+                                                                      per_instance=True)[0]
+    if gold.any() and not gold.all():
+        assert ap == pytest.approx(average_precision_score(gold.astype(int), scores), abs=1e-12)
+    else:
+        assert np.isnan(ap)
+    if gold.any():
+        prec, rec, _ = precision_recall_curve(gold.astype(int), scores)
+        assert trap == pytest.approx(auc(rec, prec), abs=1e-12)
+    else:
+        assert np.isnan(trap)
