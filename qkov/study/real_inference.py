@@ -224,5 +224,63 @@ def factorial_effects(cells: dict[tuple[float, float], dict[int, dict[str, float
     return out
 
 
-__all__ = ["factorial_effects", "Comparison", "RealEvidence", "RealVerdict", "judge_real", "judge_real_evidence", "untrained_reason",
+DECOUPLING_TESTS = (("A|B=low", "attention", "greater"), ("B|A=low", "attention", "less"), ("B|A=low", "task", "greater"))
+"""The decoupling statement's *supports* family, declared before any run is read: (1) the QK factor alone (at
+the slow embedding) raises the mass by more than its margin; (2) the embedding's factor alone (at the slow QK)
+raises the mass by *less* than its margin; (3) the embedding's factor alone raises the task metric by more than
+its margin (the arm that predicts better)."""
+
+
+def judge_decoupling(mass: dict[str, Comparison], task: dict[str, Comparison], dataset: str = "",
+                     alpha: float = ALPHA) -> RealVerdict:
+    r"""The verdict on "sharpening is not a by-product of better prediction" from a QK-factor x embedding-factor
+    2 x 2 design (:func:`factorial_effects` of the mass, ``mass``, and of the task metric, ``task``; paired by
+    seed at best validation).
+
+    - ``insufficient``: an effect of :data:`DECOUPLING_TESTS` missing or with fewer than 2 seeds, or the
+      embedding arm shown *not* to predict better (test (3) reversed rejects: then the design has no
+      "better prediction" to separate sharpening from);
+    - ``contradicts``: test (1) or (2) reversed rejects after Holm (m = 2): the QK factor alone raises the mass
+      by less than the margin, or the embedding's factor alone raises it by more (sharpening follows prediction);
+    - ``supports``: the three tests of :data:`DECOUPLING_TESTS` reject after Holm (m = 3);
+    - ``inconclusive`` otherwise.
+    """
+    head = f"decoupling{f' ({dataset})' if dataset else ''}"
+    src = {"attention": mass, "task": task}
+    comps = [(name, src[side].get(name), side, alt) for name, side, alt in DECOUPLING_TESTS]
+    short = [f"{side} {name}" for name, c, side, _ in comps if c is None or c.n < 2]
+    if short:
+        return RealVerdict(dataset, "decoupling", "insufficient",
+                           f"{head}: {', '.join(short)} missing or with fewer than 2 paired seeds -> insufficient")
+    labels = {("A|B=low", "attention"): "QK alone raises the mass", ("B|A=low", "attention"): "embedding alone raises the mass",
+              ("B|A=low", "task"): "embedding alone raises the task metric"}
+    desc = "; ".join(f"{labels[(name, side)]}: {c.metric} {c.describe()}" for name, c, side, _ in comps)  # type: ignore[union-attr]
+
+    def p(c: Comparison, alt: str) -> float:
+        return one_sided_p(c.diffs, c.margin, alt)
+
+    def flip(alt: str) -> str:
+        return "less" if alt == "greater" else "greater"
+
+    sup = _family([(f"{labels[(n, sd)]} {'>' if alt == 'greater' else '<'} {c.margin:g}", p(c, alt))  # type: ignore[arg-type]
+                   for n, c, sd, alt in comps])
+    con = _family([(f"{labels[(n, sd)]} {'<' if alt == 'greater' else '>'} {c.margin:g}", p(c, flip(alt)))  # type: ignore[arg-type]
+                   for n, c, sd, alt in comps[:2]])
+    _, c3, _, alt3 = comps[2]
+    no_better = p(c3, flip(alt3)) < alpha  # type: ignore[arg-type]
+    if any(x["p_holm"] < alpha for x in con):
+        verdict, decided = "contradicts", con
+    elif all(x["p_holm"] < alpha for x in sup):
+        verdict, decided = "supports", sup
+    elif no_better:
+        verdict, decided = "insufficient", sup
+    else:
+        verdict, decided = "inconclusive", sup
+    ps = ", ".join(f"{x['test']} p_Holm={x['p_holm']:.2g}" for x in decided)
+    why = "; the embedding arm did not predict better" if verdict == "insufficient" else ""
+    return RealVerdict(dataset, "decoupling", verdict, f"{head}: {desc}; Holm over {len(decided)} tests ({ps}){why} -> {verdict}",
+                       tuple(decided))
+
+
+__all__ = ["factorial_effects", "judge_decoupling", "DECOUPLING_TESTS", "Comparison", "RealEvidence", "RealVerdict", "judge_real", "judge_real_evidence", "untrained_reason",
            "READING", "ATTENTION_METRIC", "ATTENTION_MARGIN", "TASK_MARGIN", "ALPHA", "LEVEL", "POWER"]

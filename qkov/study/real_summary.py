@@ -515,8 +515,9 @@ def decoupling_cells(runs: list[dict[str, Any]], factor: str = "embedding", view
 def decoupling_markdown(run_dirs: Iterable[Path], factor: str = "embedding", low: float = 1.0, high: float = 30.0) -> str:
     """The 2 x 2 tables of a QK-factor x ``factor`` design at best validation: per cell n, mass, accuracy and AC
     (mean ± sd over seeds), then each paired effect (:func:`qkov.study.real_inference.factorial_effects`) with
-    its 95 % t-interval over seeds, n and MDE."""
-    from qkov.study.real_inference import factorial_effects
+    its 95 % t-interval over seeds, n and MDE, and the decoupling verdict
+    (:func:`qkov.study.real_inference.judge_decoupling`)."""
+    from qkov.study.real_inference import factorial_effects, judge_decoupling
 
     runs = load_runs(run_dirs)
     cells = decoupling_cells(runs, factor)
@@ -539,6 +540,8 @@ def decoupling_markdown(run_dirs: Iterable[Path], factor: str = "embedding", low
     for k, label in names.items():
         if k in mass and k in task:
             lines.append(f"| {label} | {mass[k].describe()} | {task[k].describe()} |")
+    v = judge_decoupling(mass, task, runs[0]["config"]["dataset"] if runs else "")
+    lines += ["", f"**Decoupling verdict: {v.verdict}** (qkov.study.real_inference.judge_decoupling) — {v.line}"]
     return "\n".join(lines)
 
 
