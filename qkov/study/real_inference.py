@@ -247,14 +247,15 @@ def judge_decoupling(mass: dict[str, Comparison], task: dict[str, Comparison], d
     """
     head = f"decoupling{f' ({dataset})' if dataset else ''}"
     src = {"attention": mass, "task": task}
-    comps = [(name, src[side].get(name), side, alt) for name, side, alt in DECOUPLING_TESTS]
-    short = [f"{side} {name}" for name, c, side, _ in comps if c is None or c.n < 2]
-    if short:
+    found = [(name, src[side].get(name), side, alt) for name, side, alt in DECOUPLING_TESTS]
+    short = [f"{side} {name}" for name, c, side, _ in found if c is None or c.n < 2]
+    comps = [(name, c, side, alt) for name, c, side, alt in found if c is not None]
+    if short or len(comps) < len(found):
         return RealVerdict(dataset, "decoupling", "insufficient",
                            f"{head}: {', '.join(short)} missing or with fewer than 2 paired seeds -> insufficient")
     labels = {("A|B=low", "attention"): "QK alone raises the mass", ("B|A=low", "attention"): "embedding alone raises the mass",
               ("B|A=low", "task"): "embedding alone raises the task metric"}
-    desc = "; ".join(f"{labels[(name, side)]}: {c.metric} {c.describe()}" for name, c, side, _ in comps)  # type: ignore[union-attr]
+    desc = "; ".join(f"{labels[(name, side)]}: {c.metric} {c.describe()}" for name, c, side, _ in comps)
 
     def p(c: Comparison, alt: str) -> float:
         return one_sided_p(c.diffs, c.margin, alt)
@@ -262,12 +263,12 @@ def judge_decoupling(mass: dict[str, Comparison], task: dict[str, Comparison], d
     def flip(alt: str) -> str:
         return "less" if alt == "greater" else "greater"
 
-    sup = _family([(f"{labels[(n, sd)]} {'>' if alt == 'greater' else '<'} {c.margin:g}", p(c, alt))  # type: ignore[arg-type]
+    sup = _family([(f"{labels[(n, sd)]} {'>' if alt == 'greater' else '<'} {c.margin:g}", p(c, alt))
                    for n, c, sd, alt in comps])
-    con = _family([(f"{labels[(n, sd)]} {'<' if alt == 'greater' else '>'} {c.margin:g}", p(c, flip(alt)))  # type: ignore[arg-type]
+    con = _family([(f"{labels[(n, sd)]} {'<' if alt == 'greater' else '>'} {c.margin:g}", p(c, flip(alt)))
                    for n, c, sd, alt in comps[:2]])
     _, c3, _, alt3 = comps[2]
-    no_better = p(c3, flip(alt3)) < alpha  # type: ignore[arg-type]
+    no_better = p(c3, flip(alt3)) < alpha
     if any(x["p_holm"] < alpha for x in con):
         verdict, decided = "contradicts", con
     elif all(x["p_holm"] < alpha for x in sup):
