@@ -517,9 +517,14 @@ def decoupling_markdown(run_dirs: Iterable[Path], factor: str = "embedding", low
     (mean ± sd over seeds), then each paired effect (:func:`qkov.study.real_inference.factorial_effects`) with
     its 95 % t-interval over seeds, n and MDE, and the decoupling verdict
     (:func:`qkov.study.real_inference.judge_decoupling`)."""
+    return decoupling_markdown_of(load_runs(run_dirs), factor, low, high)
+
+
+def decoupling_markdown_of(runs: list[dict[str, Any]], factor: str = "embedding", low: float = 1.0,
+                           high: float = 30.0) -> str:
+    """:func:`decoupling_markdown` of loaded runs (:func:`load_runs`)."""
     from qkov.study.real_inference import factorial_effects, judge_decoupling
 
-    runs = load_runs(run_dirs)
     cells = decoupling_cells(runs, factor)
     tm = task_metric(runs[0]["config"]["dataset"]) if runs else "accuracy"
     lines = [f"| QK factor | {factor} factor | seeds | {tm} | mass | AC % |", "| --- | --- | --- | --- | --- | --- |"]
@@ -605,6 +610,24 @@ def markdown_tables(groups: dict[str, Any], tests: list[dict[str, Any]] | None =
     return "\n".join(lines)
 
 
+def decoupling_sections(runs: list[dict[str, Any]], factor: str = "embedding", low: float = 1.0,
+                        high: float = 30.0) -> str:
+    """The 2 x 2 section (:func:`decoupling_markdown_of`) of every set of runs that agree in all but ratio, seed,
+    recipe and rates and fill the four cells (QK factor x ``factor``'s factor at ``low``/``high``); ``""`` when
+    none does."""
+    sets: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    for r in runs:
+        base = {k: v for k, v in json.loads(group_key(r["config"])).items() if k not in ("recipe", "rates")}
+        sets[json.dumps(base, sort_keys=True)].append(r)
+    out = []
+    for rs in sets.values():
+        cells = decoupling_cells(rs, factor)
+        if all((a, b) in cells for a in (low, high) for b in (low, high)):
+            out += [f"### 2 x 2 design: QK factor x {factor} factor ({rs[0]['config']['dataset']}, best validation)", "",
+                    decoupling_markdown_of(rs, factor, low, high), ""]
+    return "\n".join(out)
+
+
 def summarise(run_dirs: Iterable[Path], out_dir: Path, *, kind: str = "validate-real-summary",
               config: dict[str, Any] | None = None) -> dict[str, Any]:
     """Write ``tables.json``, ``tables.md``, ``tests.json``, ``claims.json`` and one DTAP heatmap per group
@@ -619,7 +642,7 @@ def summarise(run_dirs: Iterable[Path], out_dir: Path, *, kind: str = "validate-
     with RunWriter(out_dir, kind=kind, config=config or {"runs": sorted(str(r["dir"].name) for r in runs)}) as w:
         w.write_json("tables.json", groups)
         w.write_json("tests.json", tests)
-        w.write_text("tables.md", markdown_tables(groups, tests, claim))
+        w.write_text("tables.md", markdown_tables(groups, tests, claim) + decoupling_sections(runs))
         write_evidence(w, evidence)
         for name, g in groups.items():
             for ratio, h in g["dtap"].items():

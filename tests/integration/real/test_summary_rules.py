@@ -262,6 +262,24 @@ def test_decoupling_cells_read_each_runs_resolved_rates(tmp_path):
         decoupling_cells(runs + [odd])
 
 
+def test_decoupling_sections_render_a_full_2x2_with_its_verdict_and_skip_an_incomplete_one(tmp_path):
+    from qkov.study.real_summary import decoupling_sections
+
+    runs = []
+    for qk in (1.0, 30.0):
+        for emb in (1.0, 30.0):
+            for s in range(4):   # QK alone +0.10 mass; the embedding alone +0.03 accuracy, mass -0.02
+                mass = 0.40 + 0.10 * (qk > 1) - 0.02 * (emb > 1) + 0.003 * s + 0.002 * s * (qk > 1)
+                r = fake_run(tmp_path, qk, s, mass=mass, acc=0.60 + 0.03 * (emb > 1) + 0.004 * s * (emb > 1))
+                r["metrics"]["rates"] = {"qk": qk, "ov": 1.0, "embedding": emb}
+                if emb > 1:
+                    r["config"] = {**r["config"], "rates": {"embedding": emb}}
+                runs.append(r)
+    text = decoupling_sections(runs)
+    assert "### 2 x 2 design" in text and "**Decoupling verdict: supports**" in text
+    assert decoupling_sections([r for r in runs if r["metrics"]["rates"]["embedding"] == 1.0]) == ""
+
+
 def test_one_evidence_line_per_dataset_naming_its_comparison(tmp_path):
     from qkov.study.rules import real_data_evidence
 
