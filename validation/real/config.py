@@ -239,14 +239,17 @@ def default_seeds(quick: bool, model: str | None = None, preset: str = "sized") 
     return QUICK_SEEDS if quick else SEEDS
 
 
-def claim_ratio(dataset: str, preset: str = "sized") -> float:
+def claim_ratio(dataset: str, preset: str = "sized", default: float | None = None) -> float:
     """The ratio of the pre-declared primary comparison (against ratio 1): the preset's where its registry entry
     declares one (``powered``: 10, the largest ratio at a usual fine-tuning rate), else the dataset's paper
-    ratio (:data:`PAPER_RATIO`)."""
+    ratio (:data:`PAPER_RATIO`), else ``default`` (``ValueError`` when none applies)."""
     from .official import preset as preset_entry
 
     declared = preset_entry(preset).claim_ratio
-    return float(declared if declared is not None else PAPER_RATIO[dataset])
+    value = declared if declared is not None else PAPER_RATIO.get(dataset, default)
+    if value is None:
+        raise ValueError(f"dataset: {dataset}: no claim ratio (not in the registry, no default)")
+    return float(value)
 
 
 def default_config(dataset: str, *, ratio: float, seed: int, optimizer: str | None = None, quick: bool,

@@ -109,3 +109,31 @@ def test_powered_runs_read_every_post_of_the_splits():
     splits, train, val, test = _split_items(c)
     assert (len(train), len(val), len(test)) == (15383, 1922, 1924)
     assert sum(1 for ex in test if ex.relevant is not None and any(ex.relevant)) == 1142   # all annotated posts
+
+
+def test_a_powered_summary_reads_ratio_10_against_1(tmp_path):
+    """The verdict's primary comparison of a powered group is the preset's claim ratio 10 (HateXplain's paper ratio
+    30 is not in the sweep: reading it would leave the verdict with no comparison)."""
+    import numpy as np
+
+    from qkov.study.real_summary import judge, summarise_groups
+
+    def run(ratio, seed, mass, acc):
+        c = default_config("hatexplain", ratio=ratio, seed=seed, quick=False, data_dir=str(tmp_path), preset="powered")
+        cps = [{"step": i, "epoch": i / 4, "train_loss": x, "val_loss": x,
+                "test": {"relevant_mass_mean": mass * i / 4, "accuracy": acc * i / 4}}
+               for i, x in enumerate([1.0, 0.7, 0.5, 0.4, 0.45])]
+        best = {"accuracy": acc, "relevant_mass_mean": mass, "checkpoint": 3, "epoch": 0.75, "val_loss": 0.4}
+        uni = {"relevant_mass_mean": 0.3, "accuracy": 0.5}
+        m = {"accuracy": acc, "relevant_mass_mean": mass, "checkpoints": cps, "best_val": best,
+             "baseline": {"uniform": uni, "step0": uni}}
+        return {"dir": tmp_path / f"r{ratio:g}s{seed}", "config": c.to_json_dict(), "metrics": m,
+                "arrays": {"labels": np.array([0, 1, 1, 0, 1])}}
+
+    runs = [run(r, s, 0.40 + 0.01 * s + (0.12 + 0.03 * s if r == 10.0 else 0.0), 0.62 + 0.005 * s)
+            for r in (1.0, 3.0, 10.0) for s in range(3)]
+    groups = summarise_groups(runs)
+    (g,) = groups.values()
+    assert g["claim_ratio"] == 10.0
+    claim = judge(groups)
+    assert "ratio 10 vs 1 at best_val" in claim["evidence"] and "n=3" in claim["evidence"], claim["evidence"]
