@@ -137,3 +137,34 @@ def test_a_powered_summary_reads_ratio_10_against_1(tmp_path):
     assert g["claim_ratio"] == 10.0
     claim = judge(groups)
     assert "ratio 10 vs 1 at best_val" in claim["evidence"] and "n=3" in claim["evidence"], claim["evidence"]
+
+
+def test_powered_optimizer_groups_on_the_pretrained_model():
+    """On the real all-MiniLM-L6-v2 (the pretrained extra): W_Q, W_K of the 6 layers at 10 x 3e-5, every other
+    parameter at 3e-5, weight decay 0.01 everywhere; the first step's rate is the warm-up's 1/144 of it."""
+    pre = pytest.importorskip("validation.real.pretrained")
+    try:
+        model_dir = pre.minilm_dir()
+    except pre.PretrainedUnavailable as exc:   # pragma: no cover - depends on the environment
+        pytest.skip(f"the pretrained extra is not installed: {exc}")
+    import torch
+
+    from validation.real.examples import ClassExample
+    from validation.real.training import build_optimizer, lr_factor
+    from transformers import BertTokenizerFast
+
+    posts = [ClassExample("a", ("you", "are", "stupid"), 0, (0, 0, 1))]
+    table = pre.encode_pieces(posts, BertTokenizerFast.from_pretrained(str(model_dir)), 8)
+    torch.manual_seed(0)
+    model = pre.MiniLMClassifier(3, table, model_dir)
+    c = cfg(10.0)
+    opt = build_optimizer(model, c)
+    lrs = {g["circuit"]: g["lr"] for g in opt.param_groups}
+    assert lrs.pop("qk") == pytest.approx(3e-4) and all(v == pytest.approx(3e-5) for v in lrs.values())
+    assert set(lrs) == {"ov", "embedding", "bias", "mlp", "other"}
+    assert {g["weight_decay"] for g in opt.param_groups} == {0.01}
+    qk = {id(p) for g in opt.param_groups if g["circuit"] == "qk" for p in g["params"]}
+    assert qk == {id(p) for p in model.qk_parameters()} and len(qk) == 24     # W_Q, W_K and biases, 6 layers
+    assert sum(len(g["params"]) for g in opt.param_groups) == len(list(model.parameters()))
+    total = c.epochs * -(-15383 // c.batch_size)
+    assert lr_factor(0, total, c.schedule, c.warmup) * lrs["ov"] == pytest.approx(3e-5 / 144)
