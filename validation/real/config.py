@@ -26,9 +26,11 @@ from theory.parametrization import BASELINE, ParamName
 from theory.spec import Ge, Gt, Le, Lt, PositiveFinite, Spec
 
 from . import datasets as _registry
+from . import official as _official
 
 DATASETS = _registry.NAMES
 DatasetName = Literal[_registry.NAMES]  # type: ignore[valid-type]  # the registry's names, read once here
+PresetName = Literal[_official.PRESETS]  # type: ignore[valid-type]  # the preset registry's names, read once here
 OPTIMIZERS = ("adamw", "sgd")
 MODELS = ("paper", "small", "minilm")
 RECIPES = ("ratio-only", "paper")
@@ -92,7 +94,7 @@ class RealRunConfig(Spec):
     ``ratio``) that replace the recipe's (:func:`group_rates`); ``None``: the recipe alone."""
     # issue 32, the official settings as a preset (validation.real.official); each field left out of
     # to_json_dict at its default, so the keys of earlier runs are unchanged
-    preset: Literal["sized", "official", "powered"] = "sized"
+    preset: PresetName = "sized"
     """``sized``: qkov's defaults; ``official``: the official code's (a dataset's registry row ``official``,
     :mod:`validation.real.official`); ``powered``: MiniLM on the full HateXplain, sized for power
     (:mod:`validation.real.powered`). One entry each of :data:`validation.real.official.PRESET_REGISTRY`."""
