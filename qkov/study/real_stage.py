@@ -50,8 +50,9 @@ def sweep_configs(datasets, ratios, seeds, optimizers, quick: bool, data_dir: Pa
     data_dir = Path(data_dir).resolve()
     out = []
     for ds in datasets:
-        rs = ratios if ratios is not None else default_ratios(ds, quick, overrides.get("model"))
-        ss = seeds if seeds is not None else default_seeds(quick, overrides.get("model"))
+        preset = overrides.get("preset", "sized")
+        rs = ratios if ratios is not None else default_ratios(ds, quick, overrides.get("model"), preset)
+        ss = seeds if seeds is not None else default_seeds(quick, overrides.get("model"), preset)
         for opt in (optimizers if optimizers is not None else (None,)):
             for r in rs:
                 for s in ss:

@@ -45,7 +45,7 @@ from qkov.study.real_inference import (ATTENTION_MARGIN, ATTENTION_METRIC, READI
 from validation.metrics.dtap import plot_dtap
 from validation.metrics.stats import BOOT_SEED, N_BOOT, bootstrap_diff, holm, paired  # noqa: F401 (re-exported)
 from theory.parametrization import BASELINE
-from validation.real.config import PAPER_RATIO
+from validation.real.config import claim_ratio
 from validation.real.datasets import DATASETS as DATASET_REGISTRY
 
 MIN_EFFECT = ATTENTION_MARGIN
@@ -358,7 +358,7 @@ def summarise_groups(runs: list[dict[str, Any]]) -> dict[str, Any]:  # noqa: C90
                 dtap[f"{ratio:g}"] = {"edges": edges, "mean_percent": np.mean(hs, axis=0).tolist()}
         majority = next((x for x in (majority_share(r) for r in by_ratio.get(1.0, {}).values()) if x is not None), None)
         out[name] = {
-            "dataset": dataset, "claim_ratio": float(PAPER_RATIO.get(dataset, max(by_ratio))), "task_metric": tm,
+            "dataset": dataset, "claim_ratio": claim_ratio(dataset, all_runs[0]["config"].get("preset", "sized"), max(by_ratio)), "task_metric": tm,
             "config": json.loads(group_key(all_runs[0]["config"])), "conflicts": conflicts.get(name, []),
             "majority_share": majority,
             "rows": _rows(views["fixed_epoch"], gain_names),

@@ -26,9 +26,11 @@ from theory.parametrization import BASELINE, ParamName
 from theory.spec import Ge, Gt, Le, Lt, PositiveFinite, Spec
 
 from . import datasets as _registry
+from . import official as _official
 
 DATASETS = _registry.NAMES
 DatasetName = Literal[_registry.NAMES]  # type: ignore[valid-type]  # the registry's names, read once here
+PresetName = Literal[_official.PRESETS]  # type: ignore[valid-type]  # the preset registry's names, read once here
 OPTIMIZERS = ("adamw", "sgd")
 MODELS = ("paper", "small", "minilm")
 RECIPES = ("ratio-only", "paper")
@@ -92,9 +94,10 @@ class RealRunConfig(Spec):
     ``ratio``) that replace the recipe's (:func:`group_rates`); ``None``: the recipe alone."""
     # issue 32, the official settings as a preset (validation.real.official); each field left out of
     # to_json_dict at its default, so the keys of earlier runs are unchanged
-    preset: Literal["sized", "official"] = "sized"
+    preset: PresetName = "sized"
     """``sized``: qkov's defaults; ``official``: the official code's (a dataset's registry row ``official``,
-    :mod:`validation.real.official`)."""
+    :mod:`validation.real.official`); ``powered``: MiniLM on the full HateXplain, sized for power
+    (:mod:`validation.real.powered`). One entry each of :data:`validation.real.official.PRESET_REGISTRY`."""
     context_chars: Annotated[int, Ge(1), Le(10000)] | None = None
     """SQuAD: the context cut to this many characters either side of the first gold answer (official: 200);
     ``None``: a ``window``-word window drawn around it."""
@@ -210,30 +213,62 @@ def default_optimizer(dataset: str, model: str) -> str:
     return PAPER_OPTIMIZER[dataset] if model == "paper" else "adamw"
 
 
-def default_ratios(dataset: str, quick: bool, model: str | None = None) -> tuple[float, ...]:
-    """The sweep's ratios (``model``'s quick ones where :data:`MODEL_QUICK_SWEEP` has them)."""
+def default_ratios(dataset: str, quick: bool, model: str | None = None, preset: str = "sized") -> tuple[float, ...]:
+    """The sweep's ratios: the preset's where its registry entry declares them
+    (:data:`validation.real.official.PRESET_REGISTRY`), else ``model``'s quick ones where
+    :data:`MODEL_QUICK_SWEEP` has them, else the dataset's."""
+    from .official import preset as preset_entry
+
+    declared = preset_entry(preset).ratios
+    if declared is not None:
+        return declared
     if quick and model in MODEL_QUICK_SWEEP:
         return MODEL_QUICK_SWEEP[model][0]
     return (QUICK_RATIOS if quick else RATIOS)[dataset]
 
 
-def default_seeds(quick: bool, model: str | None = None) -> tuple[int, ...]:
-    """The sweep's seeds (``model``'s quick ones where :data:`MODEL_QUICK_SWEEP` has them)."""
+def default_seeds(quick: bool, model: str | None = None, preset: str = "sized") -> tuple[int, ...]:
+    """The sweep's seeds: the preset's where its registry entry declares them (``powered``: derived for power,
+    :func:`validation.real.powered.powered_seeds`), else ``model``'s quick ones where :data:`MODEL_QUICK_SWEEP`
+    has them, else :data:`QUICK_SEEDS` / :data:`SEEDS`."""
+    from .official import preset as preset_entry
+
+    declared = preset_entry(preset).seeds
+    if declared is not None:
+        return declared()
     if quick and model in MODEL_QUICK_SWEEP:
         return MODEL_QUICK_SWEEP[model][1]
     return QUICK_SEEDS if quick else SEEDS
+
+
+def claim_ratio(dataset: str, preset: str = "sized", default: float | None = None) -> float:
+    """The ratio of the pre-declared primary comparison (against ratio 1): the preset's where its registry entry
+    declares one (``powered``: 10, the largest ratio at a usual fine-tuning rate), else the dataset's paper
+    ratio (:data:`PAPER_RATIO`), else ``default`` (``ValueError`` when none applies)."""
+    from .official import preset as preset_entry
+
+    declared = preset_entry(preset).claim_ratio
+    value = declared if declared is not None else PAPER_RATIO.get(dataset, default)
+    if value is None:
+        raise ValueError(f"dataset: {dataset}: no claim ratio (not in the registry, no default)")
+    return float(value)
 
 
 def default_config(dataset: str, *, ratio: float, seed: int, optimizer: str | None = None, quick: bool,
                    data_dir: str, model: str | None = None, **overrides) -> RealRunConfig:
     """The run configuration of the study for one (dataset, ratio, seed, optimizer, model).
 
-    ``model`` defaults to ``"small"`` with ``quick`` and ``"paper"`` without; ``optimizer`` to
-    :func:`default_optimizer`. ``preset="official"`` (an override) puts the dataset's official row
-    (:mod:`validation.real.official`) over its defaults, before the other overrides; it is the full-size paper
-    model with the official optimizer only (``ValueError``, one line, otherwise).
+    ``model`` defaults to the preset's, else ``"small"`` with ``quick`` and ``"paper"`` without; ``optimizer`` to
+    :func:`default_optimizer`. ``preset`` (an override; a key of :data:`validation.real.official.PRESET_REGISTRY`)
+    puts its entry's settings for the dataset over the dataset's defaults, before the other overrides
+    (``official``: the dataset's official row; ``powered``: :mod:`validation.real.powered`); a preset with
+    settings is the full-size model with the optimizer they name only (``ValueError``, one line, otherwise).
     """
-    model = model or ("small" if quick and overrides.get("preset") != "official" else "paper")
+    from .official import preset as preset_entry
+
+    name = overrides.get("preset", "sized")
+    fixed = preset_entry(name).settings(dataset)
+    model = model or fixed.get("model") or ("small" if quick else "paper")
     optimizer = optimizer or default_optimizer(dataset, model)
     values: dict[str, Any] = dict(dataset=dataset, ratio=ratio, seed=seed, optimizer=optimizer, quick=quick, model=model,
                   data_dir=str(data_dir))
@@ -244,14 +279,11 @@ def default_config(dataset: str, *, ratio: float, seed: int, optimizer: str | No
     if model == "minilm" and quick and optimizer == "adamw":
         values["lr_ov"] = MINILM_QUICK_LR
     values.update(entry.defaults.get((model, bool(quick)), {}))
-    if overrides.get("preset") == "official":
-        from .official import official_settings
-
-        official = official_settings(dataset)
-        if quick or model != official["model"] or optimizer != official["optimizer"]:
-            raise ValueError(f"preset: official: the official settings are the full-size {official['model']} model "
-                             f"with {official['optimizer']} (got model {model}, optimizer {optimizer}"
+    if fixed:
+        if quick or model != fixed["model"] or optimizer != fixed["optimizer"]:
+            raise ValueError(f"preset: {name}: the {name} settings are the full-size {fixed['model']} model "
+                             f"with {fixed['optimizer']} (got model {model}, optimizer {optimizer}"
                              f"{', --quick' if quick else ''})")
-        values.update(official)
+        values.update(fixed)
     values.update(overrides)
     return RealRunConfig(**values)

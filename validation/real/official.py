@@ -7,6 +7,9 @@ defaults and before the command's own overrides. The dataset registry (:mod:`val
 each dataset's row (``official``, ``official_differences``: these constants), so no dataset is named here; what a
 row cannot reproduce here is listed in its differences (and in ``docs/real-data.md``).
 
+Every preset is one entry of :data:`PRESET_REGISTRY` (``sized``, ``official``, ``powered``:
+:mod:`validation.real.powered`), read by :func:`validation.real.config.default_config` and the sweep's defaults.
+
 SQuAD (``GPT2-Squad-QA_Faster.ipynb``): the context cut to 200 characters either side of the answer
 (``context_chars``), d_model 300 in 6 heads (d_head 50) and 6 layers, d_ff 1200, dropout 0.2, batch 32 x 2
 accumulation steps (one batch of 64 here), warm-up 1000 steps, gradient clip 0.5, weight decay 0.05, label
@@ -20,10 +23,10 @@ the embedding and ``W_Q, W_K`` at 30x (``recipe="paper"``), everything else at 1
 
 from __future__ import annotations
 
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, Callable
 
-PRESETS = ("sized", "official")
-"""``sized``: qkov's CPU-sized defaults; ``official``: the official code's (a dataset's ``official`` row)."""
+from .powered import CLAIM_RATIO, POWERED_RATIOS, powered_seeds, powered_settings
 
 SQUAD_OFFICIAL: dict[str, Any] = dict(
     model="paper", optimizer="adamw", lr_ov=5e-5, d=300, heads=6, d_head=50, layers=6, d_ff=1200,
@@ -80,5 +83,46 @@ def official_settings(dataset: str) -> dict[str, Any]:
     return dict(entry.official)
 
 
-__all__ = ["PRESETS", "SQUAD_OFFICIAL", "HATEXPLAIN_OFFICIAL", "SQUAD_DIFFERENCES", "HATEXPLAIN_DIFFERENCES",
+def _no_settings(dataset: str) -> dict[str, Any]:
+    return {}
+
+
+@dataclass(frozen=True)
+class Preset:
+    """One named set of run settings (``--preset NAME``, recorded in each run's config as ``preset``).
+
+    ``settings(dataset)``: what replaces the dataset's defaults (after them, before the command's overrides;
+    ``ValueError``, one line, for a dataset it has none for); a non-empty one names its ``model`` and
+    ``optimizer`` and is full-size only (:func:`validation.real.config.default_config` refuses ``--quick`` or
+    another model/optimizer). ``ratios``/``seeds``: the sweep's when the command gives none (``None``: the
+    dataset's); ``claim_ratio``: the ratio of the pre-declared primary comparison (``None``: the dataset's
+    paper ratio)."""
+
+    name: str
+    settings: Callable[[str], dict[str, Any]]
+    ratios: tuple[float, ...] | None = None
+    seeds: Callable[[], tuple[int, ...]] | None = None
+    claim_ratio: float | None = None
+
+
+PRESET_REGISTRY: dict[str, Preset] = {p.name: p for p in (
+    Preset("sized", _no_settings),
+    Preset("official", official_settings),
+    Preset("powered", powered_settings, ratios=POWERED_RATIOS, seeds=powered_seeds, claim_ratio=CLAIM_RATIO),
+)}
+"""``sized``: qkov's CPU-sized defaults; ``official``: the official code's (a dataset's ``official`` row);
+``powered``: MiniLM on the full HateXplain at a usual fine-tuning rate, ratios 1, 3, 10, seeds derived for power
+(:mod:`validation.real.powered`)."""
+PRESETS = tuple(PRESET_REGISTRY)
+
+
+def preset(name: str) -> Preset:
+    """The registry entry of ``name``; ``ValueError`` (one line) for an unknown one."""
+    try:
+        return PRESET_REGISTRY[name]
+    except KeyError:
+        raise ValueError(f"preset: {name}: must be one of {', '.join(PRESETS)}") from None
+
+
+__all__ = ["PRESETS", "PRESET_REGISTRY", "Preset", "preset", "SQUAD_OFFICIAL", "HATEXPLAIN_OFFICIAL", "SQUAD_DIFFERENCES", "HATEXPLAIN_DIFFERENCES",
            "OFFICIAL_AC_EDGES", "official_settings"]

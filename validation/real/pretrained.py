@@ -158,7 +158,7 @@ class MiniLMClassifier(nn.Module):
         self._qk, self._ov = qk_ov_parameters(self.bert)
 
     def qk_parameters(self):
-        """W_Q, W_K and their biases of every layer (12 tensors)."""
+        """W_Q, W_K and their biases of every layer (24 tensors)."""
         return iter(self._qk)
 
     def ov_parameters(self):
