@@ -2,7 +2,7 @@ r"""The ``real-data`` verdict: one pre-declared primary comparison per dataset, 
 intervals with Holm over exactly the tests the verdict reads (a pure function of typed evidence).
 
 **The primary comparison** (declared here, before any run is read): the dataset registry's claim ratio
-(:attr:`validation.real.datasets.Dataset.paper_ratio`: HateXplain 30, SVA 100, SQuAD 20) against ratio 1,
+(:attr:`validation.real.datasets.Dataset.paper_ratio`: HateXplain 30, SVA 100, SQuAD 20; a preset may declare its own, e.g. `powered` 10: ``config.claim_ratio``) against ratio 1,
 paired by seed, at the **best-validation checkpoint** of each run (:data:`READING`: each run's own
 early-stopped model), on two metrics: the mean relevant attention mass (:data:`ATTENTION_METRIC`) and the
 dataset's task metric (its registry ``summary_metric``: accuracy, SQuAD F1 in points).
