@@ -397,18 +397,18 @@ def holm_table(groups: dict[str, Any]) -> list[dict[str, Any]]:
 
 # --- the verdict -----------------------------------------------------------------------------------------
 
-def _comparison(g: dict[str, Any], reading: str, metric: str) -> Comparison | None:
-    """The per-seed differences of ``metric`` at ``reading`` between the group's claim ratio and ratio 1
-    (seeds present at both), or ``None`` when either ratio is missing there."""
+def _comparison(g: dict[str, Any], reading: str, metric: str, ratio: float | None = None) -> Comparison | None:
+    """The per-seed differences of ``metric`` at ``reading`` between ``ratio`` (default: the group's claim ratio)
+    and ratio 1 (seeds present at both), or ``None`` when either ratio is missing there."""
     vals = g.get("seed_values", {}).get(reading, {})
-    r = f"{g['claim_ratio']:g}"
+    r = f"{g['claim_ratio'] if ratio is None else ratio:g}"
     base, other = vals.get("1"), vals.get(r)
     if base is None or other is None or r == "1":
         return None
     seeds = sorted(set(base) & set(other), key=int)
     diffs = tuple(other[s][metric] - base[s][metric] for s in seeds if metric in base[s] and metric in other[s])
     margin = ATTENTION_MARGIN if metric == ATTENTION_METRIC else TASK_MARGIN.get(metric, 0.01)
-    return Comparison(metric, reading, g["claim_ratio"], diffs, margin)
+    return Comparison(metric, reading, float(r), diffs, margin)
 
 
 def _means(rows: list[dict[str, Any]], key: str) -> dict[float, float]:
@@ -489,6 +489,28 @@ def dtap_figure_stem(name: str, g: dict[str, Any]) -> str:
 def _figure_stem(stem: str) -> str:
     """``stem`` with every character outside ``[A-Za-z0-9._-]`` as ``_`` (group names hold ``=``, ``,``, ``#``)."""
     return "".join(ch if ch.isascii() and (ch.isalnum() or ch in "._-") else "_" for ch in stem)
+
+
+def sweep_markdown(groups: dict[str, Any]) -> str:
+    """Per group a compact ratio sweep at best validation: per ratio the seeds, the task metric, the mass and AC
+    (mean ± sd over seeds), each ratio's paired difference with ratio 1 (95 % t-interval over seeds, n, MDE;
+    exploratory except at the claim ratio), and the group's ``real-data`` verdict line."""
+    lines: list[str] = []
+    for name, g in groups.items():
+        tm = g["task_metric"]
+        lines += [f"**{name}** (claim ratio {g['claim_ratio']:g}; best validation)", "",
+                  f"| ratio | seeds | {tm} | mass | AC % | mass vs ratio 1 (paired) | {tm} vs ratio 1 (paired) |",
+                  "| --- | --- | --- | --- | --- | --- | --- |"]
+        for row in g.get("best_val", {}).get("rows", []):
+            r = row["ratio"]
+            cells = [f"{row[k]['mean'] * sc:.3g} ± {row[k]['std'] * sc:.2g}" if isinstance(row.get(k), dict) else "-"
+                     for k, sc in ((tm, 1.0), (ATTENTION_METRIC, 1.0), ("attention_confidence", 100.0))]
+            comps = [_comparison(g, READING, m, r) if r != 1.0 else None for m in (ATTENTION_METRIC, tm)]
+            lines.append(f"| {r:g} | {row['n_seeds']} | " + " | ".join(cells) + " | "
+                         + " | ".join(c.describe() if c is not None else "-" for c in comps) + " |")
+        verdict, line = judge_group(g, name)
+        lines += ["", f"**{verdict}** — {line}", ""]
+    return "\n".join(lines)
 
 
 # --- the 2 x 2 decoupling design -----------------------------------------------------------------------------

@@ -280,6 +280,18 @@ def test_decoupling_sections_render_a_full_2x2_with_its_verdict_and_skip_an_inco
     assert decoupling_sections([r for r in runs if r["metrics"]["rates"]["embedding"] == 1.0]) == ""
 
 
+def test_sweep_markdown_pairs_each_ratio_with_ratio_1_and_prints_the_group_verdict(tmp_path):
+    from qkov.study.real_summary import sweep_markdown
+
+    runs = [fake_run(tmp_path, r, s, mass=0.40 + 0.01 * r + 0.002 * s * r, acc=0.62 + 0.001 * s)
+            for r in (1.0, 2.0, 30.0) for s in range(3)]
+    text = sweep_markdown(summarise_groups(runs))
+    row2 = next(x for x in text.splitlines() if x.startswith("| 2 |"))
+    assert "+0.012 [95% t" in row2 and "n=3" in row2          # ratio 2: mass +0.01 + 0.002 s, mean over s = +0.012
+    assert next(x for x in text.splitlines() if x.startswith("| 1 |")).endswith("| - | - |")
+    assert "ratio 30 vs 1 at best_val" in text and "-> supports" in text
+
+
 def test_one_evidence_line_per_dataset_naming_its_comparison(tmp_path):
     from qkov.study.rules import real_data_evidence
 
