@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import functools
 import warnings
+from pathlib import Path
 from typing import Any, cast
 
 import numpy as np
@@ -81,12 +82,12 @@ def evaluate_decoder(model: DecoderLM, te: DecoderTensors, test_ex: list[SquadEx
 
 def train_and_evaluate_squad(cfg: RealRunConfig, train_ex: list[SquadExample], val_ex: list[SquadExample],
                              test_ex: list[SquadExample], *, progress: bool = True, device: torch.device | None = None,
-                             bf16: bool = False) -> dict[str, Any]:
+                             bf16: bool = False, resume: Path | None = None) -> dict[str, Any]:
     """Train the decoder for ``cfg`` with checkpoints, then the final, best-validation and baseline metrics.
 
     Training runs on ``device`` (optionally under bf16 autocast); every evaluation (checkpoints,
     decoding, baselines) runs on the CPU (:func:`~validation.real.tracking.on_cpu`), where its code
-    and its float64 read-outs live."""
+    and its float64 read-outs live. ``resume``: the training-state file (:func:`validation.real.training.train`)."""
     vocab = Vocab.train([ex.context for ex in train_ex + val_ex + test_ex]
                         + [ex.question for ex in train_ex + val_ex + test_ex], max_size=MAX_VOCAB, min_frequency=1)
     W, Q, A = cfg.window, cfg.question_len, cfg.answer_len
@@ -112,7 +113,7 @@ def train_and_evaluate_squad(cfg: RealRunConfig, train_ex: list[SquadExample], v
                       light_eval=light_eval)
     loss_fn = functools.partial(decoder_loss, label_smoothing=cfg.label_smoothing) if cfg.label_smoothing else decoder_loss
     hist = train(model, tr, cfg, loss_fn, progress=progress, desc=f"squad r={cfg.ratio:g} s={cfg.seed}",
-                 on_checkpoint=tracker, device=device, bf16=bf16)
+                 on_checkpoint=tracker, device=device, bf16=bf16, resume=resume)
     model.to("cpu")
     metrics, arrays, preds = evaluate_decoder(model, te, test_ex, vocab, cfg, full=True)
     baseline, best, best_arrays = tracker.finish(best_eval, hist.checkpoints)  # best-val: decoded, no controls
