@@ -197,8 +197,7 @@ def write_run(cfg: RealRunConfig, out: dict, run_dir: Path, *, kind: str = KIND)
                                    "resumed_from_epoch": out["metrics"].get("resumed_from_epoch"),
                                    # where the run's time went (issue 34: checkpoints must not outweigh training)
                                    "seconds": {"training": out["metrics"].get("train_seconds"),
-                                               "checkpoints": out["metrics"].get("checkpoint_seconds"),
-                                               "training_state": out["metrics"].get("training_state_seconds")}}) as run:
+                                               "checkpoints": out["metrics"].get("checkpoint_seconds")}}) as run:
         run.write_json("metrics.json", out["metrics"])
         run.write_arrays("instances.npz", **out["arrays"])
         for name, obj in out["extras"].items():

@@ -197,14 +197,14 @@ def train(model: ModelT, data, cfg: RealRunConfig,
             hist.checkpoint_seconds += time.perf_counter() - t
             model.train()
 
-    def save(epochs_done: int) -> None:
+    def save(path: Path, epochs_done: int) -> None:
         t = time.perf_counter()
         state = {"epoch": epochs_done, "model": model.state_dict(), "optimizer": opt.state_dict(),
                  "scheduler": sched.state_dict(), "data_order": gen.get_state(),
                  "rng": training_state.rng_state(device),
                  "history": {**asdict(hist), "seconds": t - t0 - hist.checkpoint_seconds - hist.state_seconds},
-                 "callback": on_checkpoint.state_dict() if hasattr(on_checkpoint, "state_dict") else None}
-        training_state.save(resume, key, state)
+                 "callback": getattr(on_checkpoint, "state_dict", lambda: None)()}
+        training_state.save(path, key, state)
         hist.state_seconds += time.perf_counter() - t
 
     t0 = time.perf_counter()
@@ -215,8 +215,8 @@ def train(model: ModelT, data, cfg: RealRunConfig,
         opt.load_state_dict(saved["optimizer"])
         sched.load_state_dict(saved["scheduler"])
         gen.set_state(saved["data_order"])
-        if hasattr(on_checkpoint, "load_state_dict"):
-            on_checkpoint.load_state_dict(saved["callback"])
+        if (restore := getattr(on_checkpoint, "load_state_dict", None)) is not None:
+            restore(saved["callback"])
         done = saved["history"]
         hist.epoch_loss, hist.checkpoints = list(done["epoch_loss"]), list(done["checkpoints"])
         hist.checkpoint_seconds, hist.state_seconds = done["checkpoint_seconds"], done["state_seconds"]
@@ -248,7 +248,7 @@ def train(model: ModelT, data, cfg: RealRunConfig,
                 checkpoint(step)
         hist.epoch_loss.append(total_loss / max(count, 1))
         if resume is not None:
-            save(epoch + 1)
+            save(resume, epoch + 1)
     bar.close()
     hist.seconds = time.perf_counter() - t0 - hist.checkpoint_seconds - hist.state_seconds
     hist.examples = n * cfg.epochs
