@@ -195,6 +195,7 @@ def write_run(cfg: RealRunConfig, out: dict, run_dir: Path, *, kind: str = KIND)
                    manifest_extra={"device": out["metrics"]["device"], "recipe": cfg.recipe,
                                    "stacked_runs": out["metrics"].get("stacked_runs", 1),
                                    "resumed_from_epoch": out["metrics"].get("resumed_from_epoch"),
+                                   "fused_adamw": cfg.fused,
                                    # where the run's time went (issue 34: checkpoints must not outweigh training)
                                    "seconds": {"training": out["metrics"].get("train_seconds"),
                                                "checkpoints": out["metrics"].get("checkpoint_seconds")}}) as run:

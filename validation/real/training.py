@@ -126,11 +126,12 @@ def frozen_ids(model: nn.Module, cfg: RealRunConfig, named: dict[str, list[nn.Pa
 
 
 def build_optimizer(model: nn.Module, cfg: RealRunConfig) -> torch.optim.Optimizer:
-    """AdamW or SGD(+momentum) over the named groups of :func:`optimizer_groups`."""
+    """AdamW (its fused kernel with ``cfg.fused``) or SGD(+momentum) over the named groups of
+    :func:`optimizer_groups`."""
     groups = optimizer_groups(model, cfg)
     if cfg.optimizer == "sgd":
         return make_optimizer("sgd", groups, momentum=cfg.momentum, weight_decay=cfg.weight_decay)
-    return make_optimizer("adamw", groups, weight_decay=cfg.weight_decay)
+    return make_optimizer("adamw", groups, weight_decay=cfg.weight_decay, **({"fused": True} if cfg.fused else {}))
 
 
 def lr_factor(step: int, total: int, schedule: str, warmup: float, warmup_steps: int | None = None) -> float:
