@@ -125,6 +125,28 @@ def test_a_state_of_another_run_is_not_resumed(tmp_path, interrupt_after):
     assert written == [1, 1, 2, 3]
 
 
+@pytest.mark.parametrize("bad", ["truncated", "link"])
+def test_a_damaged_or_linked_state_file_is_not_read_and_the_link_is_not_followed(bad, tmp_path, interrupt_after):
+    state, target = tmp_path / "run.pt", tmp_path / "elsewhere.pt"
+    written = interrupt_after(1)
+    with pytest.raises(Interrupted):
+        _tiny_decoder_run(state, [])
+    if bad == "truncated":
+        state.write_bytes(state.read_bytes()[:1000])
+    else:   # a link to a real state: O_NOFOLLOW refuses to read it, os.replace replaces the link, not its target
+        state.rename(target)
+        state.symlink_to(target)
+    before = target.read_bytes() if bad == "link" else b""
+    interrupt_after(None)
+    calls: list[int] = []
+    with pytest.warns(training_state.ResumeIgnoredWarning, match="not read"):
+        _, _, hist = _tiny_decoder_run(state, calls)
+    assert hist.resumed_from_epoch is None and len(calls) == EPOCHS * (28 // 8 + 1) and written == [1, 1, 2, 3]
+    assert not state.is_symlink() and state.is_file()
+    if bad == "link":
+        assert target.read_bytes() == before
+
+
 def test_a_link_in_place_of_the_state_directory_is_refused(tmp_path):
     (tmp_path / "elsewhere").mkdir()
     (tmp_path / "resume").symlink_to(tmp_path / "elsewhere")
