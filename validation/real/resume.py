@@ -59,10 +59,12 @@ def _real_dir(path: Path) -> bool:
 
 
 def prepare_dir(directory: str | os.PathLike[str]) -> Path:
-    """Make ``directory`` (its parent must exist) without following a link; refuse a link at it or its parent."""
+    """Make ``directory`` without following a link at it or its parent (the results directory, made if missing,
+    as the run store makes it); refuse a link at either."""
     directory = Path(directory)
     if not _real_dir(directory.parent):
-        raise FileNotFoundError(f"resume: {directory.parent}: does not exist")
+        directory.parent.mkdir(parents=True, exist_ok=True)
+        _real_dir(directory.parent)
     if not _real_dir(directory):
         with contextlib.suppress(FileExistsError):
             os.mkdir(directory)

@@ -205,3 +205,11 @@ def test_an_interrupted_sweep_run_resumes_where_it_stopped(dataset, tmp_path, mo
     assert m == m_ref and x == x_ref
     assert a.keys() == a_ref.keys() and all(np.array_equal(a[k], a_ref[k], equal_nan=a[k].dtype.kind == "f")
                                             for k in a)
+
+
+def test_a_run_into_a_results_directory_not_made_yet_leaves_no_state(tmp_path):
+    cfg = default_config("sva", ratio=1.0, seed=0, quick=True, data_dir=str(data_dir_for("sva")),
+                         **{**TINY["sva"], "epochs": 1})
+    run = tmp_path / "new" / "runs" / "r"
+    study.execute_run(cfg, run, progress=False)
+    assert is_complete(run) and sorted(p.name for p in (tmp_path / "new").iterdir()) == ["runs"]
