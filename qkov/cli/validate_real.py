@@ -87,18 +87,22 @@ def _apply_rates(text: str | None, ratio_list: tuple | None, extra: dict) -> tup
 @click.option("--stacked", is_flag=True,
               help="Train the seeds x ratios of each configuration together in this process (torch.func.vmap; "
                    "paper and small classifiers, CPU or one device); each run still gets its own directory.")
+@click.option("--fused-adamw", "fused", is_flag=True,
+              help="AdamW's fused kernel (faster on small steps; its rounding differs from the default AdamW, so "
+                   "results are not bitwise the same). Recorded in each run's config.")
 @executor_options()
 @device_option()
 def real(datasets, ratios, seeds, optimizers, model: str | None, param: str, layers: int, quick: bool,
          as_json: bool, out: Path, data_dir: str | None, recipe: str, stacked: bool, scheduler: str | None,
-         workers: int | None, device: str, bf16: bool, rates: str | None = None, preset: str = "sized") -> None:
+         workers: int | None, device: str, bf16: bool, rates: str | None = None, preset: str = "sized",
+         fused: bool = False) -> None:
     """Train the QKOV models at each eta_QK/eta_OV ratio and seed, then tabulate and compare with ratio 1."""
     extra: dict = {}
     ratio_list = _apply_rates(rates, tuple(ratios) if ratios is not None else None, extra)
     sweep = RealSweep(datasets=tuple(datasets), ratios=ratio_list, seeds=tuple(seeds) if seeds is not None else None,
                       optimizers=tuple(optimizers) if optimizers is not None else None, model=model, param=param,
                       layers=layers, quick=quick, recipe=recipe, stacked=stacked, device=device, bf16=bf16,
-                      rates=extra.get("rates"), preset=preset)
+                      rates=extra.get("rates"), preset=preset, fused=fused)
     try:
         res = validate_real(sweep, out, data_dir=data_dir, progress=not as_json, scheduler=scheduler,
                             workers=workers)

@@ -61,6 +61,8 @@ class RealSweep:
     preset: str = "sized"
     """``sized`` (qkov's CPU-sized defaults) or ``official`` (the official code's settings,
     :mod:`validation.real.official`; recorded in each run's config, so it is part of the group key)."""
+    fused: bool = False
+    """AdamW's fused kernel (``RealRunConfig.fused``; recorded in each run's config: not bitwise the default)."""
 
     def overrides(self) -> dict[str, Any]:
         """The settings that replace dataset defaults in every run (only those not at their default)."""
@@ -74,6 +76,8 @@ class RealSweep:
             extra["rates"] = dict(self.rates)
         if self.preset != "sized":
             extra["preset"] = self.preset
+        if self.fused:
+            extra["fused"] = True
         return extra
 
 
@@ -122,6 +126,8 @@ def plan_configs(sweep: RealSweep, data: Path) -> list[dict]:
     from validation.real.run import load_dataset
 
     extra = sweep.overrides()
+    if sweep.stacked and sweep.fused:
+        raise field_error("stacked", "true", "not with --fused-adamw (the stacked trainer has its own AdamW update)")
     if sweep.stacked and sweep.preset != "sized":
         raise field_error("stacked", "true", "only with --preset sized (the official presets train one run at a time)")
     if sweep.model == "minilm":

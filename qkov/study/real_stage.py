@@ -14,11 +14,11 @@ import json
 import warnings
 
 from qkov.core.config import parse_config
-from qkov.core.runstore import RunWriter
+from qkov.core.runstore import RUNS_DIR, RunWriter
 from qkov.study.context import DEFAULT_CONTEXT, RunContext
 
 from validation.real.config import DATASETS, RealRunConfig, default_config, default_ratios, default_seeds
-from validation.real import datasets
+from validation.real import datasets, resume
 from validation.real.errors import DataError
 from validation.real.glove import GloveMissingWarning, glove_missing
 from validation.real.run import load_dataset, train_and_evaluate, train_and_evaluate_many
@@ -131,15 +131,35 @@ def execute_group(kind: str, configs: list[dict], run_dirs: list[Path], ctx: Run
                          device=ctx.device)
 
 
+RESUME_DIR = "resume"
+"""``OUT/resume/`` holds the training state of each run still training (:func:`training_state_path`)."""
+
+
+def training_state_path(run_dir: Path) -> Path:
+    """Where run ``run_dir`` keeps its training state while it trains (:mod:`validation.real.resume`):
+    ``OUT/resume/<run name>.pt`` for ``OUT/runs/<run name>`` (else ``<parent>/resume/<run name>.pt``). Outside
+    the run directory, which the engine removes before it runs an incomplete run again and after a failure;
+    nothing else is in ``OUT/resume/``, and the file goes once the run is written."""
+    run_dir = Path(run_dir)
+    out = run_dir.parent.parent if run_dir.parent.name == RUNS_DIR else run_dir.parent
+    return out / RESUME_DIR / f"{run_dir.name}.pt"
+
+
 def execute_run(cfg: RealRunConfig, run_dir: Path, *, kind: str = KIND, progress: bool = True,
                 device: str = "cpu", bf16: bool = False) -> dict:
     """Perform one run and write it with :class:`RunWriter` (``metrics.json``, ``instances.npz``,
     ``eraser_results.jsonl``, ``eraser_annotations.jsonl``, ``eraser_docs.jsonl`` for classification,
     ``predictions.json`` for SQuAD). ``device`` and ``bf16`` (see :func:`validation.real.run.train_and_evaluate`)
     are recorded in ``manifest.json`` under ``"device"`` (and in ``metrics.json``), not in the config, so
-    the run's directory is the same on every device."""
-    out = train_and_evaluate(cfg, progress=progress, device=device, bf16=bf16)
+    the run's directory is the same on every device. Resumable inside the run: the training state is written
+    at the end of every epoch to :func:`training_state_path` (its directory checked for links before any work),
+    an interrupted run started again continues after its last complete epoch, and the file is deleted once
+    the run is written."""
+    state = training_state_path(run_dir)
+    resume.prepare_dir(state.parent)
+    out = train_and_evaluate(cfg, progress=progress, device=device, bf16=bf16, resume=state)
     write_run(cfg, out, Path(run_dir), kind=kind)
+    resume.remove(state)
     return out["metrics"]
 
 
@@ -175,6 +195,8 @@ def write_run(cfg: RealRunConfig, out: dict, run_dir: Path, *, kind: str = KIND)
     with RunWriter(run_dir, kind=kind, config=cfg.to_json_dict(), seed=cfg.seed,
                    manifest_extra={"device": out["metrics"]["device"], "recipe": cfg.recipe,
                                    "stacked_runs": out["metrics"].get("stacked_runs", 1),
+                                   "resumed_from_epoch": out["metrics"].get("resumed_from_epoch"),
+                                   "fused_adamw": cfg.fused,
                                    # where the run's time went (issue 34: checkpoints must not outweigh training)
                                    "seconds": {"training": out["metrics"].get("train_seconds"),
                                                "checkpoints": out["metrics"].get("checkpoint_seconds")}}) as run:

@@ -116,10 +116,15 @@ class RealRunConfig(Spec):
     frozen: tuple[RateGroup, ...] = ()
     """Named groups in no optimizer group (they stay at their initialisation); ``mlp`` means every parameter of
     an MLP module, its biases too (:func:`validation.real.training.frozen_ids`)."""
+    fused: bool = False
+    """AdamW's fused kernel (``torch.optim.AdamW(fused=True)``; issue 34: 1.47x on small steps). Off by default:
+    its float rounding differs from the default implementation's, so a fused run is not bitwise the same."""
 
     def __post_init__(self) -> None:
         if self.rates is not None and "qk" in self.rates:
             raise ValueError("rates: qk: the QK factor is the ratio (give it as ratio)")
+        if self.fused and self.optimizer != "adamw":
+            raise ValueError(f"fused: true: only with optimizer adamw (got {self.optimizer})")
 
     def __hash__(self) -> int:
         """Hash of the canonical JSON (the ``rates`` dict is not hashable itself); equal configs hash equal."""
@@ -150,7 +155,8 @@ class RealRunConfig(Spec):
 
 
 _ADDED_DEFAULTS = {"preset": "sized", "context_chars": None, "d_ff": None, "d_mlp": 0, "dropout": 0.0,
-                   "label_smoothing": 0.0, "clip_norm": None, "warmup_steps": None, "frozen": ()}
+                   "label_smoothing": 0.0, "clip_norm": None, "warmup_steps": None, "frozen": (),
+                   "fused": False}
 """Fields added after runs were stored, and their defaults (left out of the JSON, so old keys stay)."""
 
 
@@ -286,4 +292,6 @@ def default_config(dataset: str, *, ratio: float, seed: int, optimizer: str | No
                              f"{', --quick' if quick else ''})")
         values.update(fixed)
     values.update(overrides)
+    if values.get("fused") and values["optimizer"] != "adamw":
+        values.pop("fused")   # --fused-adamw applies to the sweep's AdamW runs (SVA's paper runs use SGD)
     return RealRunConfig(**values)

@@ -160,6 +160,8 @@ def _common_metrics(out: dict, cfg: RealRunConfig, model, hist, vocab, n_train: 
                    recipe=cfg.recipe, rates=group_rates(cfg), n_train=n_train, n_val=n_val, vocab_size=len(vocab), split=split,
                    train_loss=hist.epoch_loss, train_seconds=hist.seconds,
                    checkpoint_seconds=hist.checkpoint_seconds, checkpoints=hist.checkpoints,
+                   resumed_from_epoch=getattr(hist, "resumed_from_epoch", None),
+                   training_state_seconds=getattr(hist, "state_seconds", 0.0),
                    train_examples_per_second=hist.examples_per_second, stacked_runs=getattr(hist, "stacked", 1),
                    parameters=sum(p.numel() for p in model.parameters()), device=record)
     return out
@@ -173,27 +175,31 @@ def _device(device: str | torch.device, bf16: bool) -> tuple[torch.device, dict]
 
 
 def train_and_evaluate(cfg: RealRunConfig, *, progress: bool = True, device: str | torch.device = "cpu",
-                       bf16: bool = False) -> dict[str, Any]:
+                       bf16: bool = False, resume: Path | None = None) -> dict[str, Any]:
     """Train one model for ``cfg`` and evaluate it; returns metrics, arrays and extras for writing.
 
     ``device`` (``auto | cpu | cuda[:N] | mps`` or a :class:`torch.device`) is where the model trains
     (:func:`validation.device.resolve_device`; an absent one raises ``DeviceError`` before the data
     is loaded); ``bf16`` the optional CUDA autocast. Both are recorded in ``metrics["device"]``.
     The device is not part of ``cfg``: it changes how fast a run is and its float rounding, not what
-    is trained, so the run's key (its directory) is the same on every device."""
+    is trained, so the run's key (its directory) is the same on every device. ``resume``: the training-state
+    file written at the end of every epoch and resumed from (:func:`validation.real.training.train`; the
+    caller deletes it once the results are written); ``metrics["resumed_from_epoch"]`` says whether it was."""
     dev, record = _device(device, bf16)
     if registry.get(cfg.dataset).task == "generation":
         from .squad_run import train_and_evaluate_squad
         splits, train_ex, val_ex, test_ex = _split_items(cfg)
         torch.manual_seed(cfg.seed)
-        out = train_and_evaluate_squad(cfg, train_ex, val_ex, test_ex, progress=progress, device=dev, bf16=bf16)
+        out = train_and_evaluate_squad(cfg, train_ex, val_ex, test_ex, progress=progress, device=dev, bf16=bf16,
+                                       resume=resume)
         res = {"metrics": out["metrics"], "arrays": out["arrays"], "extras": out["extras"], "eraser": None,
                "extras_text": {}}
         return _common_metrics(res, cfg, out["model"], out["hist"], out["vocab"], out["n_train"], len(val_ex),
                                splits.description, record)
     p = _prepare_classifier(cfg)
     hist = train(p.model, p.tr, cfg, classification_loss, progress=progress,
-                 desc=f"{cfg.dataset} r={cfg.ratio:g} s={cfg.seed}", on_checkpoint=p.tracker, device=dev, bf16=bf16)
+                 desc=f"{cfg.dataset} r={cfg.ratio:g} s={cfg.seed}", on_checkpoint=p.tracker, device=dev, bf16=bf16,
+                 resume=resume)
     return _common_metrics(_finish_classifier(p, hist), cfg, p.model, hist, p.vocab, len(p.tr), len(p.val_ex),
                            p.splits.description, record)
 

@@ -45,7 +45,6 @@ import torch
 from scipy import stats
 from torch import nn
 
-from validation.metrics.attention_mass import attention_rollout
 from validation.metrics.plausibility import auprc, hard_rationale, iou_f1, mean_rationale_length, token_f1
 from validation.metrics.squad_eval import exact_match, f1 as squad_f1
 
@@ -351,6 +350,19 @@ def em_f1(model: DecoderLM, data: DecoderTensors, examples: list[SquadExample], 
     return em, f1, preds
 
 
+def rollout_rows_mean(A: torch.Tensor, weights: torch.Tensor) -> torch.Tensor:
+    r"""``weights^T R`` per item, ``R`` the rollout :math:`\tilde A_L\cdots\tilde A_1`, :math:`\tilde A_l = \tfrac12 A_l
+    + \tfrac12 I` (:func:`validation.metrics.attention_mass.attention_rollout`), without forming ``R``: the row
+    vector times each :math:`\tilde A_l` from the last layer down, :math:`O(L T^2)` per item instead of
+    :math:`O(L T^3)`. ``A``: ``(layers, B, T, T)`` head-averaged attention; ``weights``: ``(B, T)`` (e.g. the
+    measured rows over their count); returns ``(B, T)``, equal to ``einsum("bi,bij->bj", weights, R)`` to float
+    rounding (``tests/unit/test_rollout_rows.py``)."""
+    v = weights[:, None, :]                                           # (B, 1, T)
+    for a in A.flip(0):                                               # the last layer first
+        v = 0.5 * (v @ a) + 0.5 * v
+    return v[:, 0]
+
+
 @torch.no_grad()
 def answer_attention(model: DecoderLM, data: DecoderTensors) -> dict[str, np.ndarray]:
     """Per item: mass on the answer's context positions by rollout, layer average and max over layers
@@ -363,23 +375,23 @@ def answer_attention(model: DecoderLM, data: DecoderTensors) -> dict[str, np.nda
         b = data.take(torch.arange(i, min(i + EVAL_BATCH, len(data))))
         h, att = model(b.ids, b.valid)
         A = att.mean(2).double()                                      # (layers, B, T, T), heads averaged
-        R = torch.from_numpy(attention_rollout(A.numpy()))            # (B, T, T)
         rel = b.answer_ctx.double()                                   # (B, T)
         rows = b.measured.double()
         nrows = rows.sum(1).clamp(min=1)
+        v = rollout_rows_mean(A, rows / nrows[:, None])               # (B, T): the measured rows' mean of R
 
         def mass(M, rel=rel, rows=rows, nrows=nrows):                 # M (B, T, T) -> (B,)
             return ((M @ rel[..., None])[..., 0] * rows).sum(1) / nrows
 
         per_layer = torch.stack([mass(a) for a in A])                 # (layers, B)
-        res["rollout"].append(mass(R))
+        res["rollout"].append((v * rel).sum(1))                       # = mass(R), R the rollout
         res["layer_average"].append(per_layer.mean(0))
         res["max_over_layers"].append(per_layer.max(0).values)
         word = (b.target >= 0) & b.measured                          # answer words, not [EOS]
         tok = torch.zeros(b.ids.shape, dtype=torch.float64)
         tok[word] = model.target_log_prob(h, att[-1].mean(1), b.ids, b.target, word).double()
         res["p_true"].append(torch.exp(tok.sum(1) / word.sum(1).clamp(min=1)))
-        res["window_attention"].append((R[:, :, :data.W] * rows[..., None]).sum(1) / nrows[:, None])
+        res["window_attention"].append(v[:, :data.W])
     return {k: torch.cat(v).numpy() for k, v in res.items()}
 
 

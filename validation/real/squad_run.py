@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import functools
 import warnings
-from typing import Any, cast
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable, cast
 
 import numpy as np
 import torch
@@ -79,14 +81,26 @@ def evaluate_decoder(model: DecoderLM, te: DecoderTensors, test_ex: list[SquadEx
     return metrics, arrays, preds
 
 
-def train_and_evaluate_squad(cfg: RealRunConfig, train_ex: list[SquadExample], val_ex: list[SquadExample],
-                             test_ex: list[SquadExample], *, progress: bool = True, device: torch.device | None = None,
-                             bf16: bool = False) -> dict[str, Any]:
-    """Train the decoder for ``cfg`` with checkpoints, then the final, best-validation and baseline metrics.
+@dataclass
+class SquadPrepared:
+    """One SQuAD run ready to train (:func:`prepare_squad`): vocabulary, encoded splits, the decoder, its
+    checkpoint tracker, the training loss and the best-validation evaluation."""
 
-    Training runs on ``device`` (optionally under bf16 autocast); every evaluation (checkpoints,
-    decoding, baselines) runs on the CPU (:func:`~validation.real.tracking.on_cpu`), where its code
-    and its float64 read-outs live."""
+    vocab: Vocab
+    tr: DecoderTensors
+    va: DecoderTensors
+    te: DecoderTensors
+    model: DecoderLM
+    tracker: Tracker
+    loss_fn: Callable[[DecoderLM, DecoderTensors], torch.Tensor]
+    best_eval: Callable[[torch.nn.Module], tuple[dict[str, Any], dict[str, Any]]]
+    init_note: str
+
+
+def prepare_squad(cfg: RealRunConfig, train_ex: list[SquadExample], val_ex: list[SquadExample],
+                  test_ex: list[SquadExample]) -> SquadPrepared:
+    """Vocabulary, encoding, the decoder (initialised from the global torch RNG: the caller seeds it) and its
+    tracker, exactly as :func:`train_and_evaluate_squad` trains them (also what the benchmarks time)."""
     vocab = Vocab.train([ex.context for ex in train_ex + val_ex + test_ex]
                         + [ex.question for ex in train_ex + val_ex + test_ex], max_size=MAX_VOCAB, min_frequency=1)
     W, Q, A = cfg.window, cfg.question_len, cfg.answer_len
@@ -111,8 +125,22 @@ def train_and_evaluate_squad(cfg: RealRunConfig, train_ex: list[SquadExample], v
     tracker = Tracker(model, probe=tr.take(torch.arange(min(PROBE, len(tr)))), val=va, loss_of=loss_of,
                       light_eval=light_eval)
     loss_fn = functools.partial(decoder_loss, label_smoothing=cfg.label_smoothing) if cfg.label_smoothing else decoder_loss
-    hist = train(model, tr, cfg, loss_fn, progress=progress, desc=f"squad r={cfg.ratio:g} s={cfg.seed}",
-                 on_checkpoint=tracker, device=device, bf16=bf16)
+    return SquadPrepared(vocab, tr, va, te, model, tracker, loss_fn, best_eval, init_note)
+
+
+def train_and_evaluate_squad(cfg: RealRunConfig, train_ex: list[SquadExample], val_ex: list[SquadExample],
+                             test_ex: list[SquadExample], *, progress: bool = True, device: torch.device | None = None,
+                             bf16: bool = False, resume: Path | None = None) -> dict[str, Any]:
+    """Train the decoder for ``cfg`` with checkpoints, then the final, best-validation and baseline metrics.
+
+    Training runs on ``device`` (optionally under bf16 autocast); every evaluation (checkpoints,
+    decoding, baselines) runs on the CPU (:func:`~validation.real.tracking.on_cpu`), where its code
+    and its float64 read-outs live. ``resume``: the training-state file (:func:`validation.real.training.train`)."""
+    p = prepare_squad(cfg, train_ex, val_ex, test_ex)
+    vocab, tr, te, model, tracker, best_eval, init_note = p.vocab, p.tr, p.te, p.model, p.tracker, p.best_eval, p.init_note
+    W, Q, A = cfg.window, cfg.question_len, cfg.answer_len
+    hist = train(model, tr, cfg, p.loss_fn, progress=progress, desc=f"squad r={cfg.ratio:g} s={cfg.seed}",
+                 on_checkpoint=tracker, device=device, bf16=bf16, resume=resume)
     model.to("cpu")
     metrics, arrays, preds = evaluate_decoder(model, te, test_ex, vocab, cfg, full=True)
     baseline, best, best_arrays = tracker.finish(best_eval, hist.checkpoints)  # best-val: decoded, no controls

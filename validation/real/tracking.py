@@ -102,6 +102,18 @@ class Tracker:
         self.n += 1
         return rec
 
+    def state_dict(self) -> dict[str, Any]:
+        """What the next checkpoints and :meth:`finish` read (the training state of a resumable run,
+        :mod:`validation.real.resume`): the best-validation loss, index and weights, the step-0 metrics and
+        the number of checkpoints so far."""
+        return {"best_loss": self.best_loss, "best_index": self.best_index, "best_state": self.best_state,
+                "step0": self.step0, "n": self.n}
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        """Restore what :meth:`state_dict` returned."""
+        self.best_loss, self.best_index, self.n = float(state["best_loss"]), int(state["best_index"]), int(state["n"])
+        self.best_state, self.step0 = state["best_state"], state["step0"]
+
     def finish(self, full_eval: Callable[[nn.Module], tuple[dict[str, Any], dict[str, Any]]],
                checkpoints: list[dict]) -> tuple[dict[str, Any], dict[str, Any], dict[str, Any]]:
         """``(baseline, best_val metrics, best_val per-item arrays)``; ``full_eval(model)`` returns

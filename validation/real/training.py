@@ -15,13 +15,17 @@ the circuits' steps). ``on_checkpoint`` is called at step 0 and ``checkpoints_pe
 per epoch; what it returns is kept in :attr:`TrainHistory.checkpoints`. ``cfg.frozen`` groups are in no
 optimizer group (they stay at their initialisation; their gradients still count in the clipped norm);
 ``cfg.clip_norm`` and ``cfg.warmup_steps`` replace :data:`CLIP_NORM` and the warm-up share.
+``resume``: a training-state file written at the end of every epoch (:mod:`validation.real.resume`); a run
+started again with it continues after the last complete epoch, equal to an uninterrupted run.
 """
 
 from __future__ import annotations
 
+import json
 import math
 import time
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
 from typing import Any, Callable, TypeVar
 
 import torch
@@ -33,6 +37,7 @@ from validation.param_groups import make_optimizer
 
 from validation.device import autocast
 
+from . import resume as training_state
 from .batching import ClassTensors, to_device
 from .config import RealRunConfig, group_rates
 
@@ -52,6 +57,10 @@ class TrainHistory:
     checkpoint_seconds: float = 0.0
     stacked: int = 1
     """How many runs were trained together in this process (:mod:`validation.real.stacked`)."""
+    resumed_from_epoch: int | None = None
+    """The epochs a resumed run found complete in its training state (``None``: trained from the start)."""
+    state_seconds: float = 0.0
+    """Time spent writing the training state (:mod:`validation.real.resume`), in neither of the above."""
 
     @property
     def examples_per_second(self) -> float:
@@ -117,11 +126,12 @@ def frozen_ids(model: nn.Module, cfg: RealRunConfig, named: dict[str, list[nn.Pa
 
 
 def build_optimizer(model: nn.Module, cfg: RealRunConfig) -> torch.optim.Optimizer:
-    """AdamW or SGD(+momentum) over the named groups of :func:`optimizer_groups`."""
+    """AdamW (its fused kernel with ``cfg.fused``) or SGD(+momentum) over the named groups of
+    :func:`optimizer_groups`."""
     groups = optimizer_groups(model, cfg)
     if cfg.optimizer == "sgd":
         return make_optimizer("sgd", groups, momentum=cfg.momentum, weight_decay=cfg.weight_decay)
-    return make_optimizer("adamw", groups, weight_decay=cfg.weight_decay)
+    return make_optimizer("adamw", groups, weight_decay=cfg.weight_decay, **({"fused": True} if cfg.fused else {}))
 
 
 def lr_factor(step: int, total: int, schedule: str, warmup: float, warmup_steps: int | None = None) -> float:
@@ -141,16 +151,30 @@ def classification_loss(model: Callable[..., Any], b: ClassTensors) -> torch.Ten
     return F.cross_entropy(logits, b.labels)
 
 
+def state_key(cfg: RealRunConfig, n: int, device: torch.device | None, bf16: bool) -> str:
+    """What a training state must have been written for to be resumed: the run's configuration, the number
+    of training items, the device type and the precision (JSON text). A run interrupted on one device starts
+    again from the beginning on another (its float rounding differs)."""
+    return json.dumps({"config": cfg.to_json_dict(), "n": n, "device": (device or torch.device("cpu")).type,
+                       "bf16": bool(bf16)}, sort_keys=True, default=str)
+
+
 def train(model: ModelT, data, cfg: RealRunConfig,
           loss_fn: Callable[[ModelT, Any], torch.Tensor], *, progress: bool = True,
           desc: str = "train", on_checkpoint: Callable[[int, float], dict] | None = None,
-          device: torch.device | None = None, bf16: bool = False) -> TrainHistory:
+          device: torch.device | None = None, bf16: bool = False, resume: Path | None = None) -> TrainHistory:
     """Minibatch training for ``cfg.epochs`` epochs, shuffled by a generator seeded with ``cfg.seed``.
 
     ``device``: the model is moved there before the optimizer is built and every batch is moved
     there as it is taken (``data`` stays where it is; the shuffling generator is a CPU one, so the
     batch order is the same on every device). ``bf16``: the loss is computed under CUDA bf16
     autocast (:func:`validation.device.autocast`); the parameters and the optimizer stay float32.
+
+    ``resume``: the training-state file (:mod:`validation.real.resume`). At the end of every epoch the model,
+    optimizer, scheduler, RNG states, history and ``on_checkpoint``'s state (its ``state_dict()``, when it
+    has one) are written there; when it holds the state of this run (:func:`state_key`) training continues
+    after its last epoch (``TrainHistory.resumed_from_epoch``) with the same result as an uninterrupted run:
+    bitwise on the CPU. The caller deletes the file once the run's results are written.
     """
     if device is not None:
         model.to(device)
@@ -163,6 +187,9 @@ def train(model: ModelT, data, cfg: RealRunConfig,
     sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: lr_factor(s, total, cfg.schedule, cfg.warmup,
                                                                         cfg.warmup_steps))
     marks = {round(per_epoch * (k + 1) / cfg.checkpoints_per_epoch) for k in range(cfg.checkpoints_per_epoch)}
+    key = state_key(cfg, n, device, bf16)
+    saved = training_state.load(resume, key) if resume is not None else None
+    start = 0 if saved is None else int(saved["epoch"])
 
     def checkpoint(step: int) -> None:
         if on_checkpoint is not None:
@@ -171,12 +198,38 @@ def train(model: ModelT, data, cfg: RealRunConfig,
             hist.checkpoint_seconds += time.perf_counter() - t
             model.train()
 
+    def save(path: Path, epochs_done: int) -> None:
+        t = time.perf_counter()
+        state = {"epoch": epochs_done, "model": model.state_dict(), "optimizer": opt.state_dict(),
+                 "scheduler": sched.state_dict(), "data_order": gen.get_state(),
+                 "rng": training_state.rng_state(device),
+                 "history": {**asdict(hist), "seconds": t - t0 - hist.checkpoint_seconds - hist.state_seconds},
+                 "callback": getattr(on_checkpoint, "state_dict", lambda: None)()}
+        training_state.save(path, key, state)
+        hist.state_seconds += time.perf_counter() - t
+
     t0 = time.perf_counter()
-    checkpoint(0)
+    if saved is None:
+        checkpoint(0)
+    else:
+        model.load_state_dict(saved["model"])
+        opt.load_state_dict(saved["optimizer"])
+        sched.load_state_dict(saved["scheduler"])
+        gen.set_state(saved["data_order"])
+        if (restore := getattr(on_checkpoint, "load_state_dict", None)) is not None:
+            restore(saved["callback"])
+        done = saved["history"]
+        hist.epoch_loss, hist.checkpoints = list(done["epoch_loss"]), list(done["checkpoints"])
+        hist.checkpoint_seconds, hist.state_seconds = done["checkpoint_seconds"], done["state_seconds"]
+        hist.resumed_from_epoch = start
+        t0 -= done["seconds"] + hist.checkpoint_seconds + hist.state_seconds   # the time trained before counts
+        training_state.set_rng_state(saved["rng"], device)
+        del saved
     model.train()
-    bar = tqdm(total=total, desc=desc, disable=not progress, leave=False, mininterval=1.0)
-    step = 0
-    for _ in range(cfg.epochs):
+    bar = tqdm(total=total, initial=start * per_epoch, desc=desc, disable=not progress, leave=False,
+               mininterval=1.0)
+    step = start * per_epoch
+    for epoch in range(start, cfg.epochs):
         perm = torch.randperm(n, generator=gen)
         total_loss, count = 0.0, 0
         for j, i in enumerate(range(0, n, cfg.batch_size), 1):
@@ -195,8 +248,10 @@ def train(model: ModelT, data, cfg: RealRunConfig,
             if j in marks:
                 checkpoint(step)
         hist.epoch_loss.append(total_loss / max(count, 1))
+        if resume is not None:
+            save(resume, epoch + 1)
     bar.close()
-    hist.seconds = time.perf_counter() - t0 - hist.checkpoint_seconds
+    hist.seconds = time.perf_counter() - t0 - hist.checkpoint_seconds - hist.state_seconds
     hist.examples = n * cfg.epochs
     model.eval()
     return hist
