@@ -84,3 +84,19 @@ def test_a_lone_pair_trains_by_the_loop(monkeypatch):
     monkeypatch.setattr(experiment, "train_models", lambda *a, **k: pytest.fail("stacked"))
     (run,) = run_grid(SyntheticConfig(params=("FAFO",), ratios=(3.0,), steps=20, log_every=10))
     assert run.log["step"][-1] == 20
+
+
+def test_train_models_refuses_what_it_cannot_stack():
+    from validation.synthetic.data import population_batch
+    from validation.synthetic.models import symmetric_model
+    from validation.synthetic.stacked import train_models
+
+    pop = population_batch(4, 3)
+    a, b = symmetric_model("CACO", 4, 3, 0.5, 0.5), symmetric_model("CACO", 4, 5, 0.5, 0.5)
+    kw = dict(eta_ov=1.0, dt=0.05)
+    with pytest.raises(ValueError, match="same d_in"):
+        train_models([a, b], [1.0, 2.0], lambda s: pop, "gd", 2, observe=[dict, dict], **kw)
+    with pytest.raises(ValueError, match="need as many"):
+        train_models([a], [1.0, 2.0], lambda s: pop, "gd", 2, observe=[dict], **kw)
+    with pytest.raises(ValueError, match="optimizer 'lion'"):
+        train_models([a], [1.0], lambda s: pop, "lion", 2, observe=[dict], **kw)
