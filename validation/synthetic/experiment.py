@@ -19,6 +19,7 @@ from typing import Annotated, Callable, Literal
 
 import numpy as np
 import torch
+from torch.nn import functional as F
 
 from theory.parametrization import PARAMETRIZATIONS, ParamName, Parametrization
 from theory.spec import Ge, Le, NonNegativeFinite, PositiveFinite, Spec
@@ -28,8 +29,6 @@ from validation.synthetic import paper_preset
 from validation.synthetic.data import Batch, SampledData, SampledDataConfig, population_batch
 from validation.synthetic.models import random_model, symmetric_model
 from validation.synthetic.observables import circuit_norms, measure
-from torch.nn import functional as F
-
 from validation.synthetic.stacked import effective_forward, model_effective, stack_key, train_models
 from validation.synthetic.trainer import TrainLog, make_circuit_optimizer, train
 
