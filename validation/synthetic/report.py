@@ -21,7 +21,7 @@ from theory.parametrization import Parametrization
 from validation.metrics.dtap import SYNTH_EDGES, acmc, attention_confidence, dtap_histogram, plot_dtap
 from validation.synthetic.compare import (closed_form_residuals, conserved_drift, measured_rescaling,
                                           ode_deviations, predicted_rescaling, values_at_loss)
-from validation.synthetic.experiment import PairRun, SyntheticConfig
+from validation.synthetic.experiment import PairRun, SyntheticConfig, torch_threads
 from validation.synthetic.reference import ode_tolerance, reference_trajectory
 
 LOSS_LEVELS = np.array([0.5, 0.3, 0.2, 0.1, 0.05])
@@ -243,8 +243,9 @@ def write_run(cfg: SyntheticConfig, runs: list[PairRun], run: Any) -> dict[str, 
         s, t = pair_summary(cfg, r)
         summaries.append(s)
         trajs.append(t)
-    rescale = (rescaling_check(cfg, runs) if cfg.data == "population" and cfg.init == "symmetric"
-               and cfg.optimizer == "gd" else None)
+    with torch_threads(1):      # one-step GD probes of tiny models: extra threads only spin (torch_threads)
+        rescale = (rescaling_check(cfg, runs) if cfg.data == "population" and cfg.init == "symmetric"
+                   and cfg.optimizer == "gd" else None)
     ode = [s["ode"] for s in summaries if "ode" in s]
     metrics = {"config": cfg.to_json_dict(), "pairs": summaries, "rescaling": rescale,
                "ode_all_within_tolerance": (all(o.get("within_tolerance", False) for o in ode)
