@@ -333,7 +333,7 @@ def integrate_clock_free(param: Parametrization, y0: np.ndarray, params: np.ndar
         ys[:, zero, :] = y0[:, None, :]
     success = np.all(np.isfinite(ys), axis=(0, 1))
     steps = np.sum(np.diff(U, axis=0) != 0, axis=0).astype(np.int64)
-    return BatchSolution(np.log1p(t_eval), ys, steps, np.zeros(B, dtype=np.int64), nfev, success)
+    return BatchSolution(np.log1p(t_eval), ys, steps, np.zeros(B, dtype=np.int64), nfev, success, "clock-free")
 
 
 def applies(param: Parametrization, y0: np.ndarray) -> np.ndarray:
