@@ -35,7 +35,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Callable
+from typing import Any, Callable, cast
 
 import numpy as np
 
@@ -137,11 +137,16 @@ QK_KINDS: dict[str, QkKind] = {
 """QK circuit kind -> closed-form inverse of :math:`G_{QK}` (only where there is one)."""
 
 
+def _first_integral(param: str) -> dict[str, Any]:
+    """The generated first integral of ``param`` (an untyped table of generated functions)."""
+    return cast(dict[str, Any], generated.FIRST_INTEGRALS[param])
+
+
 def clock_free_capable(param: Parametrization) -> bool:
     """Whether ``param`` has a first integral and both its circuit kinds an entry in :data:`OV_KINDS`/:data:`QK_KINDS`."""
     p = Parametrization(param)
     return (str(p) in generated.FIRST_INTEGRALS and p.ov.kind.name in OV_KINDS and p.qk.kind.name in QK_KINDS
-            and not generated.FIRST_INTEGRALS[str(p)]["g_qk_integrals"])
+            and not _first_integral(str(p))["g_qk_integrals"])
 
 
 @dataclass(frozen=True)
@@ -159,7 +164,7 @@ class _Curve:
 
     def v(self, u, pars=None, delta=None, A=None, g0=None):
         pars = self.pars if pars is None else pars
-        fi = generated.FIRST_INTEGRALS[self.param]
+        fi = _first_integral(self.param)
         d = self.delta if delta is None else delta
         a = self.A if A is None else A
         h0 = self.g0 if g0 is None else g0
@@ -181,7 +186,7 @@ class _Curve:
 
 def _curve(param: Parametrization, y0: np.ndarray, params: np.ndarray) -> tuple[_Curve, np.ndarray, np.ndarray]:
     p = Parametrization(param)
-    fi = generated.FIRST_INTEGRALS[str(p)]
+    fi = _first_integral(str(p))
     pars = tuple(np.asarray(x, dtype=float) for x in params)
     u0, v0, delta, A = (np.broadcast_to(np.asarray(x, dtype=float), y0.shape[1:]).copy()
                         for x in fi["constants"](*y0, *pars))
@@ -287,8 +292,7 @@ def integrate_clock_free(param: Parametrization, y0: np.ndarray, params: np.ndar
     Tc = np.array(times)
     # -- the panel of each requested time, then Newton on log t inside it --------------------------------
     out_u = np.full((T, B), np.nan)
-    jj, bb = np.meshgrid(np.arange(T), np.arange(B), indexing="ij")
-    jj, bb = jj.ravel(), bb.ravel()
+    jj, bb = np.repeat(np.arange(T), B), np.tile(np.arange(B), T)       # every (time, trajectory) pair
     tj = t_eval[jj]
     at_start = tj <= 0
     out_u[jj[at_start], bb[at_start]] = u0[bb[at_start]]
