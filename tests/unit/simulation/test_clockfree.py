@@ -107,3 +107,16 @@ def test_starts_it_does_not_apply_to_go_to_dop853():
     rest = [0, 1, 3, 4, 5]
     np.testing.assert_array_equal(states[:, :, rest], integrate_clock_free("CAFO", y0[:, rest], pars[:, rest],
                                                                              np.array(t)).y)
+
+
+def test_solve_defaults_to_clock_free_where_it_applies():
+    """solve() on CACO takes the clock-free integrator by default and agrees with DOP853 at rtol 1e-13 to 1e-11
+    relative (both ~1e-12 from the truth); FAFO keeps dop853."""
+    from simulation import solve
+
+    kw = dict(K=10, M=19, eta_qk=3.0, eta_ov=1.0, u0=0.1, v0=0.2, t=[10.0, 1e4, 1e12])
+    cf = solve("CACO", **kw)
+    ref = solve("CACO", integrator="dop853", rtol=1e-13, atol=1e-15, **kw)
+    assert cf.stats["integrator"] == "clock-free" and ref.stats["integrator"] == "dop853"
+    np.testing.assert_allclose(cf.state, ref.state, rtol=1e-11)
+    assert solve("FAFO", **kw).stats["integrator"] == "dop853"
