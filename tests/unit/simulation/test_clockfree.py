@@ -120,3 +120,13 @@ def test_solve_defaults_to_clock_free_where_it_applies():
     assert cf.stats["integrator"] == "clock-free" and ref.stats["integrator"] == "dop853"
     np.testing.assert_allclose(cf.state, ref.state, rtol=1e-11)
     assert solve("FAFO", **kw).stats["integrator"] == "dop853"
+
+
+def test_many_times_in_a_large_batch_go_to_dop853():
+    """One quadrature per requested time: past CLOCK_FREE_MAX_TIMES times, batches above CLOCK_FREE_SMALL_BATCH
+    trajectories are stepped by DOP853 (which lands on a time for one shortened step)."""
+    many = np.logspace(0, 6, reduced.CLOCK_FREE_MAX_TIMES + 1)
+    big, small = reduced.CLOCK_FREE_SMALL_BATCH + 4, reduced.CLOCK_FREE_SMALL_BATCH
+    assert integrate_many("CACO", 10, 19, np.logspace(-1, 1, big), 1.0, 0.1, 0.2, many).integrator == "dop853"
+    assert integrate_many("CACO", 10, 19, np.logspace(-1, 1, big), 1.0, 0.1, 0.2, many[1:]).integrator == "clock-free"
+    assert integrate_many("CACO", 10, 19, np.logspace(-1, 1, small), 1.0, 0.1, 0.2, many).integrator == "clock-free"
