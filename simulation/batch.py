@@ -46,6 +46,8 @@ class BatchSolution:
         rejected: rejected steps per trajectory, ``(B,)``.
         nfev: right-hand-side evaluations of the batch (each over the running trajectories).
         success: per trajectory, ``(B,)``: reached the last ``tau`` with finite states.
+        method: what integrated them (``"dop853"``; ``"clock-free"`` for :mod:`simulation.clockfree`, whose
+            ``steps`` are quadrature panels; ``"clock-free+dop853"`` for a batch split between the two).
     """
 
     tau: np.ndarray
@@ -54,6 +56,7 @@ class BatchSolution:
     rejected: np.ndarray
     nfev: int
     success: np.ndarray
+    method: str = "dop853"
 
 
 def _error_norm(K: np.ndarray, h: np.ndarray, scale: np.ndarray) -> np.ndarray:

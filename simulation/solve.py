@@ -6,12 +6,14 @@ r"""One entry point for every way qkov integrates the synthetic model: a system 
 
 ``system`` (:data:`simulation.systems.SYSTEMS`): ``"reduced"`` (the derived flow), ``"full"`` (the full
 matrices), ``"paper"`` (the paper's equations with its own ``m, n, b, M_out`` and its ``tau`` clock).
-``integrator`` (:data:`simulation.integrators.INTEGRATORS`): ``"dop853"`` (adaptive, log time; default for
-``reduced``), ``"rk4"`` (default otherwise), ``"euler"``/``"gd"`` (the discrete optimizer: full-batch
+``integrator`` (:data:`simulation.integrators.INTEGRATORS`): ``"clock-free"`` (from the first integral, no time
+stepping; default for ``reduced`` flows with closed-form level curves, CACO and CAFO), ``"dop853"`` (adaptive, log
+time; default for the other ``reduced`` flows), ``"rk4"`` (default otherwise), ``"euler"``/``"gd"`` (the discrete optimizer: full-batch
 gradient descent), ``"scipy-DOP853"``, ``"LSODA"``, ``"Radau"``. Fixed-step integrators need ``t`` to be
 multiples of ``dt`` (one rule, :func:`simulation.integrators.steps_for_times`).
 
-The older ``method`` names are pairs of the two (:data:`METHODS`): ``"reduced"`` = reduced x dop853,
+The older ``method`` names are pairs of the two (:data:`METHODS`): ``"reduced"`` = reduced x its default integrator
+(clock-free or dop853, as above),
 ``"full-gd"`` = full x gd, ``"full-rk4"`` = full x rk4, ``"paper-rk4"`` = paper x rk4.
 
 Example::
@@ -39,9 +41,9 @@ from simulation.reduced import DEFAULT_ATOL, DEFAULT_RTOL, Trajectories, Traject
 from simulation.systems import SYSTEMS, system_options
 from theory.parametrization import Parametrization
 
-METHODS: dict[str, tuple[str, str]] = {"reduced": ("reduced", "dop853"), "full-gd": ("full", "gd"),
+METHODS: dict[str, tuple[str, str | None]] = {"reduced": ("reduced", None), "full-gd": ("full", "gd"),
                                        "full-rk4": ("full", "rk4"), "paper-rk4": ("paper", "rk4")}
-"""The older method names as (system, integrator) pairs."""
+"""The older method names as (system, integrator) pairs; ``None``: the system's default integrator."""
 
 Solver = Callable[..., Trajectory]
 SOLVERS: dict[str, Solver] = {}
@@ -64,8 +66,14 @@ def register_solver(name: str) -> Callable[[Solver], Solver]:
     return deco
 
 
-def _default_integrator(system: str) -> str:
-    return "dop853" if system == "reduced" else "rk4"
+def _default_integrator(system: str, param: Parametrization) -> str:
+    """``clock-free`` for a reduced flow with closed-form level curves (:mod:`simulation.clockfree`), ``dop853`` for
+    the other reduced flows, ``rk4`` otherwise."""
+    if system != "reduced":
+        return "rk4"
+    from simulation.clockfree import clock_free_capable
+
+    return "clock-free" if clock_free_capable(param) else "dop853"
 
 
 def solve(param: Parametrization, *, K: int, M: int, eta_qk: float, eta_ov: float, u0: float, v0: float,
@@ -95,7 +103,7 @@ def solve(param: Parametrization, *, K: int, M: int, eta_qk: float, eta_ov: floa
             return SOLVERS[method](Parametrization(param), K, M, eta_qk, eta_ov, u0, v0, t, **options)
         raise ValueError(f"method {method!r}: must be one of {', '.join(METHODS)}")
     sys_name, int_name = METHODS[method] if method is not None else (system or "reduced", integrator)
-    int_name = int_name or _default_integrator(sys_name)
+    int_name = int_name or _default_integrator(sys_name, Parametrization(param))
     if sys_name not in SYSTEMS:
         raise ValueError(f"system {sys_name!r}: must be one of {', '.join(SYSTEMS)}")
     if int_name not in INTEGRATORS:
