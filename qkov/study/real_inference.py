@@ -250,7 +250,7 @@ def judge_decoupling(mass: dict[str, Comparison], task: dict[str, Comparison], d
     found = [(name, src[side].get(name), side, alt) for name, side, alt in DECOUPLING_TESTS]
     short = [f"{side} {name}" for name, c, side, _ in found if c is None or c.n < 2]
     comps = [(name, c, side, alt) for name, c, side, alt in found if c is not None]
-    if short or len(comps) < len(found):
+    if short:
         return RealVerdict(dataset, "decoupling", "insufficient",
                            f"{head}: {', '.join(short)} missing or with fewer than 2 paired seeds -> insufficient")
     labels = {("A|B=low", "attention"): "QK alone raises the mass", ("B|A=low", "attention"): "embedding alone raises the mass",

@@ -503,8 +503,7 @@ def sweep_markdown(groups: dict[str, Any]) -> str:
                   "| --- | --- | --- | --- | --- | --- | --- |"]
         for row in g.get("best_val", {}).get("rows", []):
             r = row["ratio"]
-            cells = [f"{row[k]['mean'] * sc:.3g} ± {row[k]['std'] * sc:.2g}" if isinstance(row.get(k), dict) else "-"
-                     for k, sc in ((tm, 1.0), (ATTENTION_METRIC, 1.0), ("attention_confidence", 100.0))]
+            cells = [_fmt(row.get(k), sc) for k, sc in ((tm, 1.0), (ATTENTION_METRIC, 1.0), ("attention_confidence", 100.0))]
             comps = [_comparison(g, READING, m, r) if r != 1.0 else None for m in (ATTENTION_METRIC, tm)]
             lines.append(f"| {r:g} | {row['n_seeds']} | " + " | ".join(cells) + " | "
                          + " | ".join(c.describe() if c is not None else "-" for c in comps) + " |")
@@ -515,13 +514,18 @@ def sweep_markdown(groups: dict[str, Any]) -> str:
 
 # --- the 2 x 2 decoupling design -----------------------------------------------------------------------------
 
+def _design_key(config: dict[str, Any]) -> str:
+    """A run's group key without ``recipe`` and ``rates``: the runs of one factorial design share it."""
+    return json.dumps({k: v for k, v in json.loads(group_key(config)).items() if k not in ("recipe", "rates")},
+                      sort_keys=True)
+
+
 def decoupling_cells(runs: list[dict[str, Any]], factor: str = "embedding", view: str = READING
                      ) -> dict[tuple[float, float], dict[int, dict[str, float]]]:
     """``{(qk factor, factor's factor): {seed: {metric: value at view}}}`` of runs that agree in every config
     field but ratio, seed, data directory, recipe and rates (a ``ValueError`` otherwise); each run's factors
     are the resolved ones in its ``metrics.json`` (``rates``)."""
-    base = {json.dumps({k: v for k, v in json.loads(group_key(r["config"])).items() if k not in ("recipe", "rates")},
-                       sort_keys=True) for r in runs}
+    base = {_design_key(r["config"]) for r in runs}
     if len(base) > 1:
         raise ValueError(f"decoupling: the runs differ in more than the ratio, seed, recipe and rates ({len(base)} configurations)")
     cells: dict[tuple[float, float], dict[int, dict[str, float]]] = defaultdict(dict)
@@ -639,8 +643,7 @@ def decoupling_sections(runs: list[dict[str, Any]], factor: str = "embedding", l
     none does."""
     sets: dict[str, list[dict[str, Any]]] = defaultdict(list)
     for r in runs:
-        base = {k: v for k, v in json.loads(group_key(r["config"])).items() if k not in ("recipe", "rates")}
-        sets[json.dumps(base, sort_keys=True)].append(r)
+        sets[_design_key(r["config"])].append(r)
     out = []
     for rs in sets.values():
         cells = decoupling_cells(rs, factor)
