@@ -43,7 +43,7 @@ from typing import Any, BinaryIO, Iterator, Literal, Mapping
 import numpy as np
 
 from theory.errors import InputError
-from theory.files import atomic_write_bytes
+from theory.files import atomic_write_bytes, open_regular_nofollow, read_nofollow  # noqa: F401 (read_nofollow re-exported)
 
 COMPLETE_MARKER = "COMPLETE"
 
@@ -355,28 +355,8 @@ def _plain_name(name: Any) -> bool:
             and not name.startswith(".") and name != COMPLETE_MARKER)
 
 
-@contextlib.contextmanager
-def _open_regular_nofollow(path: Path) -> Iterator[io.BufferedReader]:
-    """``path`` opened for reading if it is a regular file reached without a symbolic link (``OSError``
-    otherwise: ``ELOOP`` for a link, ``IsADirectoryError`` for anything that is not a regular file)."""
-    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0))
-    try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            raise IsADirectoryError(f"{path}: not a regular file")
-        with os.fdopen(fd, "rb", closefd=False) as fh:
-            yield fh
-    finally:
-        os.close(fd)
-
-
-def read_nofollow(path: Path, limit: int | None = None) -> bytes:
-    """Bytes of the regular file ``path`` (at most ``limit``), never through a symbolic link (``OSError`` otherwise)."""
-    with _open_regular_nofollow(path) as fh:
-        return fh.read() if limit is None else fh.read(limit)
-
-
 def _sha256_nofollow(path: Path) -> str:
-    with _open_regular_nofollow(path) as fh:
+    with open_regular_nofollow(path) as fh:
         return _sha256_of(fh)
 
 

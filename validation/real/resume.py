@@ -11,7 +11,7 @@ same ``path`` and run it continues after the last complete epoch, with the resul
 The file is one ``torch.save`` of tensors and plain values (numpy values made plain first), read back with
 ``weights_only=True`` (nothing in it is executed); written atomically (a temporary file in its directory,
 fsync, ``os.replace``), never through a symbolic link: its directory is checked with ``lstat`` (made with
-``os.mkdir``, which does not follow one), the file is read with ``O_NOFOLLOW``. A file whose ``key`` (the
+``os.mkdir``, which does not follow one), the file is read with :func:`theory.files.read_nofollow`. A file whose ``key`` (the
 run's configuration, device and data size) differs from the run's, or that cannot be read, is not used:
 training starts from the beginning (with a :class:`ResumeIgnoredWarning`) and overwrites it.
 """
@@ -30,7 +30,7 @@ import numpy as np
 import torch
 
 from theory.errors import InputError
-from theory.files import atomic_write_bytes
+from theory.files import atomic_write_bytes, read_nofollow
 
 FORMAT = 1
 """The layout of the state file; a file of another format is not used."""
@@ -110,7 +110,7 @@ def load(path: str | os.PathLike[str], key: str) -> dict[str, Any] | None:
     if not _real_dir(path.parent):
         return None
     try:
-        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
+        raw = read_nofollow(path)
     except FileNotFoundError:
         return None
     except OSError as exc:
@@ -118,10 +118,7 @@ def load(path: str | os.PathLike[str], key: str) -> dict[str, Any] | None:
                       ResumeIgnoredWarning, stacklevel=2)
         return None
     try:
-        with os.fdopen(fd, "rb") as fh:
-            if not stat.S_ISREG(os.fstat(fh.fileno()).st_mode):
-                raise OSError("not a regular file")
-            state = torch.load(io.BytesIO(fh.read()), map_location="cpu", weights_only=True)
+        state = torch.load(io.BytesIO(raw), map_location="cpu", weights_only=True)
     except Exception as exc:  # a damaged or foreign file is not used; the run starts again
         warnings.warn(f"resume: {path}: not read ({str(exc).splitlines()[0] if str(exc) else type(exc).__name__}); "
                       "training starts from the beginning", ResumeIgnoredWarning, stacklevel=2)
