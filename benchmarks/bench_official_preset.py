@@ -36,38 +36,23 @@ def main() -> None:
     torch.set_num_threads(a.threads)
 
     from validation.real.config import PAPER_RATIO, default_config
-    from validation.real.run import _split_items, build_classifier
+    from validation.real.run import _prepare_classifier, _split_items
     from validation.real.training import classification_loss, optimizer_groups, train
 
     cfg = default_config(a.dataset, ratio=PAPER_RATIO[a.dataset], seed=0, quick=False, data_dir=a.data_dir,
                          preset="official")
     t_load = time.perf_counter()
-    splits, train_ex, val_ex, test_ex = _split_items(cfg)
-    torch.manual_seed(cfg.seed)
-    if a.dataset == "squad":
-        from validation.real.squad_decoder import DecoderLM, decoder_loss, encode_decoder
-        from validation.real.squad_run import MAX_VOCAB, init_vectors
-        from validation.real.vocab import Vocab
-        allx = train_ex + val_ex + test_ex
-        vocab = Vocab.train([ex.context for ex in allx] + [ex.question for ex in allx], max_size=MAX_VOCAB,
-                            min_frequency=1)
-        tr = encode_decoder(train_ex, vocab, cfg.window, cfg.question_len, cfg.answer_len, cfg.context_chars)
-        vectors, _ = init_vectors(vocab, cfg.glove)
-        model = DecoderLM(len(vocab), d=cfg.d, layers=cfg.layers, heads=cfg.heads, d_head=cfg.d_head,
-                          max_T=tr.ids.shape[1] + cfg.answer_len + 2, eos_id=vocab.cls, init_std=cfg.init_std,
-                          pretrained=vectors, d_ff=cfg.d_ff, dropout=cfg.dropout)
-
-        def loss_fn(m, b):
-            return decoder_loss(m, b, label_smoothing=cfg.label_smoothing)
-        seq = int(tr.ids.shape[1])
+    if a.dataset == "squad":   # the run's own data, vocabulary, encoding and model, as it trains them
+        from validation.real.squad_run import prepare_squad
+        _, train_ex, val_ex, test_ex = _split_items(cfg)
+        torch.manual_seed(cfg.seed)
+        prepared = prepare_squad(cfg, train_ex, val_ex, test_ex)
+        loss_fn = prepared.loss_fn
     else:
-        from validation.real.batching import encode_classification
-        from validation.real.vocab import Vocab
-        vocab = Vocab.train([ex.tokens for ex in train_ex])
-        tr = encode_classification(train_ex, vocab, cfg.max_len)
-        model = build_classifier(cfg, len(vocab), len(splits.classes))
+        prepared = _prepare_classifier(cfg)
         loss_fn = classification_loss
-        seq = int(tr.ids.shape[1])
+    vocab, tr, model = prepared.vocab, prepared.tr, prepared.model
+    seq = int(tr.ids.shape[1])
     t_load = time.perf_counter() - t_load
     n_full = len(tr)
     per_epoch = math.ceil(n_full / cfg.batch_size)
