@@ -8,11 +8,11 @@ M = 19, eta_ov = 1, ratios eta_qk/eta_ov log-spaced over 1e-2..1e2, balanced sta
 final state only.
 
 Methods:
-* ``qkov``: :func:`simulation.reduced.integrate_states` as users call it. For a parametrization whose level curves
-  are closed form (CACO, CAFO: :func:`simulation.clockfree.clock_free_capable`) that is the clock-free path
-  (:mod:`simulation.clockfree`: first integral + Gauss-Legendre quadrature of t(u) + Newton on log t; its accuracy
-  is fixed, the rtol ladder does not change it); otherwise batches of <= 4 go to one scipy DOP853 call each
-  (:mod:`simulation.scalar`) and larger ones to the vectorised DOP853 of :mod:`simulation.batch`.
+* ``qkov``: :func:`simulation.reduced.integrate_states` as users call it. For a parametrization with a first
+  integral (CACO, CAFO, FACO, FAFO: :func:`simulation.clockfree.clock_free_capable`) that is the clock-free path
+  (:mod:`simulation.clockfree`: the level curve walked in u or w + Gauss-Legendre quadrature of t + Newton on log t;
+  its accuracy is fixed, the rtol ladder does not change it); otherwise batches of <= 4 go to one scipy DOP853 call
+  each (:mod:`simulation.scalar`) and larger ones to the vectorised DOP853 of :mod:`simulation.batch`.
 * ``qkov-dop853`` (only where the clock-free path applies): the same call with ``simulation.reduced.CLOCK_FREE``
   off, i.e. qkov's time-stepping integrator on the same problem.
 * ``scipy-LSODA``, ``scipy-DOP853``, ``scipy-RK45``: one plain ``solve_ivp(fun, (0, tau1), y0, method=...)`` call

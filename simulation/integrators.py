@@ -12,12 +12,12 @@ Every integrator takes a :class:`~simulation.systems.System` (a flat state ``y (
     fixed step ``dt``; ``t`` must be multiples of ``dt`` (:func:`steps_for_times`, the one rule).
 ``"dop853"``
     the vectorised adaptive DOP853 of :mod:`simulation.batch` in log time :math:`\tau = \log(1+t)`
-    (:math:`dy/d\tau = e^\tau f`), ``rtol`` 1e-10: the default for the reduced flows without closed-form level
-    curves.
+    (:math:`dy/d\tau = e^\tau f`), ``rtol`` 1e-10: the default for the reduced flows without a first integral
+    (tied and scaled kinds).
 ``"clock-free"``
     :mod:`simulation.clockfree`: the state at each time from the first integral and a quadrature of
-    :math:`t(u)`, no time stepping (accuracy ~1e-12, fixed); the default for the reduced flows whose level curves are
-    closed form (CACO, CAFO), ``dop853`` for anything else.
+    :math:`t`, no time stepping (accuracy ~1e-12, fixed); the default for the reduced flows with a first integral
+    (CACO, CAFO, FACO, FAFO), ``dop853`` for anything else.
 ``"scipy-DOP853"``, ``"LSODA"``, ``"Radau"``
     :func:`scipy.integrate.solve_ivp` on the same log-time system (LSODA and Radau get the Jacobian when
     the system has one).
@@ -194,7 +194,7 @@ def _dop853_batch(system, t, *, rtol: float = 1e-10, atol: float = 1e-12, max_st
 
 @register_integrator("clock-free")
 def _clock_free(system, t, *, rtol: float = 1e-10, atol: float = 1e-12, max_steps: int = 20_000) -> Integration:
-    """A reduced flow whose level curves are closed form, from its first integral (:mod:`simulation.clockfree`;
+    """A reduced flow with a first integral, walked along its level curve (:mod:`simulation.clockfree`;
     the default of :func:`simulation.solve` for those); any other system or start, a ``rtol`` below
     :data:`simulation.reduced.CLOCK_FREE_MIN_RTOL`, or a failure there, goes to ``dop853``."""
     from simulation.clockfree import applies, clock_free_capable, integrate_clock_free
@@ -202,7 +202,7 @@ def _clock_free(system, t, *, rtol: float = 1e-10, atol: float = 1e-12, max_step
 
     y0 = np.asarray(system.y0, dtype=float)
     if system.name == "reduced" and y0.ndim == 1 and rtol >= CLOCK_FREE_MIN_RTOL and clock_free_capable(system.param) \
-            and applies(system.param, y0[:, None]).all():
+            and applies(system.param, y0[:, None], np.asarray(system.rhs_params, dtype=float)[:, None]).all():
         _log_time(t)                                       # the same check of t as every integrator here
         sol = integrate_clock_free(system.param, y0[:, None], np.asarray(system.rhs_params, dtype=float)[:, None],
                                    np.atleast_1d(np.asarray(t, dtype=float)))

@@ -37,8 +37,8 @@ MAX_STEPS = 20_000
 in benchmarks/ and qkov.cli.options' bounds); past the cap a trajectory is reported as not reaching its time."""
 OBSERVABLES = ("u", "v", "p", "residual", "loss")
 CLOCK_FREE = True
-"""Integrate parametrizations whose level curves are closed form (:func:`simulation.clockfree.clock_free_capable`:
-CACO, CAFO) clock-free, from their first integral, instead of stepping them in time; tests switch it off to exercise
+"""Integrate parametrizations with a first integral (:func:`simulation.clockfree.clock_free_capable`:
+CACO, CAFO, FACO, FAFO) clock-free, from their first integral, instead of stepping them in time; tests switch it off to exercise
 the DOP853 paths on those systems."""
 CLOCK_FREE_MIN_RTOL = 1e-12
 """The clock-free path's accuracy is fixed (~1e-12 relative, tests/property/test_clockfree_property.py); a caller
@@ -152,8 +152,8 @@ def integrate_states(param: Parametrization, y0: np.ndarray, K, M, eta_qk, eta_o
     Returns:
         states ``(n_state, T, B)`` and the solver's :class:`~simulation.batch.BatchSolution`.
 
-    Parametrizations whose level curves are closed form (:func:`simulation.clockfree.clock_free_capable`: CACO,
-    CAFO) are integrated clock-free from their first integral (:mod:`simulation.clockfree`; fixed accuracy ~1e-12,
+    Parametrizations with a first integral (:func:`simulation.clockfree.clock_free_capable`: CACO, CAFO, FACO,
+    FAFO) are integrated clock-free from their first integral (:mod:`simulation.clockfree`; fixed accuracy ~1e-12,
     so only for ``rtol >=`` :data:`CLOCK_FREE_MIN_RTOL`, and for few times or small batches:
     :data:`CLOCK_FREE_MAX_TIMES`; starts it does not apply to go to DOP853). The others:
     batches of at most :data:`simulation.scalar.SMALL_BATCH` trajectories run one scipy DOP853 call each
@@ -184,7 +184,7 @@ def _clock_free_states(param: Parametrization, y0: np.ndarray, pars: np.ndarray,
     from simulation.clockfree import applies, integrate_clock_free
 
     n, B = y0.shape
-    ok = applies(param, y0) & np.all(np.isfinite(pars), axis=0) & np.all(np.isfinite(y0), axis=0)
+    ok = applies(param, y0, pars) & np.all(np.isfinite(pars), axis=0) & np.all(np.isfinite(y0), axis=0)
     parts: list[tuple[np.ndarray, BatchSolution]] = []
     if ok.any():
         cols = np.flatnonzero(ok)

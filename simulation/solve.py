@@ -7,7 +7,7 @@ r"""One entry point for every way qkov integrates the synthetic model: a system 
 ``system`` (:data:`simulation.systems.SYSTEMS`): ``"reduced"`` (the derived flow), ``"full"`` (the full
 matrices), ``"paper"`` (the paper's equations with its own ``m, n, b, M_out`` and its ``tau`` clock).
 ``integrator`` (:data:`simulation.integrators.INTEGRATORS`): ``"clock-free"`` (from the first integral, no time
-stepping; default for ``reduced`` flows with closed-form level curves, CACO and CAFO), ``"dop853"`` (adaptive, log
+stepping; default for ``reduced`` flows with a first integral, CACO, CAFO, FACO, FAFO), ``"dop853"`` (adaptive, log
 time; default for the other ``reduced`` flows), ``"rk4"`` (default otherwise), ``"euler"``/``"gd"`` (the discrete optimizer: full-batch
 gradient descent), ``"scipy-DOP853"``, ``"LSODA"``, ``"Radau"``. Fixed-step integrators need ``t`` to be
 multiples of ``dt`` (one rule, :func:`simulation.integrators.steps_for_times`).
@@ -67,7 +67,7 @@ def register_solver(name: str) -> Callable[[Solver], Solver]:
 
 
 def _default_integrator(system: str, param: Parametrization) -> str:
-    """``clock-free`` for a reduced flow with closed-form level curves (:mod:`simulation.clockfree`), ``dop853`` for
+    """``clock-free`` for a reduced flow with a first integral (:mod:`simulation.clockfree`), ``dop853`` for
     the other reduced flows, ``rk4`` otherwise."""
     if system != "reduced":
         return "rk4"

@@ -8,8 +8,9 @@ import pytest
 
 import simulation.reduced as reduced
 from simulation import generated
-from simulation.clockfree import (_collapsed_v_of_g, _factorized_lift, applies, clock_free_capable,
-                                  integrate_clock_free)
+from simulation.clockfree import (OV_KINDS, QK_KINDS, _collapsed_v_of_g, _curve, _factorized_lift, applies,
+                                  clock_free_capable, integrate_clock_free)
+from simulation.closed_forms import first_integral_drift
 from simulation.reduced import initial_states, integrate_many, integrate_states, reference_states
 from theory.parametrization import Parametrization, registered
 
@@ -33,10 +34,11 @@ def _batch(param, B, seed=0):
     return y0, np.stack([np.full(B, 10.0), np.full(B, 19.0), ratios, np.ones(B)])
 
 
-def test_capable_exactly_where_the_level_curve_is_closed_form():
-    """A first integral whose G_QK has no unevaluated integral (collapsed QK) and both kinds registered."""
+def test_capable_exactly_where_there_is_a_first_integral():
+    """A generated first integral and both circuit kinds registered: collapsed QK walked in u (closed-form v(u)),
+    factorized QK in w (G_QK carried); the tied and scaled kinds have no first integral."""
     capable = {str(p) for p in registered() if clock_free_capable(p)}
-    assert capable == {"CACO", "CAFO"}
+    assert capable == {"CACO", "CAFO", "FACO", "FAFO"}
     assert all(str(p) in generated.FIRST_INTEGRALS for p in map(Parametrization, capable))
 
 
@@ -60,7 +62,57 @@ def test_factorized_lift_inverts_the_generated_constants():
     np.testing.assert_allclose(lv, s_V, rtol=1e-13)
 
 
-@pytest.mark.parametrize("param", ["CACO", "CAFO"])
+@pytest.mark.parametrize("kind", ["collapsed", "factorized"])
+def test_ov_kind_g_ov_times_r_is_the_generated_r_g_ov_and_inverts(kind):
+    """R * g_ov(u, delta) = theory's generated R G_OV(u) (``r_g_ov`` of CAFO/CACO; where u >= |delta|/100: the
+    generated form sqrt(delta^2 + 4u^2) - |delta| cancels below that, g_ov's form does not), and u_of_g inverts g_ov
+    on u > 0 to a few ulp (1e-13 relative) over u in 1e-3..1e3, delta in -10..10."""
+    rng = np.random.default_rng(2)
+    u = 10 ** rng.uniform(-3, 3, 400)
+    delta = rng.uniform(-10, 10, 400) if kind == "factorized" else np.zeros(400)
+    param = "CAFO" if kind == "factorized" else "CACO"
+    r_g = generated.FIRST_INTEGRALS[param]["r_g_ov"](u, 0.0, 10.0, 19.0, 3.0, 1.0, delta, 0.5)
+    g = OV_KINDS[kind].g_ov(u, delta)
+    R = 3.0 * 9 * 30 / 10
+    fine = u >= np.abs(delta) / 100
+    assert fine.sum() > 250
+    np.testing.assert_allclose(r_g[fine], R * g[fine], rtol=1e-12)
+    np.testing.assert_allclose(OV_KINDS[kind].u_of_g(g, delta), u, rtol=1e-13)
+
+
+def test_factorized_qk_walk_matches_the_generated_first_integral():
+    """In w, the lift gives back theory's conserved v = a(b - c), A_QK and L = Kb + (M+1)c, and dG_QK/dw is the
+    generated integrands of G_QK times dv/dw = alpha cosh w (both to 1e-12 relative)."""
+    rng = np.random.default_rng(3)
+    a, b, c = rng.uniform(0.1, 2, 300), rng.uniform(-1, 1, 300), rng.uniform(-1, 1, 300)
+    K, M = 10.0, 19.0
+    _, v, _, A = generated.FIRST_INTEGRALS["FACO"]["constants"](1.0, a, b, c, K, M, 1.0, 1.0)
+    ok = A > 0
+    a, b, c, v, A = a[ok], b[ok], c[ok], v[ok], A[ok]
+    qk = QK_KINDS["factorized"]
+    consts = qk.constants((a, b, c), K, M, A)
+    alpha = qk.scale(K, M, A)
+    w = np.arcsinh(v / alpha)
+    la, lb, lc = qk.lift_w(w, A, consts, K, M)
+    np.testing.assert_allclose(np.stack([la, lb, lc]), np.stack([a, b, c]), rtol=1e-12, atol=1e-13)
+    fi = generated.FIRST_INTEGRALS["FAFO"]
+    dG_dv = sum(coef(0.0, v, K, M, 1.0, 1.0, 0.0, A) * f(v, K, M, A) for coef, f in fi["g_qk_integrals"])
+    np.testing.assert_allclose(qk.dg_dw(v, consts, K, M), dG_dv * alpha * np.cosh(w), rtol=1e-12)
+
+
+@pytest.mark.parametrize("param", ["FACO", "FAFO"])
+def test_factorized_qk_states_keep_the_first_integral(param):
+    """Along the returned states H = G_QK(v) - R G_OV(u) is constant (G_QK by scipy quad of the generated integrands,
+    independent of the walk's spectral sums) to 1e-11 relative, at times 1 to 1e40."""
+    y0, pars = _batch(param, 12, seed=4)
+    t = np.array([0.0, 1.0, 1e3, 1e12, 1e40])
+    sol = integrate_clock_free(param, y0, pars, t)
+    for b in range(12):
+        drift = first_integral_drift(param, sol.y[:, :, b], *pars[:, b])
+        assert drift.max() <= 1e-11, (b, drift)
+
+
+@pytest.mark.parametrize("param", ["CACO", "CAFO", "FACO", "FAFO"])
 def test_states_agree_with_dop853_reference(param):
     """32 trajectories (ratios 1e-2..1e2, starts 1e-3..1) at t = 1e3 and 1e12: p99 error <= TARGET."""
     y0, pars = _batch(param, 32)
@@ -80,12 +132,13 @@ def test_time_zero_is_the_start_and_times_are_monotone():
 
 
 def test_routing_by_capability(monkeypatch):
-    """CACO/CAFO go clock-free, FAFO (no closed-form level curve) to DOP853; CLOCK_FREE off or a tighter rtol
-    than CLOCK_FREE_MIN_RTOL send CACO to DOP853 too; all agree."""
+    """CACO/CAFO/FACO/FAFO go clock-free, TACO (tied QK: no first integral) to DOP853; CLOCK_FREE off or a tighter
+    rtol than CLOCK_FREE_MIN_RTOL send CACO to DOP853 too; all agree."""
     t = [10.0, 1e6]
     cf = integrate_many("CACO", 10, 19, [0.1, 1.0, 30.0] * 3, 1.0, 0.1, 0.2, t)
     assert cf.integrator == "clock-free" and cf.column(0).stats["integrator"] == "clock-free"
-    assert integrate_many("FAFO", 10, 19, [0.1] * 6, 1.0, 0.1, 0.2, t).integrator == "dop853"
+    assert integrate_many("FAFO", 10, 19, [0.1] * 6, 1.0, 0.1, 0.2, t).integrator == "clock-free"
+    assert integrate_many("TACO", 10, 19, [0.1] * 6, 1.0, 0.1, 0.2, t).integrator == "dop853"
     tight = integrate_many("CACO", 10, 19, [0.1, 1.0, 30.0] * 3, 1.0, 0.1, 0.2, t, rtol=1e-13, atol=1e-15)
     assert tight.integrator == "dop853"
     np.testing.assert_allclose(cf.state, tight.state, rtol=1e-11, atol=1e-13)
@@ -98,7 +151,7 @@ def test_starts_it_does_not_apply_to_go_to_dop853():
     the clock-free path the others, and each column equals its own path's result."""
     y0, pars = _batch("CAFO", 6)
     y0[:2, 2] = [-0.3, 0.2]
-    assert list(applies("CAFO", y0)) == [True, True, False, True, True, True]
+    assert list(applies("CAFO", y0, pars)) == [True, True, False, True, True, True]
     t = [10.0, 1e6]
     states, sol = integrate_states("CAFO", y0, *pars, t)
     assert sol.method == "clock-free+dop853" and sol.success.all()
@@ -110,8 +163,8 @@ def test_starts_it_does_not_apply_to_go_to_dop853():
 
 
 def test_solve_defaults_to_clock_free_where_it_applies():
-    """solve() on CACO takes the clock-free integrator by default and agrees with DOP853 at rtol 1e-13 to 1e-11
-    relative (both ~1e-12 from the truth); FAFO keeps dop853."""
+    """solve() on CACO and FAFO takes the clock-free integrator by default and agrees with DOP853 at rtol 1e-13 to
+    1e-11 relative (both ~1e-12 from the truth); TACO keeps dop853."""
     from simulation import solve
 
     kw = dict(K=10, M=19, eta_qk=3.0, eta_ov=1.0, u0=0.1, v0=0.2, t=[10.0, 1e4, 1e12])
@@ -119,7 +172,11 @@ def test_solve_defaults_to_clock_free_where_it_applies():
     ref = solve("CACO", integrator="dop853", rtol=1e-13, atol=1e-15, **kw)
     assert cf.stats["integrator"] == "clock-free" and ref.stats["integrator"] == "dop853"
     np.testing.assert_allclose(cf.state, ref.state, rtol=1e-11)
-    assert solve("FAFO", **kw).stats["integrator"] == "dop853"
+    fa = solve("FAFO", **kw)
+    fa_ref = solve("FAFO", integrator="dop853", rtol=1e-13, atol=1e-15, **kw)
+    assert fa.stats["integrator"] == "clock-free"
+    np.testing.assert_allclose(fa.state, fa_ref.state, rtol=1e-11)
+    assert solve("TACO", **kw).stats["integrator"] == "dop853"
 
 
 def test_many_times_in_a_large_batch_go_to_dop853():
@@ -130,3 +187,27 @@ def test_many_times_in_a_large_batch_go_to_dop853():
     assert integrate_many("CACO", 10, 19, np.logspace(-1, 1, big), 1.0, 0.1, 0.2, many).integrator == "dop853"
     assert integrate_many("CACO", 10, 19, np.logspace(-1, 1, big), 1.0, 0.1, 0.2, many[1:]).integrator == "clock-free"
     assert integrate_many("CACO", 10, 19, np.logspace(-1, 1, small), 1.0, 0.1, 0.2, many).integrator == "clock-free"
+
+
+def test_factorized_qk_start_without_u_or_a_qk_goes_to_dop853():
+    """The w walk needs u > 0 (v moves only then) and A_QK > 0 (v = alpha sinh w): a FACO start at u = 0 and a FAFO
+    start with A_QK <= 0 are not clock-free; integrate_states integrates them by DOP853 next to the others."""
+    y0, pars = _batch("FACO", 4)
+    y0[0, 1] = 0.0
+    assert list(applies("FACO", y0, pars)) == [True, False, True, True]
+    y0f, parsf = _batch("FAFO", 3)
+    y0f[2:, 2] = [0.05, 0.5, 0.0]              # a^2 - K b^2 + (K b)^2/(K+M+1) < 0
+    _, _, _, A = generated.FIRST_INTEGRALS["FAFO"]["constants"](*y0f, *parsf)
+    assert A[2] <= 0 and list(applies("FAFO", y0f, parsf)) == [True, True, False]
+    states, sol = integrate_states("FACO", y0, *pars, [10.0, 1e6])
+    assert sol.method == "clock-free+dop853" and sol.success.all() and np.isfinite(states).all()
+
+
+def test_walk_coordinate_follows_the_qk_kind():
+    """Collapsed QK is walked in u (the start is u0), factorized QK in w = asinh(v0/alpha)."""
+    y0, pars = _batch("FAFO", 3)
+    curve, s0, ok = _curve("FAFO", y0, pars)
+    _, v0, _, A = generated.FIRST_INTEGRALS["FAFO"]["constants"](*y0, *pars)
+    np.testing.assert_allclose(s0, np.arcsinh(v0 / QK_KINDS["factorized"].scale(10.0, 19.0, A)), rtol=1e-14)
+    curve, s0, ok = _curve("CAFO", *_batch("CAFO", 3))
+    np.testing.assert_allclose(s0, _batch("CAFO", 3)[0][0] * _batch("CAFO", 3)[0][1], rtol=1e-14)

@@ -24,9 +24,10 @@ def test_import_simulation_loads_no_scipy_integrate_or_special():
 
 
 def test_the_lazy_pieces_still_work_on_first_use():
-    """FAFO: its reduced flow is stepped by DOP853 (CACO now takes the clock-free path, which needs neither)."""
+    """TACO (tied QK, no first integral): its reduced flow is stepped by DOP853 (CACO, CAFO, FACO, FAFO take the
+    clock-free path, which needs neither)."""
     loaded = _loaded("import numpy as np; from simulation import generated, solve; "
-                     "solve('FAFO', K=10, M=19, eta_qk=1, eta_ov=1, u0=0.1, v0=0.1, t=[10.0]); "
-                     "from simulation.reduced import integrate_many; integrate_many('FAFO', 10, 19, [1.0] * 6, 1, 0.1, 0.1, [10.0]); "
+                     "solve('TACO', K=10, M=19, eta_qk=1, eta_ov=1, u0=0.1, v0=0.1, t=[10.0]); "
+                     "from simulation.reduced import integrate_many; integrate_many('TACO', 10, 19, [1.0] * 6, 1, 0.1, 0.1, [10.0]); "
                      "assert abs(generated.scipy.special.lambertw(1.0).real - 0.5671432904097838) < 1e-15")
     assert "scipy.integrate" in loaded and "scipy.special" in loaded

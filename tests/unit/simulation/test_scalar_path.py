@@ -36,9 +36,10 @@ def test_small_batch_path_agrees_with_batch_path(param, monkeypatch):
 
 
 def test_solve_single_trajectory_uses_scalar_path_and_agrees():
-    tr = solve("FAFO", K=10, M=19, eta_qk=10, eta_ov=1, u0=0.1, v0=0.1, t=T[1:])
+    """TACO (tied QK: no first integral, so DOP853 by default; the four with one are clock-free)."""
+    tr = solve("TACO", K=10, M=19, eta_qk=10, eta_ov=1, u0=0.1, v0=0.1, t=T[1:])
     assert tr.stats["integrator"] == "dop853" and "rejected" not in tr.stats   # scipy does not report rejections
-    ref = integrate_many("FAFO", 10, 19, [10.0] * 8, 1.0, 0.1, 0.1, T[1:])      # 8 > SMALL_BATCH: batch path
+    ref = integrate_many("TACO", 10, 19, [10.0] * 8, 1.0, 0.1, 0.1, T[1:])      # 8 > SMALL_BATCH: batch path
     assert ref.batch_size > reduced.SMALL_BATCH
     assert _rel(tr.state, ref.state[:, :, 0]) < AGREE
 
