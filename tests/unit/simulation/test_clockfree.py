@@ -211,3 +211,19 @@ def test_walk_coordinate_follows_the_qk_kind():
     np.testing.assert_allclose(s0, np.arcsinh(v0 / QK_KINDS["factorized"].scale(10.0, 19.0, A)), rtol=1e-14)
     curve, s0, ok = _curve("CAFO", *_batch("CAFO", 3))
     np.testing.assert_allclose(s0, _batch("CAFO", 3)[0][0] * _batch("CAFO", 3)[0][1], rtol=1e-14)
+
+
+@pytest.mark.parametrize("width", [0.01, 1.0, 6.0])
+def test_end_log_slope_is_the_log_derivative_at_the_panel_end(width):
+    """From g at a panel's 20 Gauss nodes: |d log g/ds| at its end, for g = e^{3s} (exactly 3) and g = 1/(s + 1)
+    (1/(1 + a + width)) on [a, a + width]: 1e-5 relative (a degree-19 interpolant of log g differentiated at the end
+    errs by ~n^2 rho^-n, rho the Bernstein parameter: 4e-7 for 1/(s+1) over width 6; a panel width needs a few
+    percent, and a wrong factor in the z -> s map or the P_k'(1) row is off by 2x or more)."""
+    from simulation.clockfree import NODES, _end_log_slope, _rule
+
+    x, _ = _rule(NODES)
+    a = 0.5
+    s = a + width * x[:, None]
+    g = np.concatenate([np.exp(3 * s), 1 / (s + 1)], axis=1)
+    got = _end_log_slope(g, np.full(2, width))
+    np.testing.assert_allclose(got, [3.0, 1 / (1 + a + width)], rtol=1e-5)
