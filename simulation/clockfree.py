@@ -602,7 +602,8 @@ def integrate_clock_free(param: Parametrization, y0: np.ndarray, params: np.ndar
     curve, s0, _ = _curve(param, y0, params)
     t_max = float(t_eval[-1])
     # -- panels: s_k, the carried c_k and the cumulative time t_k at their starts, all trajectories in lock step --
-    starts, carries, times, nodes = [s0.copy()], [curve.c0.copy()], [np.zeros(B)], []
+    starts, carries, times = [s0.copy()], [curve.c0.copy()], [np.zeros(B)]
+    nodes: list[np.ndarray] = []
     s, c, t = s0.copy(), curve.c0.copy(), np.zeros(B)
     running = np.flatnonzero(t < t_max)
     nfev = 0
