@@ -56,11 +56,17 @@ class Integration:
     nfev: int
     steps: Any = None
     rejected: Any = None
+    path: str | None = None
+    """What actually ran where an integrator hands some starts to another (``clock-free``: ``"clock-free"``,
+    ``"dop853"`` or ``"clock-free+dop853"``); reported as the ``integrator`` of :attr:`stats`."""
 
     @property
     def stats(self) -> dict[str, Any]:
-        """``nfev`` and (where known) ``steps``, ``rejected`` as plain numbers (lists for a batch)."""
+        """``nfev``, (where known) ``steps``, ``rejected`` as plain numbers (lists for a batch), and ``integrator``
+        where :attr:`path` is set."""
         out: dict[str, Any] = {"nfev": int(self.nfev)}
+        if self.path is not None:
+            out["integrator"] = self.path
         for key in ("steps", "rejected"):
             if getattr(self, key) is not None:
                 out[key] = np.asarray(getattr(self, key)).tolist()
@@ -194,21 +200,29 @@ def _dop853_batch(system, t, *, rtol: float = 1e-10, atol: float = 1e-12, max_st
 
 @register_integrator("clock-free")
 def _clock_free(system, t, *, rtol: float = 1e-10, atol: float = 1e-12, max_steps: int = 20_000) -> Integration:
-    """A reduced flow with a first integral, walked along its level curve (:mod:`simulation.clockfree`;
-    the default of :func:`simulation.solve` for those); any other system or start, a ``rtol`` below
-    :data:`simulation.reduced.CLOCK_FREE_MIN_RTOL`, or a failure there, goes to ``dop853``."""
-    from simulation.clockfree import applies, clock_free_capable, integrate_clock_free
-    from simulation.reduced import CLOCK_FREE_MIN_RTOL
+    """A reduced flow with a first integral, walked along its level curve (:mod:`simulation.clockfree`; the default of
+    :func:`simulation.solve` for those), through the same router as :func:`simulation.reduced.integrate_states`
+    (:func:`simulation.reduced.clock_free_states`: starts the walk does not cover, or that fail on it, go to DOP853;
+    ``stats["integrator"]`` says what ran). Any other system, or a ``rtol`` below
+    :data:`simulation.reduced.CLOCK_FREE_MIN_RTOL`, goes to ``dop853``."""
+    from simulation.clockfree import clock_free_capable
+    from simulation.reduced import CLOCK_FREE_MIN_RTOL, clock_free_states
 
+    if system.name != "reduced" or rtol < CLOCK_FREE_MIN_RTOL or not clock_free_capable(system.param):
+        return _dop853_batch(system, t, rtol=rtol, atol=atol, max_steps=max_steps)
+    _log_time(t)                                           # the same check of t as every integrator here
     y0 = np.asarray(system.y0, dtype=float)
-    if system.name == "reduced" and y0.ndim == 1 and rtol >= CLOCK_FREE_MIN_RTOL and clock_free_capable(system.param) \
-            and applies(system.param, y0[:, None], np.asarray(system.rhs_params, dtype=float)[:, None]).all():
-        _log_time(t)                                       # the same check of t as every integrator here
-        sol = integrate_clock_free(system.param, y0[:, None], np.asarray(system.rhs_params, dtype=float)[:, None],
-                                   np.atleast_1d(np.asarray(t, dtype=float)))
-        if sol.success[0]:
-            return Integration(sol.y[:, :, 0], True, "", sol.nfev, int(sol.steps[0]), 0)
-    return _dop853_batch(system, t, rtol=rtol, atol=atol, max_steps=max_steps)
+    single = y0.ndim == 1
+    Y0 = y0[:, None] if single else y0
+    pars = np.repeat(np.asarray(system.rhs_params, dtype=float)[:, None], Y0.shape[1], axis=1)
+    sol = clock_free_states(system.param, Y0, pars, np.atleast_1d(np.asarray(t, dtype=float)), rtol=rtol, atol=atol,
+                            max_steps=max_steps)
+    ok = bool(np.all(sol.success))
+    msg = "" if ok else f"step size underflow or step cap ({max_steps}) before t = {float(np.max(t)):g}"
+    if single:
+        return Integration(sol.y[:, :, 0], bool(sol.success[0]), msg, sol.nfev, int(sol.steps[0]),
+                           int(sol.rejected[0]) if sol.rejected[0] >= 0 else None, path=sol.method)
+    return Integration(sol.y, sol.success, msg, sol.nfev, sol.steps, sol.rejected, path=sol.method)
 
 
 def _scipy(method: str):

@@ -172,15 +172,19 @@ def integrate_states(param: Parametrization, y0: np.ndarray, K, M, eta_qk, eta_o
     t_eval = _check_times(t_eval)
     if CLOCK_FREE and rtol >= CLOCK_FREE_MIN_RTOL and clock_free_capable(param) \
             and (t_eval.size <= CLOCK_FREE_MAX_TIMES or B <= CLOCK_FREE_SMALL_BATCH):
-        sol = _clock_free_states(param, y0, np.stack(params), t_eval, rtol=rtol, atol=atol)
+        sol = clock_free_states(param, y0, np.stack(params), t_eval, rtol=rtol, atol=atol)
         return sol.y, sol
     sol = _dop853_states(param, y0, params, t_eval, rtol=rtol, atol=atol)
     return sol.y, sol
 
 
-def _clock_free_states(param: Parametrization, y0: np.ndarray, pars: np.ndarray, t_eval: np.ndarray, *, rtol: float,
-                       atol: float) -> BatchSolution:
-    """The clock-free path for the starts it applies to and integrates finitely; DOP853 for the others."""
+def clock_free_states(param: Parametrization, y0: np.ndarray, pars: np.ndarray, t_eval: np.ndarray, *, rtol: float,
+                      atol: float, max_steps: int = MAX_STEPS) -> BatchSolution:
+    """The one router of the clock-free path: :func:`simulation.clockfree.integrate_clock_free` for the starts it
+    applies to (:func:`simulation.clockfree.applies`) and integrates finitely, DOP853 (:func:`_dop853_states`) for
+    the others. ``y0 (n, B)``, ``pars (4, B)``; ``BatchSolution.method`` says which ran (``clock-free``,
+    ``dop853`` or ``clock-free+dop853``). Used by :func:`integrate_states` and the ``clock-free`` integrator of
+    :func:`simulation.solve`."""
     from simulation.clockfree import applies, integrate_clock_free
 
     n, B = y0.shape
@@ -195,7 +199,8 @@ def _clock_free_states(param: Parametrization, y0: np.ndarray, pars: np.ndarray,
         ok[cols[~cf.success]] = False                   # these go to the batch path instead
     if not ok.all():
         rest = np.flatnonzero(~ok)
-        parts.append((rest, _dop853_states(param, y0[:, rest], list(pars[:, rest]), t_eval, rtol=rtol, atol=atol)))
+        parts.append((rest, _dop853_states(param, y0[:, rest], list(pars[:, rest]), t_eval, rtol=rtol, atol=atol,
+                                           max_steps=max_steps)))
     y = np.empty((n, t_eval.size, B))
     steps, rejected, success = np.empty(B, dtype=np.int64), np.empty(B, dtype=np.int64), np.empty(B, dtype=bool)
     for cols, part in parts:                             # the DOP853 part last: it overwrites the failed ones
@@ -205,14 +210,14 @@ def _clock_free_states(param: Parametrization, y0: np.ndarray, pars: np.ndarray,
 
 
 def _dop853_states(param: Parametrization, y0: np.ndarray, params: list, t_eval: np.ndarray, *, rtol: float,
-                   atol: float) -> BatchSolution:
+                   atol: float, max_steps: int = MAX_STEPS) -> BatchSolution:
     """DOP853 in log time: one scipy call per trajectory for small batches, else the vectorised loop in chunks."""
     ns = numeric_system(param)
     B = y0.shape[1]
     if B <= SMALL_BATCH and ns.generated_rhs is not None:
         # Few trajectories: one plain scipy DOP853 call each beats the batch loop's per-step overhead.
         return integrate_columns(ns.generated_rhs, y0, np.stack(params), tau_of_t(t_eval), rtol=rtol, atol=atol,
-                                 max_steps=MAX_STEPS)
+                                 max_steps=max_steps)
 
     if B > CHUNK:
         pK, pM, pq, po = params
@@ -228,7 +233,7 @@ def _dop853_states(param: Parametrization, y0: np.ndarray, params: list, t_eval:
             bound[0], bound[1] = idx, tuple(q[idx] for q in params)
         return np.exp(tau) * ns.rhs(y, *bound[1])
 
-    return integrate_batch(g, y0, tau_of_t(t_eval), rtol=rtol, atol=atol, max_steps=MAX_STEPS)
+    return integrate_batch(g, y0, tau_of_t(t_eval), rtol=rtol, atol=atol, max_steps=max_steps)
 
 
 def initial_states(param: Parametrization, u0, v0, K) -> np.ndarray:

@@ -227,3 +227,18 @@ def test_end_log_slope_is_the_log_derivative_at_the_panel_end(width):
     g = np.concatenate([np.exp(3 * s), 1 / (s + 1)], axis=1)
     got = _end_log_slope(g, np.full(2, width))
     np.testing.assert_allclose(got, [3.0, 1 / (1 + a + width)], rtol=1e-5)
+
+
+def test_solve_reports_what_ran_when_the_walk_hands_a_start_to_dop853():
+    """solve() and integrate_states share one router (simulation.reduced.clock_free_states): a FACO start at u0 = 0
+    (v moves only once u > 0: outside the w walk) is integrated by DOP853 under the default clock-free integrator,
+    stats["integrator"] says so, and the states equal integrate_states' for the same start."""
+    from simulation import solve
+
+    kw = dict(K=10, M=19, eta_qk=3.0, eta_ov=1.0, v0=0.2, t=[10.0, 1e4])
+    off = solve("FACO", u0=0.0, **kw)
+    on = solve("FACO", u0=0.1, **kw)
+    assert off.stats["integrator"] == "dop853" and on.stats["integrator"] == "clock-free"
+    states, sol = integrate_states("FACO", initial_states("FACO", 0.0, 0.2, 10.0), 10.0, 19.0, 3.0, 1.0, [10.0, 1e4])
+    assert sol.method == "dop853"
+    np.testing.assert_array_equal(off.state, states[:, :, 0])
