@@ -24,7 +24,7 @@ from .examples import Splits
 from . import datasets as registry
 from .models import AttentionClassifier, MultiHeadClassifier
 from .tracking import Tracker, gain_over_uniform, mean_batch_loss
-from .training import classification_loss, train
+from .training import TrainHistory, classification_loss, train
 from .vocab import Vocab
 
 SUBSAMPLE_SEED = 12345
@@ -150,8 +150,8 @@ def _finish_classifier(p: _Prepared, hist) -> dict[str, Any]:
     return {"metrics": metrics, "arrays": arrays, "extras": {}, "eraser": eraser, "extras_text": extras_text}
 
 
-def _common_metrics(out: dict, cfg: RealRunConfig, model, hist, vocab, n_train: int, n_val: int, split: str,
-                    record: dict) -> dict[str, Any]:
+def _common_metrics(out: dict, cfg: RealRunConfig, model, hist: TrainHistory, vocab, n_train: int, n_val: int,
+                    split: str, record: dict) -> dict[str, Any]:
     metrics = out["metrics"]
     metrics["gain_over_uniform"] = gain_over_uniform(metrics, metrics["baseline"]["uniform"])
     task = registry.get(cfg.dataset).task
@@ -160,9 +160,8 @@ def _common_metrics(out: dict, cfg: RealRunConfig, model, hist, vocab, n_train: 
                    recipe=cfg.recipe, rates=group_rates(cfg), n_train=n_train, n_val=n_val, vocab_size=len(vocab), split=split,
                    train_loss=hist.epoch_loss, train_seconds=hist.seconds,
                    checkpoint_seconds=hist.checkpoint_seconds, checkpoints=hist.checkpoints,
-                   resumed_from_epoch=getattr(hist, "resumed_from_epoch", None),
-                   training_state_seconds=getattr(hist, "state_seconds", 0.0),
-                   train_examples_per_second=hist.examples_per_second, stacked_runs=getattr(hist, "stacked", 1),
+                   resumed_from_epoch=hist.resumed_from_epoch, training_state_seconds=hist.state_seconds,
+                   train_examples_per_second=hist.examples_per_second, stacked_runs=hist.stacked,
                    parameters=sum(p.numel() for p in model.parameters()), device=record)
     return out
 
