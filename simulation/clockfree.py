@@ -524,11 +524,6 @@ def _curve(param: Parametrization, y0: np.ndarray, params: np.ndarray) -> tuple[
     return curve, curve.s0, ok
 
 
-SCALE_FROM_NODES = True
-"""Local scales after the first panel from the previous panel's nodes (:func:`_end_log_slope`) instead of a complex
-step of the rate (about a fifth of the time)."""
-
-
 @lru_cache(maxsize=None)
 def _end_derivative(n: int) -> np.ndarray:
     r"""Row ``(n,)``: node values on ``[-1, 1]`` -> the interpolant's derivative at ``z = 1``
@@ -611,7 +606,7 @@ def integrate_clock_free(param: Parametrization, y0: np.ndarray, params: np.ndar
         if running.size == 0:
             break
         a, c_a = s[running], c[running]
-        if nodes and SCALE_FROM_NODES:            # the previous panel's interpolant, at its end (= this start)
+        if nodes:                                 # the previous panel's interpolant, at its end (= this start)
             scale = _end_log_slope(nodes[-1][:, running], (s - starts[-2])[running])
         else:
             scale = curve.log_scale(a, c_a, running)
