@@ -52,7 +52,6 @@ from __future__ import annotations
 
 import math
 import warnings
-import weakref
 from dataclasses import dataclass
 from typing import Any, Iterator
 
@@ -66,53 +65,12 @@ from validation.attention_layouts import (
     FusedTensor,
     UnknownAttentionLayout,
     find_attention_sites,
+    leave_at_other,
     verify_sites,
 )
 from validation.layout_probe import default_inputs
 from validation.param_groups import circuit_param_groups
-
-_REPLACED: dict[int, weakref.ref] = {}
-"""Parameters a split (or merge) took out of a model: an optimizer still holding one drives nothing."""
-_HOOKED = False
-
-
-def _stale_optimizer_check(optimizer: torch.optim.Optimizer, _args: Any, _kwargs: Any) -> None:
-    """Optimizer step pre-hook: refuse a step of an optimizer built before qkov split the model."""
-    if not _REPLACED:
-        return
-    for g in optimizer.param_groups:
-        for p in g["params"]:
-            if _retired(p):
-                raise RuntimeError(
-                    f"qkov: this {type(optimizer).__name__} holds a tensor of shape {tuple(p.shape)} that qkov took "
-                    "out of the model (the split of a fused q/k/v projection, or merge_all): it was built before the "
-                    "split and would never move those weights; build it after the split, from "
-                    "qk_ov_param_groups(model, lr, ratio) (or from model.parameters() called after it)")
-
-
-def _retired(p: torch.Tensor) -> bool:
-    """Whether ``p`` itself (not a new tensor at the same address) was taken out of its model by qkov."""
-    ref = _REPLACED.get(id(p))
-    return ref is not None and ref() is p
-
-
-def _retire(p: Any) -> None:
-    """Remember ``p`` as taken out of its model (see :func:`_stale_optimizer_check`)."""
-    global _HOOKED
-    if not isinstance(p, nn.Parameter):
-        return
-    if not _HOOKED:
-        from torch.optim.optimizer import register_optimizer_step_pre_hook
-
-        register_optimizer_step_pre_hook(_stale_optimizer_check)
-        _HOOKED = True
-    key = id(p)
-
-    def forget(_ref: weakref.ref) -> None:  # p was garbage-collected: its id may be reused
-        _REPLACED.pop(key, None)
-
-    _REPLACED[key] = weakref.ref(p, forget)
-
+from validation.step_checks import record_groups, retire as _retire
 
 def check_model(model: Any) -> None:
     """Refuse a ``model`` that is not a ``torch.nn.Module`` (one line naming its type)."""
@@ -177,17 +135,35 @@ def _originals(pl: parametrize.ParametrizationList) -> list[nn.Parameter]:
 
 
 def _fuse_on_save(module: nn.Module, state_dict: dict, prefix: str, _local_metadata: Any) -> None:
-    """State-dict post-hook: ``parametrizations.<attr>.original0..`` -> the fused ``<attr>`` (standard key)."""
+    """State-dict post-hook: ``parametrizations.<attr>.original0..`` -> the fused ``<attr>`` (standard key).
+
+    Parts that are sharded DTensors (FSDP2) stay as they are: fusing them would need every rank's shard
+    (a collective inside ``state_dict()``); :func:`validation.distributed.plain_state_dict` gathers and fuses.
+    """
+    from validation.distributed import is_dtensor
+
     for attr in module.__dict__.get(_FUSED_ATTRS, ()):
         if not parametrize.is_parametrized(module, attr):
             continue
         pl = _plist(module, attr)
         keys = [f"{prefix}parametrizations.{attr}.original{i}" for i in range(_n_parts(pl))]
-        if not all(k in state_dict for k in keys):
+        if not all(k in state_dict for k in keys) or any(is_dtensor(state_dict[k]) for k in keys):
             continue
         parts = [state_dict.pop(k) for k in keys]
         with torch.no_grad():
             state_dict[prefix + attr] = pl[0](*[p.detach() for p in parts])
+
+
+def fold_split_parts(model: nn.Module, state_dict: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+    """``state_dict`` (of ``model``, whole tensors) with each split tensor's parts folded into its standard key.
+
+    What :func:`_fuse_on_save` does inside ``state_dict()``, for a state dict gathered afterwards (FSDP2).
+    """
+    out = dict(state_dict)
+    for name, m in model.named_modules():
+        prefix = f"{name}." if name else ""
+        _fuse_on_save(m, out, prefix, None)
+    return out
 
 
 def _split_on_load(module: nn.Module, state_dict: dict, prefix: str, *_args: Any) -> None:
@@ -389,7 +365,8 @@ def adapter_parameters(proj: nn.Module) -> list[tuple[str, nn.Parameter]]:
     return [(n, p) for n, p in proj.named_parameters() if id(p) not in base_ids]
 
 
-def _refuse_fused_adapters(sites: list[AttentionSite], strict: bool) -> list[AttentionSite]:
+def _refuse_fused_adapters(sites: list[AttentionSite], strict: bool,
+                           refusals: list[str] | None = None) -> list[AttentionSite]:
     """A PEFT adapter on a fused q/k/v projection: refused in one line (``strict``) or left at lr_other."""
     out = []
     for s in sites:
@@ -403,7 +380,7 @@ def _refuse_fused_adapters(sites: list[AttentionSite], strict: bool) -> list[Att
                "separate q/k/v projections (or only on the output projection)")
         if strict:
             raise UnknownAttentionLayout(msg + ", or pass strict=False to leave it at lr_other")
-        warnings.warn(f"qkov: {msg}; left at lr_other (strict=False)", stacklevel=4)
+        leave_at_other(msg, refusals, stacklevel=4)
     return out
 
 
@@ -412,7 +389,7 @@ def _needs_probe(site: AttentionSite) -> bool:
 
 
 def resolve_sites(model: nn.Module, *, strict: bool = True, example_inputs: Any = None,
-                  verify: bool | None = None) -> list[AttentionSite]:
+                  verify: bool | None = None, refusals: list[str] | None = None) -> list[AttentionSite]:
     """The attention sites of ``model`` with their layouts confirmed against its forward.
 
     ``example_inputs`` (a mapping of keyword arguments, a tuple of positional ones, or one
@@ -420,8 +397,10 @@ def resolve_sites(model: nn.Module, *, strict: bool = True, example_inputs: Any 
     checks every site when inputs are available and refuses a not-yet-split fused projection
     (not declared by :func:`~validation.attention_layouts.register_attention_layout`) when
     they are not; ``True`` requires the check; ``False`` takes the preferred layout unchecked.
+    ``refusals``: with ``strict=False``, a list that collects one line per module left at ``lr_other``
+    (instead of a warning each).
     """
-    sites = _refuse_fused_adapters(find_attention_sites(model, strict=strict), strict)
+    sites = _refuse_fused_adapters(find_attention_sites(model, strict=strict, refusals=refusals), strict, refusals)
     if verify is False or not sites:
         return sites
     inputs = example_inputs if example_inputs is not None else default_inputs(model)
@@ -439,8 +418,8 @@ def resolve_sites(model: nn.Module, *, strict: bool = True, example_inputs: Any 
                 "running the model: pass example_inputs=... (or verify=False to take it unchecked)")
         return sites
     try:
-        sites = verify_sites(model, sites, inputs, strict=strict)
-        _check_all_found(model, sites, inputs, strict=strict)
+        sites = verify_sites(model, sites, inputs, strict=strict, refusals=refusals)
+        _check_all_found(model, sites, inputs, strict=strict, refusals=refusals)
         return sites
     except UnknownAttentionLayout:
         raise
@@ -452,7 +431,8 @@ def resolve_sites(model: nn.Module, *, strict: bool = True, example_inputs: Any 
         return sites
 
 
-def _check_all_found(model: nn.Module, sites: list[AttentionSite], inputs: Any, *, strict: bool) -> None:
+def _check_all_found(model: nn.Module, sites: list[AttentionSite], inputs: Any, *, strict: bool,
+                     refusals: list[str] | None = None) -> None:
     """Refuse (or, ``strict=False``, warn about) a module that computes attention but is in no site.
 
     Found by structure (:func:`validation.layout_probe.attention_modules`: the innermost module with
@@ -478,7 +458,11 @@ def _check_all_found(model: nn.Module, sites: list[AttentionSite], inputs: Any, 
            "register_attention_layout")
     if strict:
         raise UnknownAttentionLayout(msg + ", or pass strict=False to leave it at lr_other")
-    warnings.warn(f"qkov: {msg}; left at lr_other (strict=False)", stacklevel=4)
+    if refusals is not None:
+        refusals += [f"{_describe(m, model.get_submodule(m))} computes attention scores (softmax or "
+                     "scaled_dot_product_attention) but is in no known layout" for m in missed]
+        return
+    leave_at_other(msg, None, stacklevel=4)
 
 
 @dataclass(frozen=True)
@@ -494,7 +478,12 @@ class PlanRow:
 
 
 def _param_names(model: nn.Module) -> dict[int, str]:
-    return {id(p): n for n, p in model.named_parameters(remove_duplicate=False)}
+    """``id(Parameter) -> name``: the first name, as ``named_parameters()`` gives it (a Parameter shared by
+    several modules, Zamba2's layers or a tied head, is one entry)."""
+    names: dict[int, str] = {}
+    for n, p in model.named_parameters(remove_duplicate=False):
+        names.setdefault(id(p), n)
+    return names
 
 
 def _fmt_segments(ft: FusedTensor, role: str) -> str:
@@ -542,20 +531,56 @@ def _mha_rows(model: nn.Module, name: str, mha: nn.MultiheadAttention, qk_bias: 
     return rows
 
 
+@dataclass(frozen=True)
+class GroupOptions:
+    """What decides a Parameter's circuit, beyond the model: the options of :func:`param_groups`."""
+
+    qk_bias: bool = True
+    embeddings: bool = False
+    whole_circuit: bool = False
+    strict: bool = True
+    example_inputs: Any = None
+    verify: bool | None = None
+
+
+def _classify(model: nn.Module, opts: GroupOptions, refusals: list[str] | None = None
+              ) -> tuple[list[AttentionSite], dict[int, tuple[str, str, str]]]:
+    """The model's attention sites (layouts confirmed) and, with ``whole_circuit``, its score-/value-only
+    Parameters (:mod:`validation.score_params`). On a DDP/FSDP/FSDP2-wrapped model nothing is probed: the
+    split and the whole-circuit result of the call on the plain model are read back."""
+    from validation.score_params import whole_circuit_params
+
+    wrapped = _check_wrapper(model)
+    if wrapped:
+        _unsplit_fused_in_wrapper(model, opts.strict)
+    verify = False if wrapped else opts.verify
+    sites = resolve_sites(model, strict=opts.strict, example_inputs=opts.example_inputs, verify=verify,
+                          refusals=refusals)
+    extra: dict[int, tuple[str, str, str]] = {}
+    if opts.whole_circuit:
+        inputs = None if wrapped else (opts.example_inputs if opts.example_inputs is not None
+                                       else default_inputs(model))
+        extra = whole_circuit_params(model, sites, inputs, adapters=adapter_parameters, probe=not wrapped)
+    return sites, extra
+
+
 def plan_qk_ov(  # noqa: C901 - known complexity debt (docs/architecture.md)
-        model: nn.Module, *, qk_bias: bool = True, embeddings: bool = False,
-               strict: bool = True, example_inputs: Any = None, verify: bool | None = None,
-               sites: list[AttentionSite] | None = None) -> list[PlanRow]:
+        model: nn.Module, *, qk_bias: bool = True, embeddings: bool = False, whole_circuit: bool = False,
+        strict: bool = True, example_inputs: Any = None, verify: bool | None = None,
+        sites: list[AttentionSite] | None = None, extra: dict[int, tuple[str, str, str]] | None = None,
+        refusals: list[str] | None = None) -> list[PlanRow]:
     """Which tensor (or which rows of a fused tensor) goes to which circuit; changes nothing.
 
     Rows for every parameter of ``model``: recognised W_Q/W_K (and, with ``qk_bias``, their
     biases) -> ``"qk"``; W_V, W_O and their biases -> ``"ov"``; with ``embeddings`` the input
-    embedding -> ``"qk"`` (as the paper's HateXplain/SVA code does); everything else ``"other"``.
-    Raises :class:`~validation.attention_layouts.UnknownAttentionLayout` when no attention is
-    found, or (``strict``) when an attention-like module is in no known layout, or a layout is
+    embedding -> ``"qk"`` (as the paper's HateXplain/SVA code does); with ``whole_circuit`` the
+    module's other Parameters that act only on the scores -> ``"qk"`` and only on the values -> ``"ov"``
+    (:mod:`validation.score_params`); everything else ``"other"``. A Parameter shared by several
+    modules is one row. Raises :class:`~validation.attention_layouts.UnknownAttentionLayout` when no
+    attention is found, or (``strict``) when an attention-like module is in no known layout, or a layout is
     contradicted by the module's forward (see :func:`resolve_sites` for ``example_inputs`` and
     ``verify``); with ``strict=False`` such modules, or all of a model without recognised
-    attention, stay ``"other"``.
+    attention, stay ``"other"`` (listed in ``refusals`` when a list is given).
     """
     names = _param_names(model)
     rows: list[PlanRow] = []
@@ -571,10 +596,12 @@ def plan_qk_ov(  # noqa: C901 - known complexity debt (docs/architecture.md)
         for pname, r, c in _mha_rows(model, n, m, qk_bias):
             add(pname, r, shapes.get(pname, ()), c, n, "nn.MultiheadAttention")
     if sites is None:
-        sites = resolve_sites(model, strict=strict, example_inputs=example_inputs, verify=verify)
+        opts = GroupOptions(qk_bias, embeddings, whole_circuit, strict, example_inputs, verify)
+        sites, extra = _classify(model, opts, refusals)
     if not sites and not mhas and not strict:
-        warnings.warn(f"qkov: {type(model).__name__}: no recognised attention module; every parameter stays at "
-                      "lr_other (strict=False)", stacklevel=3)
+        if refusals is None:
+            warnings.warn(f"qkov: {type(model).__name__}: no recognised attention module; every parameter stays at "
+                          "lr_other (strict=False)", stacklevel=3)
     elif not sites and not mhas:
         found = sorted({type(m).__name__ for m in model.modules()})
         raise UnknownAttentionLayout(
@@ -610,6 +637,10 @@ def plan_qk_ov(  # noqa: C901 - known complexity debt (docs/architecture.md)
                     if names.get(id(ap)) is not None and names[id(ap)] not in done:
                         add(names[id(ap)], f"adapter {an} of W_{wt.role.upper()}", tuple(ap.shape), wt.circuit,
                             s.name, s.layout)
+    by_id = {id(p): p for p in model.parameters()}
+    for pid, (c, site, why) in (extra or {}).items():
+        if pid in by_id and names[pid] not in done:
+            add(names[pid], f"all ({why})", tuple(by_id[pid].shape), c, site, "whole circuit")
     if embeddings:
         every: dict[int, list[str]] = {}
         for n, p in model.named_parameters(remove_duplicate=False):
@@ -626,18 +657,24 @@ def plan_qk_ov(  # noqa: C901 - known complexity debt (docs/architecture.md)
     return rows
 
 
-def describe_param_groups(model: nn.Module, lr: float, ratio: float, lr_other: float | None = None, *,
-                          qk_bias: bool = True, embeddings: bool = False, strict: bool = True,
-                          example_inputs: Any = None, verify: bool | None = None) -> str:
-    """Dry run of :func:`qk_ov_param_groups`: one line per tensor (or fused rows) with its rate.
+def circuit_rates(lr: float, ratio: float, lr_other: float | None = None) -> dict[str, float]:
+    """``{"ov": lr, "qk": ratio * lr, "other": lr_other (default lr)}``: the rate of each circuit."""
+    return {"ov": lr, "qk": ratio * lr, "other": lr if lr_other is None else lr_other}
 
-    Changes nothing in ``model``. Columns: learning rate, circuit, parameter name, rows, shape,
-    attention site and layout.
+
+def describe_param_groups(model: nn.Module, lr: float, ratio: float, lr_other: float | None = None, *,
+                          qk_bias: bool = True, embeddings: bool = False, whole_circuit: bool = False,
+                          strict: bool = True, example_inputs: Any = None, verify: bool | None = None) -> str:
+    """Dry run of :func:`param_groups`: one line per tensor (or fused rows) with its rate.
+
+    Changes nothing in ``model`` (a fused projection is not split; with ``whole_circuit`` the probe's result is
+    remembered on each attention module). Columns: learning rate, circuit, parameter name, rows, shape,
+    attention site and layout. ``qkov inspect`` prints the same plan from the command line.
     """
     check_model(model)
     check_rates(lr, ratio, lr_other)
-    lrs = {"qk": ratio * lr, "ov": lr, "other": lr if lr_other is None else lr_other}
-    plan = plan_qk_ov(model, qk_bias=qk_bias, embeddings=embeddings, strict=strict,
+    lrs = circuit_rates(lr, ratio, lr_other)
+    plan = plan_qk_ov(model, qk_bias=qk_bias, embeddings=embeddings, whole_circuit=whole_circuit, strict=strict,
                       example_inputs=example_inputs, verify=verify)
     w = max(len(r.name) for r in plan)
     lines = [f"{'lr':>10}  {'circuit':7}  {'parameter':{w}}  rows / shape / site"]
@@ -650,7 +687,7 @@ def describe_param_groups(model: nn.Module, lr: float, ratio: float, lr_other: f
 
 
 def qk_ov_parameters(model: nn.Module, *, qk_bias: bool = True, embeddings: bool = False,
-                     strict: bool = True, example_inputs: Any = None,
+                     whole_circuit: bool = False, strict: bool = True, example_inputs: Any = None,
                      verify: bool | None = None) -> tuple[list[nn.Parameter], list[nn.Parameter]]:
     """The QK and OV Parameters of every recognised attention (splitting fused tensors in place).
 
@@ -658,11 +695,12 @@ def qk_ov_parameters(model: nn.Module, *, qk_bias: bool = True, embeddings: bool
     ``qkv_proj``, ``Wqkv``) are re-parametrized (:func:`split_mha_in_proj`, :class:`FusedSlices`)
     so that their q, k and v parts are separate Parameters. Build the optimizer afterwards.
     """
+    opts = GroupOptions(qk_bias, embeddings, whole_circuit, strict, example_inputs, verify)
+    sites, extra = _classify(model, opts)
     qk: list[nn.Parameter] = []
     ov: list[nn.Parameter] = []
-    sites = resolve_sites(model, strict=strict, example_inputs=example_inputs, verify=verify)
     mhas = [m for m in model.modules() if isinstance(m, nn.MultiheadAttention)]
-    plan_qk_ov(model, qk_bias=qk_bias, embeddings=embeddings, strict=strict, sites=sites)  # raises on unknown
+    plan_qk_ov(model, qk_bias=qk_bias, embeddings=embeddings, strict=strict, sites=sites, extra=extra)  # raises
     for m in mhas:
         a, b = _mha_circuits(m)
         if not qk_bias:
@@ -681,95 +719,125 @@ def qk_ov_parameters(model: nn.Module, *, qk_bias: bool = True, embeddings: bool
                 if r in "qk" and ft.attr == "bias" and not qk_bias:
                     continue
                 (qk if r in "qk" else ov).append(p)
+    by_id = {id(p): p for p in model.parameters()}
+    for pid, (c, _, _) in extra.items():
+        if pid in by_id:
+            (qk if c == "qk" else ov).append(by_id[pid])
     if embeddings:
         qk += _input_embeddings(model)
     return _unique(qk), _unique(ov)
 
 
-def qk_ov_param_groups(model: nn.Module, lr: float, ratio: float, lr_other: float | None = None, *,
-                       qk_bias: bool = True, embeddings: bool = False, strict: bool = True,
-                       example_inputs: Any = None, verify: bool | None = None,
-                       **group_options: Any) -> list[dict[str, Any]]:
+def param_groups(model: nn.Module, lr: float, ratio: float, lr_other: float | None = None, *,
+                 qk_bias: bool = True, embeddings: bool = False, whole_circuit: bool = False,
+                 strict: bool = True, example_inputs: Any = None, verify: bool | None = None,
+                 **group_options: Any) -> list[dict[str, Any]]:
     r"""Optimizer parameter groups with :math:`\eta_{QK} = \text{ratio}\cdot\eta_{OV}` for any known layout.
 
-    ``"qk"`` (W_Q, W_K; their biases unless ``qk_bias=False``; the input embedding if
-    ``embeddings=True``) at ``ratio * lr``, ``"ov"`` (W_V, W_O and biases) at ``lr``,
-    ``"other"`` at ``lr_other`` (default ``lr``). Fused projections are split in place by a
-    re-parametrization, so the rates hold for every optimizer (AdamW included: its update is
-    elementwise, hence identical to the same model with separate q, k, v Parameters). Extra
-    keyword arguments (e.g. ``weight_decay``) go into every group. Before a fused projection is
-    split, its layout is confirmed against the module's forward on ``example_inputs`` (default:
-    a Hugging Face model's ``dummy_inputs``; see :func:`resolve_sites`). See
-    :func:`describe_param_groups` for a dry run and :mod:`validation.attention_layouts` for
-    the layouts. ::
+    Returns up to three groups, the base rate first: ``{"name": "ov", "circuit": "ov", "lr": lr}`` (W_V, W_O and
+    their biases), ``{"name": "qk", ..., "lr": ratio * lr}`` (W_Q, W_K; their biases unless ``qk_bias=False``;
+    the input embedding if ``embeddings=True``; with ``whole_circuit=True`` also the attention modules' other
+    Parameters that act only on the scores: q/k norms, sinks, positional q/k projections, q/k adapters) and
+    ``{"name": "other", ..., "lr": lr_other}`` (default ``lr``). So ``scheduler.get_last_lr()[0]`` (what
+    ``transformers.Trainer`` logs as ``learning_rate``) is the OV rate, and Lightning's ``LearningRateMonitor``
+    names each group. Extra keyword arguments (e.g. ``weight_decay``) go into every group.
 
-        opt = torch.optim.AdamW(qk_ov_param_groups(model, lr=5e-5, ratio=30))
+    Fused projections are split in place by a re-parametrization, so the rates hold for every optimizer (AdamW
+    included: its update is elementwise, hence identical to the same model with separate q, k, v Parameters).
+    Before a fused projection is split, its layout is confirmed against the module's forward on
+    ``example_inputs`` (default: a Hugging Face model's ``dummy_inputs``; see :func:`resolve_sites`). On a model
+    wrapped by DDP or FSDP (``use_orig_params=True``) or sharded by FSDP2's ``fully_shard`` it re-reads the
+    split made on the plain model (nothing is probed). A Hugging Face model's ``config.qkov`` records the rates
+    (saved with ``save_pretrained``). Every Parameter is recorded, so that an optimizer stepping W_Q/W_K and
+    W_V/W_O in one group warns and one holding Parameters FSDP2 replaced is refused
+    (:mod:`validation.step_checks`). See :func:`describe_param_groups` for a dry run. ::
+
+        opt = torch.optim.AdamW(qkov.param_groups(model, lr=5e-5, ratio=30))
     """
     check_model(model)
     check_rates(lr, ratio, lr_other)
-    if _check_wrapper(model):  # DDP / FSDP(use_orig_params=True): read the split made before wrapping
-        import contextlib
+    from validation.distributed import fsdp1_root
 
-        fsdp = _fsdp_class()
-        roots = [m for m in model.modules() if fsdp is not None and isinstance(m, fsdp)][:1]
-        ctx = fsdp.summon_full_params(roots[0], writeback=False) if roots else contextlib.nullcontext()
-        with ctx:  # full (unsharded) views, so shapes are those of the plain model; collective under FSDP
-            _unsplit_fused_in_wrapper(model, strict)
-            qk, ov = qk_ov_parameters(model, qk_bias=qk_bias, embeddings=embeddings, strict=strict, verify=False)
-    else:
-        qk, ov = qk_ov_parameters(model, qk_bias=qk_bias, embeddings=embeddings, strict=strict,
-                                  example_inputs=example_inputs, verify=verify)
+    root = fsdp1_root(model)
+    import contextlib
+
+    ctx = root.summon_full_params(root, writeback=False) if root is not None else contextlib.nullcontext()
+    with ctx:  # FSDP1: full (unsharded) views, so shapes are those of the plain model; collective
+        qk, ov = qk_ov_parameters(model, qk_bias=qk_bias, embeddings=embeddings, whole_circuit=whole_circuit,
+                                  strict=strict, example_inputs=example_inputs, verify=verify)
     if qk and not any(p.requires_grad for p in qk):
         warnings.warn(f"qkov: every W_Q/W_K found ({len(qk)} tensors) is frozen and no trainable adapter sits on "
                       "them: the QK rate moves nothing; unfreeze them or put adapters (e.g. LoRA) on the q and k "
                       "projections", stacklevel=2)
     ids = {id(p) for p in qk + ov}
     other = [p for p in model.parameters() if id(p) not in ids]
-    return circuit_param_groups(qk, ov, other, lr_ov=lr, ratio=ratio, lr_other=lr_other, **group_options)
+    groups = circuit_param_groups(qk, ov, other, lr_ov=lr, ratio=ratio, lr_other=lr_other, **group_options)
+    record_groups(model, groups, ratio)
+    _record_in_config(model, lr, ratio, lr_other, qk_bias=qk_bias, embeddings=embeddings,
+                      whole_circuit=whole_circuit)
+    return groups
 
 
-def _fsdp_class() -> Any:
-    try:
-        from torch.distributed.fsdp import FullyShardedDataParallel
-    except ImportError:  # pragma: no cover - torch without distributed
-        return None
-    return FullyShardedDataParallel
+def _record_in_config(model: nn.Module, lr: float, ratio: float, lr_other: float | None, **options: bool) -> None:
+    """Write the rates into a Hugging Face model's ``config.qkov`` (saved in ``config.json``)."""
+    from validation.distributed import unwrap
+
+    config = getattr(unwrap(model), "config", None)
+    if config is None or not callable(getattr(config, "to_dict", None)):
+        return
+    rates = circuit_rates(lr, ratio, lr_other)
+    config.qkov = {"qk_ov_ratio": float(ratio), "lr_ov": rates["ov"], "lr_qk": rates["qk"],
+                   "lr_other": rates["other"], **options,
+                   "note": "eta_QK / eta_OV set by qkov.param_groups; learning_rate logs are the OV rate"}
 
 
 def _check_wrapper(model: nn.Module) -> bool:
-    """Whether ``model`` holds a DDP/FSDP wrapper; refuses FSDP that flattens parameters.
+    """Whether ``model`` holds a DDP/FSDP wrapper or FSDP2-sharded modules; refuses FSDP that flattens.
 
-    Per-group rates need each W_Q/W_K/W_V/W_O part to stay its own Parameter: DDP keeps them,
-    FSDP does with ``use_orig_params=True`` only.
+    Per-group rates need each W_Q/W_K/W_V/W_O part to stay its own Parameter: DDP keeps them, FSDP does with
+    ``use_orig_params=True`` only, FSDP2 replaces each by a sharded ``DTensor`` Parameter of the same name.
     """
-    fsdp = _fsdp_class()
-    wrapped = False
+    from validation.distributed import fsdp1_class, is_fsdp2
+
+    fsdp = fsdp1_class()
+    wrapped = is_fsdp2(model)
     for name, m in model.named_modules():
         if fsdp is not None and isinstance(m, fsdp):
             wrapped = True
             if not getattr(m, "_use_orig_params", True):
                 raise InputError(f"{name or '<root>'} (FullyShardedDataParallel): use_orig_params=False flattens "
                                  "W_Q, W_K, W_V and W_O into one FlatParameter, which per-circuit rates cannot "
-                                 "split; wrap with FullyShardedDataParallel(..., use_orig_params=True)")
+                                 "split; wrap with FullyShardedDataParallel(..., use_orig_params=True), or shard "
+                                 "with fully_shard (FSDP2)")
         elif isinstance(m, nn.parallel.DistributedDataParallel):
             wrapped = True
     return wrapped
 
 
 def _unsplit_fused_in_wrapper(model: nn.Module, strict: bool) -> None:
-    """Refuse a fused q/k/v tensor not split before DDP/FSDP wrapped the model (one line, naming it)."""
+    """Refuse a fused q/k/v tensor not split before DDP/FSDP/fully_shard (one line, naming it)."""
     for s in find_attention_sites(model, strict=strict):
         for ft in s.fused:
             if not parametrize.is_parametrized(ft.module, ft.attr):
                 raise InputError(f"model: {s.name} has a fused q/k/v projection not split before wrapping in "
-                                 "DDP/FSDP; call qk_ov_param_groups(model, ...) on the plain model first, then wrap "
-                                 "it (see docs/tutorials/distributed.md)")
+                                 "DDP/FSDP or sharding with fully_shard; call qkov.param_groups(model, ...) on the "
+                                 "plain model first, then wrap or shard it (see docs/tutorials/distributed.md)")
+
+
+def qk_ov_param_groups(model: nn.Module, lr: float, ratio: float, lr_other: float | None = None,
+                       **options: Any) -> list[dict[str, Any]]:
+    """Deprecated name of :func:`param_groups` (``qkov.param_groups``), same arguments."""
+    warnings.warn("qk_ov_param_groups is deprecated: use qkov.param_groups(model, lr, ratio, ...) (same arguments)",
+                  DeprecationWarning, stacklevel=2)
+    return param_groups(model, lr, ratio, lr_other, **options)
 
 
 def qkov_param_groups(model: nn.Module, lr_ov: float, ratio: float, lr_other: float | None = None,
-                      **group_options: Any) -> list[dict[str, Any]]:
-    """Former name of :func:`qk_ov_param_groups` (``lr_ov`` = ``lr``); kept for existing code."""
-    return qk_ov_param_groups(model, lr_ov, ratio, lr_other, **group_options)
+                      **options: Any) -> list[dict[str, Any]]:
+    """Deprecated name of :func:`param_groups` (``lr_ov`` is its ``lr``)."""
+    warnings.warn("qkov_param_groups is deprecated: use qkov.param_groups(model, lr, ratio, ...) (lr_ov is lr)",
+                  DeprecationWarning, stacklevel=2)
+    return param_groups(model, lr_ov, ratio, lr_other, **options)
 
 
 def iter_attention(model: nn.Module) -> Iterator[tuple[str, nn.Module]]:

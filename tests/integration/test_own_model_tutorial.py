@@ -34,7 +34,7 @@ def test_tutorial_code_runs(capsys, tmp_path, monkeypatch):
         with pytest.raises(UnknownAttentionLayout, match=re.escape(
                 "0 (MyAttention): wvqk.weight: the forward puts rows [16:48] of 48 in the attention scores and "
                 "[0:16] only in the output; no known layout matches")):
-            namespace["qk_ov_param_groups"](torch.nn.Sequential(cls()), 1e-3, 10.0,
+            namespace["param_groups"](torch.nn.Sequential(cls()), 1e-3, 10.0,
                                             example_inputs=torch.randn(2, 5, 16))
     finally:
         register_attention_layout(cls, None)
