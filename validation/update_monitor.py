@@ -179,8 +179,10 @@ if importlib.util.find_spec("transformers") is not None:  # a Trainer callback w
     class UpdateMonitorCallback(_transformers.TrainerCallback):
         """``transformers`` callback: measures each optimizer step that is due (``every``).
 
-        Under :class:`~validation.hf_trainer.QKOVTrainer` the mean RMS updates and the median
-        effective ratio go into the Trainer's logs (``update/*``), hence to ``report_to``.
+        With :func:`validation.hf_trainer.report_scalars` (which :class:`~validation.hf_trainer.QKOVTrainer`
+        calls itself; call it on any other ``Trainer``) the mean RMS updates and the median effective ratio
+        go into the Trainer's logs (``update/*``), hence to ``report_to``; without it, into
+        ``state.log_history`` only (one warning when ``report_to`` loggers are set).
         ``self.monitor`` holds the full history. Build it on the model after the split.
         """
 
@@ -196,6 +198,13 @@ if importlib.util.find_spec("transformers") is not None:  # a Trainer callback w
 
         def on_optimizer_step(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
             self.monitor.after(state.global_step + 1)
+
+        def on_log(self, args: Any, state: Any, control: Any, logs: Any = None, **kwargs: Any) -> None:
+            pending = self.monitor.take_scalars()
+            if pending:  # not taken by report_scalars: a Trainer without it
+                from validation.hf_trainer import unreported
+
+                unreported(self, args, state, pending)
 
 
 def lightning_callback(model: nn.Module, *, every: int = 1) -> Any:

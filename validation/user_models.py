@@ -475,6 +475,9 @@ class PlanRow:
     circuit: str
     site: str
     layout: str
+    role: str = ""
+    """``Q``, ``K``, ``V``, ``O``; ``Q slice`` ... of a fused tensor; ``adapter of Q`` ...; ``scores only`` /
+    ``values only`` (``whole_circuit``); ``embedding``; ``other``."""
 
 
 def _param_names(model: nn.Module) -> dict[int, str]:
@@ -504,8 +507,9 @@ def _input_embeddings(model: nn.Module) -> list[nn.Parameter]:
     return [p for m in model.modules() if isinstance(m, nn.Embedding) for p in m.parameters()]
 
 
-def _mha_rows(model: nn.Module, name: str, mha: nn.MultiheadAttention, qk_bias: bool) -> list[tuple[str, str, str]]:
-    """``(parameter name, rows, circuit)`` for an MHA, before or after its split."""
+def _mha_rows(model: nn.Module, name: str, mha: nn.MultiheadAttention,
+              qk_bias: bool) -> list[tuple[str, str, str, str]]:
+    """``(parameter name, rows, circuit, role)`` for an MHA, before or after its split."""
     pre = f"{name}." if name else ""
     e = mha.embed_dim
     rows = []
@@ -517,17 +521,17 @@ def _mha_rows(model: nn.Module, name: str, mha: nn.MultiheadAttention, qk_bias: 
         for i, (role, circ) in enumerate((("q", "qk"), ("k", "qk"), ("v", "ov"))):
             c = "other" if bias and circ == "qk" and not qk_bias else circ
             if split:
-                rows.append((f"{pre}parametrizations.{attr}.original{i}", f"{role} (split)", c))
+                rows.append((f"{pre}parametrizations.{attr}.original{i}", f"{role} (split)", c, f"{role.upper()} slice"))
             else:
-                rows.append((f"{pre}{attr}", f"{role} rows [{i * e}:{(i + 1) * e}]", c))
+                rows.append((f"{pre}{attr}", f"{role} rows [{i * e}:{(i + 1) * e}]", c, f"{role.upper()} slice"))
     if not mha._qkv_same_embed_dim:
-        rows += [(f"{pre}q_proj_weight", "all", "qk"), (f"{pre}k_proj_weight", "all", "qk"),
-                 (f"{pre}v_proj_weight", "all", "ov")]
+        rows += [(f"{pre}q_proj_weight", "all", "qk", "Q"), (f"{pre}k_proj_weight", "all", "qk", "K"),
+                 (f"{pre}v_proj_weight", "all", "ov", "V")]
     if mha.bias_k is not None:
-        rows.append((f"{pre}bias_k", "all", "qk" if qk_bias else "other"))
+        rows.append((f"{pre}bias_k", "all", "qk" if qk_bias else "other", "K"))
     if mha.bias_v is not None:
-        rows.append((f"{pre}bias_v", "all", "ov"))
-    rows += [(f"{pre}out_proj.{n}", "all", "ov") for n, _ in mha.out_proj.named_parameters()]
+        rows.append((f"{pre}bias_v", "all", "ov", "V"))
+    rows += [(f"{pre}out_proj.{n}", "all", "ov", "O") for n, _ in mha.out_proj.named_parameters()]
     return rows
 
 
@@ -586,15 +590,15 @@ def plan_qk_ov(  # noqa: C901 - known complexity debt (docs/architecture.md)
     rows: list[PlanRow] = []
     done: set[str] = set()
 
-    def add(name: str, rows_: str, shape: tuple[int, ...], circ: str, site: str, layout: str) -> None:
-        rows.append(PlanRow(name, rows_, shape, circ, site, layout))
+    def add(name: str, rows_: str, shape: tuple[int, ...], circ: str, site: str, layout: str, role: str) -> None:
+        rows.append(PlanRow(name, rows_, shape, circ, site, layout, role))
         done.add(name)
 
     mhas = [(n, m) for n, m in model.named_modules() if isinstance(m, nn.MultiheadAttention)]
     shapes = {n: tuple(p.shape) for n, p in model.named_parameters()}
     for n, m in mhas:
-        for pname, r, c in _mha_rows(model, n, m, qk_bias):
-            add(pname, r, shapes.get(pname, ()), c, n, "nn.MultiheadAttention")
+        for pname, r, c, role in _mha_rows(model, n, m, qk_bias):
+            add(pname, r, shapes.get(pname, ()), c, n, "nn.MultiheadAttention", role)
     if sites is None:
         opts = GroupOptions(qk_bias, embeddings, whole_circuit, strict, example_inputs, verify)
         sites, extra = _classify(model, opts, refusals)
@@ -619,28 +623,30 @@ def plan_qk_ov(  # noqa: C901 - known complexity debt (docs/architecture.md)
                 for i, r in enumerate(slicer.roles):
                     p = getattr(pl, f"original{i}")
                     c = "other" if ft.attr == "bias" and r in "qk" and not qk_bias else ("qk" if r in "qk" else "ov")
-                    add(f"{base}.original{i}", f"{r} (split)", tuple(p.shape), c, s.name, s.layout)
+                    add(f"{base}.original{i}", f"{r} (split)", tuple(p.shape), c, s.name, s.layout, f"{r.upper()} slice")
             else:
                 p = getattr(fm, ft.attr)
                 for r in dict.fromkeys(ft.labels):
                     c = "other" if ft.attr == "bias" and r in "qk" and not qk_bias else ("qk" if r in "qk" else "ov")
-                    rows.append(PlanRow(names[id(p)], _fmt_segments(ft, r), tuple(p.shape), c, s.name, s.layout))
+                    rows.append(PlanRow(names[id(p)], _fmt_segments(ft, r), tuple(p.shape), c, s.name, s.layout,
+                                        f"{r.upper()} slice"))
                 done.add(names[id(p)])
         for wt in s.whole:
             p = getattr(wt.module, wt.attr)
             c = "other" if wt.attr == "bias" and wt.circuit == "qk" and not qk_bias else wt.circuit
             if names.get(id(p)) is not None and names[id(p)] not in done:
                 add(names[id(p)], f"all ({wt.role})" + (" frozen" if not p.requires_grad else ""),
-                    tuple(p.shape), c, s.name, s.layout)
+                    tuple(p.shape), c, s.name, s.layout, wt.role.upper())
             if wt.attr == "weight":
                 for an, ap in adapter_parameters(wt.module):
                     if names.get(id(ap)) is not None and names[id(ap)] not in done:
                         add(names[id(ap)], f"adapter {an} of W_{wt.role.upper()}", tuple(ap.shape), wt.circuit,
-                            s.name, s.layout)
+                            s.name, s.layout, f"adapter of {wt.role.upper()}")
     by_id = {id(p): p for p in model.parameters()}
     for pid, (c, site, why) in (extra or {}).items():
         if pid in by_id and names[pid] not in done:
-            add(names[pid], f"all ({why})", tuple(by_id[pid].shape), c, site, "whole circuit")
+            add(names[pid], f"all ({why})", tuple(by_id[pid].shape), c, site, "whole circuit",
+                "scores only" if c == "qk" else "values only")
     if embeddings:
         every: dict[int, list[str]] = {}
         for n, p in model.named_parameters(remove_duplicate=False):
@@ -650,10 +656,10 @@ def plan_qk_ov(  # noqa: C901 - known complexity debt (docs/architecture.md)
                 tied = [n for n in every.get(id(p), []) if n != names[id(p)]]
                 what = "all (input embedding" + (f"; tied to {', '.join(tied)}, which moves at the QK rate too)"
                                                   if tied else ")")
-                add(names[id(p)], what, tuple(p.shape), "qk", "", "embedding")
+                add(names[id(p)], what, tuple(p.shape), "qk", "", "embedding", "embedding")
     for n, p in model.named_parameters():
         if n not in done:
-            add(n, "all", tuple(p.shape), "other", "", "")
+            add(n, "all", tuple(p.shape), "other", "", "", "other")
     return rows
 
 

@@ -46,6 +46,11 @@ def _data() -> click.Command:
     return data
 
 
+def _inspect() -> click.Command:
+    from qkov.cli.inspect_model import inspect
+    return inspect
+
+
 COMMANDS: dict[str, tuple[str, Callable[[], click.Command]]] = {
     "derive": ("Derive the gradient flow of the four parametrizations in sympy, check every claim, write the report.",
                _derive),
@@ -55,6 +60,7 @@ COMMANDS: dict[str, tuple[str, Callable[[], click.Command]]] = {
     "report": ("Build OUT/report.html (self-contained, offline) and OUT/report.md from OUT/runs/.", _report),
     "data": ("Get the real-data sets from their official sources (fetch) and verify a data directory (check).",
              _data),
+    "inspect": ("Show how qkov.param_groups would split a model's attention, and each parameter's rate.", _inspect),
 }
 """name -> (one-line help, loader), in the order ``qkov --help`` lists them."""
 
