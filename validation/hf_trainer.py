@@ -178,7 +178,7 @@ class QKOVTrainer(transformers.Trainer):
         """Trainer's model card (``README.md`` in ``args.output_dir``), its hyperparameters listing the ratio
         and each circuit's rate next to ``learning_rate`` (the W_V/W_O rate)."""
         super().create_model_card(*args, **kwargs)
-        path = os.path.join(self.args.output_dir, "README.md")
+        path = os.path.join(str(self.args.output_dir), "README.md")
         if not self.is_world_process_zero() or not os.path.isfile(path) or os.path.islink(path):
             return
         rates = circuit_rates(self.args.learning_rate, self.qk_ov_ratio, self.qk_ov_lr_other)

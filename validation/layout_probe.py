@@ -30,7 +30,7 @@ it does not tell q rows from k rows (both are at ``ratio * lr``).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Mapping
+from typing import Any, Mapping, Sequence
 
 import torch
 from torch import nn
@@ -320,7 +320,7 @@ def attention_modules(model: nn.Module, inputs: Any) -> list[str]:
 
 
 def whole_tensor_effects(scored: SiteRecord, fixed: SiteRecord,
-                         params: list[torch.Tensor]) -> list[tuple[bool, bool]] | None:
+                         params: Sequence[torch.Tensor]) -> list[tuple[bool, bool]] | None:
     """For each of ``params``: ``(moves the scores, moves the output with the attention pattern held fixed)``.
 
     ``scored``: a record of :func:`run_probe`; ``fixed``: of the same module in a run with ``fix_scores=True``.

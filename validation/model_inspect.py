@@ -171,16 +171,19 @@ def inspect_model(source: str, *, lr: float = 1e-3, ratio: float = 10.0, lr_othe
 
     refused: list[str] = []
     notes: list[str] = []
-    options = dict(qk_bias=qk_bias, embeddings=embeddings, whole_circuit=whole_circuit, strict=False)
+    def plan_of(verify: bool | None) -> list[Any]:
+        return plan_qk_ov(model, verify=verify, refusals=refused, qk_bias=qk_bias, embeddings=embeddings,
+                          whole_circuit=whole_circuit, strict=False)
+
     try:
-        plan = plan_qk_ov(model, verify=None if verified else False, refusals=refused, **options)
+        plan = plan_of(None if verified else False)
     except UnknownAttentionLayout as e:  # the model did not run on its dummy inputs
         if whole_circuit:
             raise InputError(f"whole_circuit: {e}") from None
         refused.clear()
         notes.append(f"layouts from the module structure only: {e}")
         verified = False
-        plan = plan_qk_ov(model, verify=False, refusals=refused, **options)
+        plan = plan_of(False)
     rates = circuit_rates(lr, ratio, lr_other)
     sites: dict[str, tuple[str, str, list[ParamRate]]] = {}
     order = [s for s in dict.fromkeys(r.site for r in plan if r.layout and r.site)]
