@@ -1,25 +1,29 @@
-r"""The QK/OV ratio across processes: DDP, FSDP (``use_orig_params=True``) and accelerate.
+r"""The QK/OV ratio across processes: DDP, FSDP (``use_orig_params=True``), FSDP2 (``fully_shard``), accelerate.
 
 The rates live in optimizer groups, one per circuit; what a wrapper must keep is each split
 part (W_Q, W_K, W_V, W_O) as its own ``Parameter``. The order that works everywhere:
 
-1. split on the plain model: ``groups = qk_ov_param_groups(model, lr, ratio)`` (fused tensors
+1. split on the plain model: ``groups = qkov.param_groups(model, lr, ratio)`` (fused tensors
    are re-parametrized in place, the same on every rank since each builds the same model);
 2. wrap: ``DistributedDataParallel(model)`` or
    ``FullyShardedDataParallel(model, use_orig_params=True)`` (both keep the Parameter objects;
-   FSDP turns them into views of its shards);
-3. build the optimizer on those groups (or call ``qk_ov_param_groups(wrapped, ...)``, which
-   re-reads the split made in step 1: under FSDP it is collective, so every rank calls it).
+   FSDP turns them into views of its shards), or shard with ``fully_shard`` (FSDP2), which replaces
+   every Parameter by a sharded ``DTensor`` Parameter of the same name;
+3. build the optimizer on those groups, or on ``qkov.param_groups(wrapped, ...)``, which re-reads
+   the split made in step 1 without running the model (under FSDP it is collective, so every rank
+   calls it). Under FSDP2 the second call is required: an optimizer on the groups of step 1 holds
+   replaced Parameters and is refused at its first step (:mod:`validation.step_checks`).
 
 FSDP with ``use_orig_params=False`` flattens every tensor into one ``FlatParameter`` that no
-group can split: :func:`validation.user_models.qk_ov_param_groups` refuses it in one line, as it
-refuses a fused projection first split after wrapping. Under DDP, gradients are averaged before
-each rank's (identical) AdamW step, so the rates, hence Q/V = ratio, are the same on every rank.
+group can split: :func:`validation.user_models.param_groups` refuses it in one line, as it
+refuses a fused projection first split after wrapping or sharding. Under DDP, gradients are averaged
+before each rank's (identical) AdamW step, so the rates, hence Q/V = ratio, are the same on every rank.
 
 :func:`full_params` gives the whole tensors on every rank (FSDP's ``summon_full_params``; a no-op
 otherwise) and :func:`plain_state_dict` the checkpoint a plain model loads: the model's own keys
-(``c_attn.weight`` ..., :mod:`validation.user_models` folds the parts back on save), to write
-from rank 0. See ``docs/tutorials/distributed.md`` for recipes that run on CPU with ``gloo``.
+(``c_attn.weight`` ..., :mod:`validation.user_models` folds the parts back on save; under FSDP2 the
+shards are gathered first), to write from rank 0. See ``docs/tutorials/distributed.md`` for recipes
+that run on CPU with ``gloo``.
 """
 
 from __future__ import annotations

@@ -14,7 +14,7 @@ built from
     ``in_proj_weight``/``in_proj_bias`` (and ``bias_k``), OV = the v slice (and ``bias_v``)
     and ``out_proj``;
 
-:func:`qk_ov_param_groups` returns optimizer parameter groups; everything else is at
+:func:`param_groups` (``qkov.param_groups``) returns optimizer parameter groups; everything else is at
 ``lr_other``. Before a fused tensor is split, which of its rows are q, k, v is confirmed against
 the module's own forward (:func:`resolve_sites`, :mod:`validation.layout_probe`); a layout the
 forward contradicts is refused in one line naming the module. :func:`describe_param_groups` prints, without changing the model, which tensor
@@ -63,6 +63,7 @@ from theory.errors import InputError
 from validation.attention_layouts import (
     AttentionSite,
     FusedTensor,
+    WholeTensor,
     UnknownAttentionLayout,
     find_attention_sites,
     leave_at_other,
@@ -568,7 +569,7 @@ def _classify(model: nn.Module, opts: GroupOptions, refusals: list[str] | None =
     return sites, extra
 
 
-def plan_qk_ov(  # noqa: C901 - known complexity debt (docs/architecture.md)
+def plan_qk_ov(
         model: nn.Module, *, qk_bias: bool = True, embeddings: bool = False, whole_circuit: bool = False,
         strict: bool = True, example_inputs: Any = None, verify: bool | None = None,
         sites: list[AttentionSite] | None = None, extra: dict[int, tuple[str, str, str]] | None = None,
@@ -590,77 +591,101 @@ def plan_qk_ov(  # noqa: C901 - known complexity debt (docs/architecture.md)
     rows: list[PlanRow] = []
     done: set[str] = set()
 
-    def add(name: str, rows_: str, shape: tuple[int, ...], circ: str, site: str, layout: str, role: str) -> None:
-        rows.append(PlanRow(name, rows_, shape, circ, site, layout, role))
-        done.add(name)
+    def take(new: list[PlanRow]) -> None:  # a tensor's rows once (a Parameter shared by two sites is one entry)
+        fresh = {r.name for r in new if r.name not in done}
+        rows.extend(r for r in new if r.name in fresh)
+        done.update(fresh)
 
     mhas = [(n, m) for n, m in model.named_modules() if isinstance(m, nn.MultiheadAttention)]
     shapes = {n: tuple(p.shape) for n, p in model.named_parameters()}
     for n, m in mhas:
-        for pname, r, c, role in _mha_rows(model, n, m, qk_bias):
-            add(pname, r, shapes.get(pname, ()), c, n, "nn.MultiheadAttention", role)
+        take([PlanRow(pname, r, shapes.get(pname, ()), c, n, "nn.MultiheadAttention", role)
+              for pname, r, c, role in _mha_rows(model, n, m, qk_bias)])
     if sites is None:
         opts = GroupOptions(qk_bias, embeddings, whole_circuit, strict, example_inputs, verify)
         sites, extra = _classify(model, opts, refusals)
-    if not sites and not mhas and not strict:
-        if refusals is None:
-            warnings.warn(f"qkov: {type(model).__name__}: no recognised attention module; every parameter stays at "
-                          "lr_other (strict=False)", stacklevel=3)
-    elif not sites and not mhas:
-        found = sorted({type(m).__name__ for m in model.modules()})
-        raise UnknownAttentionLayout(
-            f"{type(model).__name__}: no attention module found (module types present: {', '.join(found[:20])}"
-            f"{', ...' if len(found) > 20 else ''}); known layouts: q_proj/k_proj/v_proj, query/key/value, "
-            "q_lin/k_lin/v_lin, q/k/v/o, c_attn, query_key_value (GPT-NeoX), qkv_proj, Wqkv, nn.MultiheadAttention")
+    _check_found(model, sites, bool(mhas), strict, refusals)
     for s in sites:
         for ft in s.fused:
-            fm = ft.module
-            if parametrize.is_parametrized(fm, ft.attr):
-                pl = _plist(fm, ft.attr)
-                slicer = _slicer(pl)
-                assert isinstance(slicer, FusedSlices)  # qkov splits fused tensors with FusedSlices only
-                base = names[id(pl.original0)].rsplit(".", 1)[0]
-                for i, r in enumerate(slicer.roles):
-                    p = getattr(pl, f"original{i}")
-                    c = "other" if ft.attr == "bias" and r in "qk" and not qk_bias else ("qk" if r in "qk" else "ov")
-                    add(f"{base}.original{i}", f"{r} (split)", tuple(p.shape), c, s.name, s.layout, f"{r.upper()} slice")
-            else:
-                p = getattr(fm, ft.attr)
-                for r in dict.fromkeys(ft.labels):
-                    c = "other" if ft.attr == "bias" and r in "qk" and not qk_bias else ("qk" if r in "qk" else "ov")
-                    rows.append(PlanRow(names[id(p)], _fmt_segments(ft, r), tuple(p.shape), c, s.name, s.layout,
-                                        f"{r.upper()} slice"))
-                done.add(names[id(p)])
+            take(_fused_rows(s, ft, names, qk_bias))
         for wt in s.whole:
-            p = getattr(wt.module, wt.attr)
-            c = "other" if wt.attr == "bias" and wt.circuit == "qk" and not qk_bias else wt.circuit
-            if names.get(id(p)) is not None and names[id(p)] not in done:
-                add(names[id(p)], f"all ({wt.role})" + (" frozen" if not p.requires_grad else ""),
-                    tuple(p.shape), c, s.name, s.layout, wt.role.upper())
-            if wt.attr == "weight":
-                for an, ap in adapter_parameters(wt.module):
-                    if names.get(id(ap)) is not None and names[id(ap)] not in done:
-                        add(names[id(ap)], f"adapter {an} of W_{wt.role.upper()}", tuple(ap.shape), wt.circuit,
-                            s.name, s.layout, f"adapter of {wt.role.upper()}")
+            for row in _whole_rows(s, wt, names, qk_bias):
+                take([row])
     by_id = {id(p): p for p in model.parameters()}
     for pid, (c, site, why) in (extra or {}).items():
-        if pid in by_id and names[pid] not in done:
-            add(names[pid], f"all ({why})", tuple(by_id[pid].shape), c, site, "whole circuit",
-                "scores only" if c == "qk" else "values only")
+        if pid in by_id:
+            take([PlanRow(names[pid], f"all ({why})", tuple(by_id[pid].shape), c, site, "whole circuit",
+                          "scores only" if c == "qk" else "values only")])
     if embeddings:
-        every: dict[int, list[str]] = {}
-        for n, p in model.named_parameters(remove_duplicate=False):
-            every.setdefault(id(p), []).append(n)
-        for p in _input_embeddings(model):
-            if names[id(p)] not in done:
-                tied = [n for n in every.get(id(p), []) if n != names[id(p)]]
-                what = "all (input embedding" + (f"; tied to {', '.join(tied)}, which moves at the QK rate too)"
-                                                  if tied else ")")
-                add(names[id(p)], what, tuple(p.shape), "qk", "", "embedding", "embedding")
-    for n, p in model.named_parameters():
-        if n not in done:
-            add(n, "all", tuple(p.shape), "other", "", "", "other")
+        take(_embedding_rows(model, names))
+    take([PlanRow(n, "all", tuple(p.shape), "other", "", "", "other") for n, p in model.named_parameters()])
     return rows
+
+
+def _check_found(model: nn.Module, sites: list[AttentionSite], mha: bool, strict: bool,
+                 refusals: list[str] | None) -> None:
+    """No attention at all: refused (``strict``), else a warning (or nothing, when refusals are collected)."""
+    if sites or mha:
+        return
+    if not strict:
+        if refusals is None:
+            warnings.warn(f"qkov: {type(model).__name__}: no recognised attention module; every parameter stays at "
+                          "lr_other (strict=False)", stacklevel=4)
+        return
+    found = sorted({type(m).__name__ for m in model.modules()})
+    raise UnknownAttentionLayout(
+        f"{type(model).__name__}: no attention module found (module types present: {', '.join(found[:20])}"
+        f"{', ...' if len(found) > 20 else ''}); known layouts: q_proj/k_proj/v_proj, query/key/value, "
+        "q_lin/k_lin/v_lin, q/k/v/o, c_attn, query_key_value (GPT-NeoX), qkv_proj, Wqkv, nn.MultiheadAttention")
+
+
+def _fused_circuit(attr: str, role: str, qk_bias: bool) -> str:
+    return "other" if attr == "bias" and role in "qk" and not qk_bias else ("qk" if role in "qk" else "ov")
+
+
+def _fused_rows(s: AttentionSite, ft: FusedTensor, names: dict[int, str], qk_bias: bool) -> list[PlanRow]:
+    """The rows of a fused q/k/v tensor: one per split part, or one per role of a tensor not split yet."""
+    fm = ft.module
+    if parametrize.is_parametrized(fm, ft.attr):
+        pl = _plist(fm, ft.attr)
+        slicer = _slicer(pl)
+        assert isinstance(slicer, FusedSlices)  # qkov splits fused tensors with FusedSlices only
+        base = names[id(pl.original0)].rsplit(".", 1)[0]
+        return [PlanRow(f"{base}.original{i}", f"{r} (split)", tuple(getattr(pl, f"original{i}").shape),
+                        _fused_circuit(ft.attr, r, qk_bias), s.name, s.layout, f"{r.upper()} slice")
+                for i, r in enumerate(slicer.roles)]
+    p = getattr(fm, ft.attr)
+    return [PlanRow(names[id(p)], _fmt_segments(ft, r), tuple(p.shape), _fused_circuit(ft.attr, r, qk_bias), s.name,
+                    s.layout, f"{r.upper()} slice") for r in dict.fromkeys(ft.labels)]
+
+
+def _whole_rows(s: AttentionSite, wt: WholeTensor, names: dict[int, str], qk_bias: bool) -> list[PlanRow]:
+    """The row of a whole W_Q/W_K/W_V/W_O tensor and those of its adapters."""
+    p = getattr(wt.module, wt.attr)
+    c = "other" if wt.attr == "bias" and wt.circuit == "qk" and not qk_bias else wt.circuit
+    out = []
+    if names.get(id(p)) is not None:
+        out.append(PlanRow(names[id(p)], f"all ({wt.role})" + (" frozen" if not p.requires_grad else ""),
+                           tuple(p.shape), c, s.name, s.layout, wt.role.upper()))
+    if wt.attr == "weight":
+        out += [PlanRow(names[id(ap)], f"adapter {an} of W_{wt.role.upper()}", tuple(ap.shape), wt.circuit, s.name,
+                        s.layout, f"adapter of {wt.role.upper()}")
+                for an, ap in adapter_parameters(wt.module) if names.get(id(ap)) is not None]
+    return out
+
+
+def _embedding_rows(model: nn.Module, names: dict[int, str]) -> list[PlanRow]:
+    """The input embedding in QK (``embeddings=True``), naming what is tied to it."""
+    every: dict[int, list[str]] = {}
+    for n, p in model.named_parameters(remove_duplicate=False):
+        every.setdefault(id(p), []).append(n)
+    out = []
+    for p in _input_embeddings(model):
+        tied = [n for n in every.get(id(p), []) if n != names[id(p)]]
+        what = "all (input embedding" + (f"; tied to {', '.join(tied)}, which moves at the QK rate too)"
+                                          if tied else ")")
+        out.append(PlanRow(names[id(p)], what, tuple(p.shape), "qk", "", "embedding", "embedding"))
+    return out
 
 
 def circuit_rates(lr: float, ratio: float, lr_other: float | None = None) -> dict[str, float]:
@@ -847,7 +872,7 @@ def qkov_param_groups(model: nn.Module, lr_ov: float, ratio: float, lr_other: fl
 
 
 def iter_attention(model: nn.Module) -> Iterator[tuple[str, nn.Module]]:
-    """``(name, module)`` of every attention module :func:`qk_ov_param_groups` recognises."""
+    """``(name, module)`` of every attention module :func:`param_groups` recognises."""
     sites = {s.name: s.module for s in find_attention_sites(model, strict=False)}
     for name, m in model.named_modules():
         if isinstance(m, nn.MultiheadAttention) or name in sites:
