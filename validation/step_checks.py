@@ -118,8 +118,8 @@ def _check_retired(optimizer: torch.optim.Optimizer) -> None:
                 raise RuntimeError(
                     f"qkov: this {type(optimizer).__name__} holds a tensor of shape {tuple(p.shape)} that qkov took "
                     "out of the model (the split of a fused q/k/v projection, or merge_all): it was built before the "
-                    "split and would never move those weights; build it after the split, from "
-                    "qkov.param_groups(model, lr, ratio) (or from model.parameters() called after it)")
+                    "split and would never move those weights; build it after the split, from the groups "
+                    "qkov.param_groups(model, lr, ratio) returns")
 
 
 def _check_replaced(optimizer: torch.optim.Optimizer) -> None:

@@ -171,8 +171,9 @@ def test_an_optimizer_built_before_the_split_raises_naming_the_fix():
         stale.step()
     fresh = torch.optim.AdamW(groups)
     fresh.step()  # the right one steps
-    later = torch.optim.AdamW(model.parameters(), lr=1e-3)  # model.parameters() after the split is fine too
-    later.step()
+    later = torch.optim.AdamW(model.parameters(), lr=1e-3)  # model.parameters() after the split: no stale tensor,
+    with pytest.warns(UserWarning, match="in one group"):   # but W_Q/W_K and W_V/W_O at one rate: a warning
+        later.step()
 
 
 def test_every_qk_weight_frozen_and_no_adapter_warns():
