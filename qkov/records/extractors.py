@@ -92,14 +92,14 @@ def generic_metrics(run_dir: Path) -> dict[str, Any]:
 
 def real_metrics(run_dir: Path) -> dict[str, Any]:
     """A real-data run (``validate-real``): its compact ``metrics.json`` (views, baselines, DTAP, rates),
-    ``checkpoints`` as ``{step, epoch, train_loss, val_loss, test: {metric: value}}`` with the summary's metrics
-    (:func:`qkov.study.real_summary.metric_names`, top-level numbers only: what matched-loss levels interpolate),
+    ``checkpoints`` as ``{step, epoch, train_loss, val_loss, test: {metric: value}}`` with the metrics the summary
+    compares at matched loss (:data:`qkov.study.real_summary.PAIRED`, the task metric, the answer probability),
     and ``label_counts`` ``{"labels": [...], "counts": [...]}`` of the test split (classifiers)."""
-    from qkov.study.real_summary import metric_names
+    from qkov.study.real_summary import PAIRED, task_metric
 
     run = load_run(run_dir)
     m = dict(run.metrics)
-    names = set(metric_names(str(run.config.get("dataset", m.get("dataset", "")))))
+    names = {*PAIRED, task_metric(str(run.config.get("dataset", m.get("dataset", "")))), "answer_prob_geomean"}
     omitted: list[str] = []
     out = compact({k: v for k, v in m.items() if k != "checkpoints"}, omitted)
     ckpts = []
@@ -110,7 +110,7 @@ def real_metrics(run_dir: Path) -> dict[str, Any]:
                                and isinstance(v, (int, float)) and not isinstance(v, bool)}})
     if ckpts:
         out["checkpoints"] = ckpts
-        omitted.append("checkpoints.test (all but the summary's metrics)")
+        omitted.append("checkpoints.test (all but the metrics compared at matched loss)")
     labels = run.arrays.get("instances.npz", {}).get("labels")
     if labels is not None and np.asarray(labels).size:
         values, counts = np.unique(np.asarray(labels), return_counts=True)
@@ -119,6 +119,10 @@ def real_metrics(run_dir: Path) -> dict[str, Any]:
         out["omitted"] = sorted(omitted)
     return out
 
+
+DERIVED_KINDS: frozenset[str] = frozenset({"real-sweep-summary", "validate-real-summary"})
+"""Summaries computed from other runs: not exported (their tables are rebuilt from the runs' records), and not
+named as skipped."""
 
 EXTRACTORS: dict[str, Callable[[Path], dict[str, Any]]] = {
     "validate-real": real_metrics,
@@ -129,4 +133,4 @@ EXTRACTORS: dict[str, Callable[[Path], dict[str, Any]]] = {
 }
 """run kind -> extractor of its record's metrics; kinds not listed are not exported."""
 
-__all__ = ["EXTRACTORS", "LIST_LIMIT", "compact", "generic_metrics", "real_metrics"]
+__all__ = ["DERIVED_KINDS", "EXTRACTORS", "LIST_LIMIT", "compact", "generic_metrics", "real_metrics"]

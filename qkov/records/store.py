@@ -155,7 +155,7 @@ def export_runs(run_dirs: Iterable[str | os.PathLike[str]], set_name: str, root:
     a :class:`SkippedRun` warning naming it; two runs of one name (copies in two results directories) count once
     (a warning when their records differ). ``InputError`` for a bad set name, an unknown kind or a records folder
     that is a link, before anything is written; ``ValueError`` when no run is left to export (nothing written)."""
-    from qkov.records.extractors import EXTRACTORS
+    from qkov.records.extractors import DERIVED_KINDS, EXTRACTORS
 
     check_set_name(set_name)
     wanted = None if kinds is None else tuple(kinds)
@@ -167,6 +167,8 @@ def export_runs(run_dirs: Iterable[str | os.PathLike[str]], set_name: str, root:
     records: dict[str, Record] = {}
     for d in map(Path, run_dirs):
         if wanted is not None and not any(d.name.startswith(f"{k}-") and len(d.name) == len(k) + 13 for k in wanted):
+            continue
+        if any(d.name.startswith(f"{k}-") for k in DERIVED_KINDS):
             continue
         try:
             rec = record_of(d, set_name)

@@ -81,9 +81,14 @@ def test_summary_statistics_from_records_equal_those_from_runs(sweep, tmp_path):
     g_runs, g_recs = rs.summarise_groups(from_runs), rs.summarise_groups(from_recs)
     assert list(g_runs) == list(g_recs) and len(g_runs) == 2
     for name in g_runs:
-        for key in ("rows", "best_val", "baseline", "matched_loss", "seed_values", "paired", "dtap",
-                    "majority_share", "claim_ratio"):
+        for key in ("rows", "best_val", "baseline", "seed_values", "paired", "dtap", "majority_share", "claim_ratio"):
             assert g_recs[name][key] == g_runs[name][key], (name, key)
+        ml_runs, ml_recs = g_runs[name]["matched_loss"], g_recs[name]["matched_loss"]
+        assert ml_recs["levels"] == ml_runs["levels"] and len(ml_runs["levels"]) == 3
+        for a, b in zip(ml_recs["by_level"], ml_runs["by_level"]):   # the compared metrics; rows of the others
+            assert a["paired"] == b["paired"]                        # stay in the run directories
+            for ra, rb in zip(a["rows"], b["rows"]):
+                assert {k: v for k, v in rb.items() if k in ra} == ra
         assert g_runs[name]["majority_share"] is not None
         assert g_runs[name]["bootstrap"]["best_val"] and not g_recs[name]["bootstrap"]["best_val"]
     assert rs.sweep_markdown(g_recs) == rs.sweep_markdown(g_runs)
@@ -95,10 +100,10 @@ def test_incomplete_and_unknown_runs_are_skipped_with_a_warning(sweep, tmp_path)
     out, dirs = sweep
     broken = fake_real_run(tmp_path / "other", 2.0, 0)
     (broken / "COMPLETE").unlink()
-    summary = tmp_path / "other" / "runs" / "real-sweep-summary-000000000000"
+    summary = tmp_path / "other" / "runs" / "custom-000000000000"
     from qkov.core.runstore import RunWriter
 
-    with RunWriter(summary, kind="real-sweep-summary", config={"runs": []}) as w:
+    with RunWriter(summary, kind="custom", config={"runs": []}) as w:
         w.write_json("tables.json", {})
     with pytest.warns(SkippedRun) as caught:
         path = export_runs([*dirs, broken, summary], "fake-sweep", tmp_path / "recs")
@@ -167,3 +172,20 @@ def test_the_export_command(sweep, tmp_path):
     res = CliRunner().invoke(cli, ["export", "--out", str(tmp_path / "none"), "--set", "x", "--records",
                                    str(tmp_path)], standalone_mode=False)
     assert res.exception is not None
+
+
+def test_summary_runs_are_derived_and_skipped_silently(sweep, tmp_path):
+    from qkov.core.runstore import RunWriter, run_dir_for
+    from qkov.records.extractors import DERIVED_KINDS
+    from qkov.report.real_table import REAL_SUMMARY
+    from qkov.study.real_command import SWEEP_SUMMARY_KIND
+
+    assert DERIVED_KINDS == {SWEEP_SUMMARY_KIND, REAL_SUMMARY}
+    out, dirs = sweep
+    summary = run_dir_for(tmp_path / "o", SWEEP_SUMMARY_KIND, {"runs": []})
+    with RunWriter(summary, kind=SWEEP_SUMMARY_KIND, config={"runs": []}) as w:
+        w.write_json("tables.json", {})
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        path = export_runs([*dirs, summary], "s", tmp_path)
+    assert len(path.read_text().splitlines()) == len(dirs)
