@@ -522,7 +522,8 @@ def _mha_rows(model: nn.Module, name: str, mha: nn.MultiheadAttention,
         for i, (role, circ) in enumerate((("q", "qk"), ("k", "qk"), ("v", "ov"))):
             c = "other" if bias and circ == "qk" and not qk_bias else circ
             if split:
-                rows.append((f"{pre}parametrizations.{attr}.original{i}", f"{role} (split)", c, f"{role.upper()} slice"))
+                rows.append((f"{pre}parametrizations.{attr}.original{i}", f"{role} (split)", c,
+                             f"{role.upper()} slice"))
             else:
                 rows.append((f"{pre}{attr}", f"{role} rows [{i * e}:{(i + 1) * e}]", c, f"{role.upper()} slice"))
     if not mha._qkv_same_embed_dim:

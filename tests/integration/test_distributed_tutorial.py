@@ -2,9 +2,9 @@
 
 The accelerate recipe under ``torchrun --nproc_per_node 2``, the DDP, FSDP and FSDP2 recipes with
 ``python recipe.py`` (they spawn their processes). The FSDP2 recipe runs in the ``slow`` tier:
-tests/integration/test_hf_fsdp2.py runs the same order (and more) in the default one. Each prints the effective Q/V per layer on
-every process: 10 within 1% (AdamW's first step; entries whose gradient is near eps pull it
-below 10 by up to ~0.5%).
+tests/integration/test_hf_fsdp2.py runs the same order (and more) in the default one. Each prints
+the effective Q/V per layer on every process: 10 within 1% (AdamW's first step; entries whose
+gradient is near eps pull it below 10 by up to ~0.5%).
 """
 
 import os

@@ -5,8 +5,8 @@ RMS update of W_Q/W_K over W_V/W_O (:class:`validation.update_monitor.UpdateMoni
 Parameters) is the rate ratio, 10, on each rank (1% tolerance for entries whose gradient is near eps). The
 groups built before ``fully_shard`` hold Parameters FSDP2 replaced: their optimizer's first ``step()`` is refused
 in one line, before any update. The rank-0 checkpoint (gathered, parts folded back) loads in a plain model and
-gives the sharded model's logits (float32, atol 1e-6). Measured: 26 s on the 2-core machine, most of it
-importing transformers in each process.
+gives the sharded model's logits (float32, atol 1e-6). Measured: 51-62 s wall on the shared 2-core machine under
+load (about 20 s of CPU), most of it importing transformers in each process.
 """
 
 import json
