@@ -42,6 +42,26 @@ def one_line(fn):
     return None
 
 
+def role_rms(model, before) -> dict:
+    """RMS update per entry of the W_Q, W_K, W_V weights (split parts included) since ``before``, over all layers.
+
+    Sums of squares of the sharded DTensors are summed over the shards (``whole``: collective)."""
+    import math
+
+    from validation.distributed import whole
+    from validation.user_models import plan_qk_ov
+
+    params = dict(model.named_parameters())
+    acc = {r: [0.0, 0] for r in "QKV"}
+    for row in plan_qk_ov(model, verify=False):
+        role = row.role[:1]
+        if role in acc and row.name in params and params[row.name].dim() == 2:
+            p = params[row.name].detach()
+            acc[role][0] += float(whole((p - before[row.name]).double().pow(2).sum()))
+            acc[role][1] += p.numel()
+    return {r: math.sqrt(sq / n) for r, (sq, n) in acc.items()}
+
+
 def run(rank: int, world: int, port: int, out: str) -> None:
     import qkov
     from validation.distributed import plain_state_dict
@@ -75,8 +95,12 @@ def run(rank: int, world: int, port: int, out: str) -> None:
         for step in (1, 2):
             opt.zero_grad()
             model(input_ids=ids, labels=ids).loss.backward()
+            before = {n: p.detach().clone() for n, p in model.named_parameters()}
             with monitor.step(step):
                 opt.step()
+            if step == 1:
+                rms = role_rms(model, before)
+                res["q_over_v"], res["k_over_v"] = rms["Q"] / rms["V"], rms["K"] / rms["V"]
         res["ratio"] = monitor.arrays()["ratio"][0].tolist()  # step 1, per layer
         sd = plain_state_dict(model)  # collective
         model.eval()

@@ -2,7 +2,7 @@
 
 Known answer: AdamW's first step moves every weight entry by about ``lr`` (gradients >> eps), so the per-entry
 RMS update of W_Q/W_K over W_V/W_O (:class:`validation.update_monitor.UpdateMonitor`, on the sharded DTensor
-Parameters) is the rate ratio, 10, on each rank (1% tolerance for entries whose gradient is near eps). The
+Parameters), and of W_Q over W_V and W_K over W_V separately, is the rate ratio, 10, on each rank (1% tolerance for entries whose gradient is near eps). The
 groups built before ``fully_shard`` hold Parameters FSDP2 replaced: their optimizer's first ``step()`` is refused
 in one line, before any update. The rank-0 checkpoint (gathered, parts folded back) loads in a plain model and
 gives the sharded model's logits (float32, atol 1e-6). Measured: 51-62 s wall on the shared 2-core machine under
@@ -48,6 +48,8 @@ def test_fsdp2_groups_from_the_sharded_model_give_the_ratio_on_both_ranks(tmp_pa
             assert len(got["ratio"]) == 2, (r, kind)  # 2 layers
             for ratio in got["ratio"]:
                 assert ratio == pytest.approx(10.0, rel=0.01), (r, kind, got["ratio"])
+            assert got["q_over_v"] == pytest.approx(10.0, rel=0.01), (r, kind)  # W_Q and W_K each, not pooled
+            assert got["k_over_v"] == pytest.approx(10.0, rel=0.01), (r, kind)
         late = res["unsplit"]
         assert late is not None and "\n" not in late and "not split before wrapping" in late
     for kind in ("gpt2", "qwen2"):
