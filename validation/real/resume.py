@@ -231,7 +231,7 @@ def state_problem(state: dict[str, Any], *, epochs: int, model: Mapping[str, tor
         return f"no {', '.join(missing)}"
     epoch = state["epoch"]
     if type(epoch) is not int or not 1 <= epoch <= epochs:
-        return f"epoch: {str(epoch)[:40]!r}: must be an integer in [1, {epochs}] (the configured epochs)"
+        return f"epoch: {repr(epoch)[:40]}: must be an integer in [1, {epochs}] (the configured epochs)"
     problem = tensors_problem("model", state["model"], model) or _optimizer_problem(state["optimizer"], optimizer)
     if problem:
         return problem

@@ -293,6 +293,28 @@ def test_an_interrupted_sweep_run_resumes_where_it_stopped(dataset, tmp_path, mo
                                             for k in a)
 
 
+def test_a_sweep_rerun_sets_a_wrong_state_aside_and_trains_from_scratch(tmp_path, monkeypatch, interrupt_after):
+    """Issue 44, through the command's entry point: the state of an interrupted run is replaced by one claiming
+    epoch 10**6 (3 configured; before: a complete run with no training) and a rerun of the same sweep sets it
+    aside as OUT/resume/<run>.pt.rejected and trains all three epochs, ending as the uninterrupted run."""
+    ref = _sweep("sva", tmp_path / "uninterrupted", monkeypatch)
+    written = interrupt_after(1)
+    out = tmp_path / "interrupted"
+    with pytest.raises(RunsFailed):
+        _sweep("sva", out, monkeypatch)
+    state = study.training_state_path(out / "runs" / ref.name)
+    torch.save({**torch.load(state, weights_only=True), "epoch": 10**6}, state)
+    interrupt_after(None)
+    del written[:]
+    with pytest.warns(training_state.ResumeIgnoredWarning, match=r"epoch: 1000000.*moved to .*\.pt\.rejected"):
+        run = _sweep("sva", out, monkeypatch)
+    assert written == [1, 2, 3] and is_complete(run)
+    assert json.loads((run / "manifest.json").read_text())["resumed_from_epoch"] is None
+    assert state.with_name(state.name + ".rejected").is_file() and not state.exists()
+    (m, a, _), (m_ref, a_ref, _) = _results(run), _results(ref)
+    assert m == m_ref and all(np.array_equal(a[k], a_ref[k], equal_nan=a[k].dtype.kind == "f") for k in a)
+
+
 def test_a_run_into_a_results_directory_not_made_yet_leaves_no_state(tmp_path):
     cfg = default_config("sva", ratio=1.0, seed=0, quick=True, data_dir=str(data_dir_for("sva")),
                          **{**TINY["sva"], "epochs": 1})
