@@ -101,8 +101,8 @@ def _check_applies(optimizers: tuple | None, fused: bool) -> None:
                    "(SVA: and the biases) also train at the QK rate.")
 @click.option("--rates", "rates", type=Rates(), default=None,
               help="Rate factors (times the OV rate) per parameter group, e.g. qk=30,embedding=30; groups: qk, ov, "
-                   "embedding, bias, mlp, other; set on top of --recipe; qk=F is the same as --ratios F. Recorded in "
-                   "each run's config.")
+                   "embedding, bias, mlp, other; each factor in [1e-6, 1e6] like --ratios; set on top of "
+                   "--recipe; qk=F is the same as --ratios F. Recorded in each run's config.")
 @click.option("--preset", type=Choice(PRESETS), default="sized", show_default=True,
               help="sized: qkov's defaults; official: the official code's settings (SQuAD: context cut to 200 "
                    "characters either side of the answer, d_model 300, 6 heads, 6 layers, AdamW 5e-5; HateXplain: "

@@ -98,12 +98,16 @@ def optimizer_map_run(params, ratios, data, optimizer, steps, dt, init, seed, K,
 @size_options(K=4, M=8, hi=1000)
 @json_option()
 @out_option()
-@click.option("--progress/--no-progress", default=None, help="Progress bars (default: on long runs).")
+@click.option("--progress/--no-progress", default=None,
+              help="Progress bars of the gd/sgd/adamw runs (default: on long runs).")
 @click.option("--betas", type=str, default=",".join(f"{b:g}" for b in ADAM_BETAS), show_default=True,
-              help="B1,B2 of --optimizer adam (B1 is the coefficient of --optimizer momentum); each in [0, 1).")
-@click.option("--eps", type=Number(0.0, 1e3, lo_open=True), default=ADAM_EPS, show_default=True, help="Adam's eps.")
+              help="B1,B2 of --optimizer adam (B1 is the coefficient of --optimizer momentum); each in [0, 1); "
+                   "refused with another optimizer.")
+@click.option("--eps", type=Number(0.0, 1e3, lo_open=True), default=ADAM_EPS, show_default=True,
+              help="Adam's eps (--optimizer adam only).")
 @click.option("--weight-decay", type=Number(0.0, 1e3), default=0.0, show_default=True,
-              help="Decoupled weight decay of --optimizer adam (AdamW).")
+              help="Weight decay: decoupled for --optimizer adam (AdamW) and adamw, of momentum's SGD; refused with "
+                   "gd and sgd.")
 @click.option("--u0", type=Number(0.0, 1e3, lo_open=True), default=None,
               help="--optimizer adam|momentum: the symmetric start's u0 (default 0.5).")
 @click.option("--v0", type=Number(0.0, 1e3, lo_open=True), default=None,

@@ -5,13 +5,13 @@ study engine imported for a refusal).
 Before: ``validate synthetic --scheduler "not an address"`` was a 48-line traceback (exit 1); ``tcp://[::1:8786``
 was "connection refused"; ``--rates qk=1e300`` failed after data loading with a float overflow; a link at
 ``OUT/resume`` failed every run after planning (exit 1); ``--optimizer gd --levels 0.3`` and
-``--fused-adamw --optimizer sgd`` ran, ignoring the option."""
+``--fused-adamw --optimizer sgd`` ran, ignoring the option. A well-formed but unreachable ``--scheduler`` in
+every command: tests/faults/test_scheduler.py."""
 
 from __future__ import annotations
 
 import json
 import os
-import socket
 import subprocess
 import sys
 
@@ -24,14 +24,6 @@ from tests.paths import ROOT, child_env
 
 MALFORMED = ["not an address", "garbage", "tcp://host:notaport", "tcp://[::1:8786", "tcp://localhost:0",
              "tcp://localhost:70000", "http://localhost:8786"]
-
-
-def _free_port() -> int:
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()
-    return port
 
 
 @pytest.fixture
@@ -94,20 +86,6 @@ def test_refused_at_the_edge_in_one_line_before_any_work(args, field, why, tmp_p
     line = assert_one_line_error(cap.err, field)
     assert why in line and cap.out == ""
     assert sorted(str(p.relative_to(tmp_path)) for p in tmp_path.rglob("*")) == before
-
-
-@pytest.mark.parametrize("command", [["validate", "synthetic"], ["validate", "real", "--dataset", "sva", "--quick"],
-                                     ["reproduce"]])
-def test_an_unreachable_scheduler_is_told_apart_from_a_malformed_one_before_planning(command, tmp_path, monkeypatch,
-                                                                                   capsys, no_work):
-    """A well-formed address where nothing listens: "connection refused" (not "malformed"), exit 2, one line,
-    before planning or data loading, in every command that takes --scheduler."""
-    monkeypatch.setenv("QKOV_DATA_DIR", str(tmp_path))
-    addr = f"tcp://127.0.0.1:{_free_port()}"
-    assert run_cli(cli, [*command, "--scheduler", addr, "--out", str(tmp_path / "out")]) == 2
-    line = assert_one_line_error(capsys.readouterr().err, "scheduler")
-    assert "connection refused" in line and "malformed" not in line
-    assert not (tmp_path / "out").exists()
 
 
 def test_fused_adamw_for_a_sweep_with_no_adamw_run_is_refused_before_data_loading(tmp_path, monkeypatch, capsys,
