@@ -71,7 +71,7 @@ def _node(node: ast.AST) -> Any:
     if isinstance(node, ast.Constant) and isinstance(node.value, (bool, int, float)) and node.value is not None:
         return node.value
     if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub) and isinstance(node.operand, ast.Constant) \
-            and type(node.operand.value) in (int, float):
+            and isinstance(node.operand.value, (int, float)) and not isinstance(node.operand.value, bool):
         return -node.operand.value
     if isinstance(node, ast.Name):
         return _allowed_constant(node.id)
@@ -242,7 +242,7 @@ def decode(data: Any) -> Any:
         fields = {f.name for f in dataclasses.fields(cls)}
         if set(data["fields"]) != fields:
             raise CodecError(f"decode: {cls.__qualname__}: fields differ from the class's")
-        obj = object.__new__(cls)
+        obj: Any = object.__new__(cls)
         for name, value in data["fields"].items():
             object.__setattr__(obj, name, decode(value))
         return obj

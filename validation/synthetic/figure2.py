@@ -151,7 +151,7 @@ def checkpoint_problem(saved: Any, cfg: Figure2Config) -> str | None:
         return p
     if not (isinstance(saved.get("wall_s"), float) and saved["wall_s"] >= 0):
         return "wall_s: not a duration"
-    checks = [(f"state.w.{k}", x, (n, v, v)) for k, x in state["w"].items()]
+    checks: list[tuple[str, Any, tuple[int, ...]]] = [(f"state.w.{k}", x, (n, v, v)) for k, x in state["w"].items()]
     checks += [(f"split.{k}", x, (n, len(steps))) for k, x in split.items()]
     checks += [(f"final.{k}", x, (n, v, v)) for k, x in final.items()]
     return next((p for p in (_shape_problem(*c) for c in checks) if p), None)
