@@ -112,11 +112,26 @@ def plain_powers(text: str) -> str:
     return _POWER.sub(one, text).replace("*", "·")
 
 
+SUBSCRIPT = str.maketrans("0123456789", "₀₁₂₃₄₅₆₇₈₉")
+_INFINITY = re.compile(r"(?<![\w.])oo(?![\w])")
+_MATRIX = re.compile(r"(?<![\w.])([A-Z])(\d)(?![\w.])")
+_TRANSPOSE = re.compile(r"(?<=[A-Za-z)₀-₉])\^T(?![\w])")
+
+
+def plain_symbols(text: str) -> str:
+    """sympy's ``oo`` -> ``∞``, ``->`` -> ``→``, a matrix named by one capital and one digit (``W1``) -> ``W₁``,
+    a transpose ``^T`` -> ``ᵀ``: ``dW/dt = -eta (W1 W1^T G)`` reads ``dW/dt = -eta (W₁ W₁ᵀ G)``."""
+    text = _INFINITY.sub("∞", text.replace("->", "→"))
+    text = _MATRIX.sub(lambda m: m.group(1) + m.group(2).translate(SUBSCRIPT), text)
+    return _TRANSPOSE.sub("ᵀ", text)
+
+
 def html_text(text: str) -> str:
-    """Prose with formulas as escaped HTML: :func:`plain_powers`, and a short subscript written ``s_O``,
-    ``eta_QK``, ``W_{-1}`` as ``<sub>`` (code names like ``level_curve_crossover`` stay as they are)."""
+    """Prose with formulas as escaped HTML: :func:`plain_powers`, :func:`plain_symbols` (infinity, arrows,
+    matrix products), and a short subscript written ``s_O``, ``eta_QK``, ``W_{-1}`` as ``<sub>`` (code names like
+    ``level_curve_crossover`` stay as they are)."""
     out, last = [], 0
-    text = plain_powers(text)
+    text = plain_symbols(plain_powers(text))
     for m in _SUB.finditer(text):
         out.append(html.escape(text[last:m.start()], quote=False))
         sub = m.group(2).strip("{}")
