@@ -9,7 +9,8 @@ the derivation's "holds in part"). Nothing is cut short: every number and scope 
 A **setting** is what tells one piece of evidence from another: the leading clauses of its scope ("CACO" of
 "CACO, paper preset at 10x the paper's rates, SGD, ..."; "gd, population data, symmetric start"), as few as keep
 settings with different verdicts apart, and the stage. When a claim's decided evidence disagrees, its verdict
-names them: ``contradicted for CACO (synthetic training); holds for FACO, FAFO, CAFO (synthetic training), ...``.
+names them: ``contradicted for CACO (synthetic training); holds for FACO, FAFO, CAFO (synthetic training), ...``;
+so does a claim some of whose settings could not decide (``insufficient``: named, never counted).
 """
 
 from __future__ import annotations
@@ -83,11 +84,13 @@ def _unique(xs: Iterable[str]) -> list[str]:
 
 
 def verdict_by_setting(items: Sequence[tuple[str, Evidence]]) -> tuple[str, bool]:
-    """``(text, split)``: the verdicts of ``items`` by setting when their decided verdicts differ
-    (``"contradicted for CACO (synthetic training); holds for FACO, FAFO, CAFO (synthetic training)"``; settings
-    that could not decide are named last), else ``""`` and False."""
+    """``(text, split)``: the verdicts of ``items`` by setting when their decided verdicts differ, or when some
+    settings decided and others could not (``"contradicted for CACO (synthetic training); holds for FACO, FAFO,
+    CAFO (synthetic training)"``; ``"holds for hatexplain/... (real data); insufficient for squad/... (real
+    data)"``: settings that could not decide are named last), else ``""`` and False."""
     decided = {("contradicts" if e.verdict == "mixed" else e.verdict) for _, e in items if e.verdict != INSUFFICIENT}
-    if len(decided) < 2:
+    undecided = any(e.verdict == INSUFFICIENT for _, e in items)
+    if len(decided) < 2 and not (decided and undecided):
         return "", False
     groups: dict[str, dict[str, list[str]]] = {}
     for (lab, _), (stage, e) in zip(_settings(items), items):

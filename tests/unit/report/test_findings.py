@@ -43,13 +43,18 @@ def test_a_split_verdict_names_the_parametrizations():
     assert f.paper == CLAIMS["sharpness-ratio"].paper_number and "QK 0.2, OV 0.01" in f.paper
 
 
-def test_settings_that_agree_read_as_one_word_and_undecided_ones_do_not_count():
-    items = [fig2("FACO", "supports", 0.3, 0.9), fig2("CAFO", "supports", 0.3, 0.5),
-             ("synthetic", Evidence("sharpness-ratio", "synthetic", "insufficient", "0/0", scope="sgd"))]
+def test_settings_that_agree_read_as_one_word_and_undecided_ones_are_named_not_counted():
+    items = [fig2("FACO", "supports", 0.3, 0.9), fig2("CAFO", "supports", 0.3, 0.5)]
     assert verdict_by_setting(items) == ("", False)
     f = finding("sharpness-ratio", items)
     assert (f.verdict, f.outcome, f.split) == ("holds", "holds", False)
     assert f.qkov == "FACO distinct attention 0.3 -> 0.9; CAFO distinct attention 0.3 -> 0.5"
+    items.append(("synthetic", Evidence("sharpness-ratio", "synthetic", "insufficient", "0/0", number="0/0 steps",
+                                        scope="sgd, sampled data")))
+    f = finding("sharpness-ratio", items)
+    assert f.outcome == "holds" and f.verdict == "holds for FACO, CAFO (synthetic training); insufficient for sgd " \
+                                                 "(synthetic training)"
+    assert "0/0" not in f.qkov
 
 
 def test_the_fewest_scope_clauses_that_keep_disagreeing_settings_apart():
