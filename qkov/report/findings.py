@@ -48,7 +48,9 @@ class Finding:
 
 def clauses(text: str) -> list[str]:
     """``text`` split at top-level ``", "`` (not inside parentheses or brackets)."""
-    out, depth, cur = [], 0, []
+    out: list[str] = []
+    cur: list[str] = []
+    depth = 0
     i = 0
     while i < len(text):
         ch = text[i]

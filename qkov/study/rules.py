@@ -553,7 +553,8 @@ def below_paper_level(g: Mapping[str, Any]) -> str:
     paper)."""
     from validation.real.datasets import DATASETS
 
-    config = g.get("config") if isinstance(g.get("config"), Mapping) else {}
+    raw = g.get("config")
+    config: Mapping[str, Any] = raw if isinstance(raw, Mapping) else {}
     reasons = []
     entry = DATASETS.get(str(g.get("dataset")))
     if entry is not None and isinstance(config.get("layers"), int):
