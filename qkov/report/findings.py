@@ -133,7 +133,8 @@ def finding(claim: str, items: Sequence[tuple[str, Evidence]], outcome: str | No
     for _, e in shown:
         n, (lab, k) = e.number or e.numbers, setting.get(id(e), ("", 0))
         numbers.append(f"{lab}: {n}" if lab and not n.startswith(lab.split("/")[0]) else n)
-        scopes.append(", ".join(clauses(e.scope)[k:]) if lab else e.scope)   # the setting is named in the verdict
+        rest = ", ".join(clauses(e.scope)[k:]) if lab else e.scope   # the setting is named in the verdict
+        scopes.append(rest or e.scope)                                 # a scope that is all setting stays whole
     return Finding(claim, c.wording if c else "", c.paper_number if (c and paper is None) else (paper or ""),
                    "; ".join(_unique(numbers)), out, by_setting or out, "; ".join(_unique(scopes)),
                    "; ".join(_unique(e.caveat for _, e in shown)), split)
