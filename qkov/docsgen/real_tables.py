@@ -149,8 +149,8 @@ BLOCKS: tuple[GeneratedBlock, ...] = (
     GeneratedBlock("sva-paper-quick", REAL_DATA, sweep_with_views("sva-paper-quick", "sva/sgd/paper, quick size"),
                    ("sva-paper-quick",)),
     GeneratedBlock("sva-paper", REAL_DATA, sweep_with_views("sva-paper", "sva/sgd/paper, full"), ("sva-paper",)),
-    # GeneratedBlock("squad-paper", REAL_DATA, sweep_with_views("squad-paper", "squad/adamw/paper, quick size"),
-    #                ("squad-paper",)),
+    GeneratedBlock("squad-paper", REAL_DATA, sweep_with_views("squad-paper", "squad/adamw/paper, quick size"),
+                   ("squad-paper",)),
 )
 """The generated blocks of docs/real-data.md."""
 
