@@ -48,6 +48,8 @@ class BatchSolution:
         success: per trajectory, ``(B,)``: reached the last ``tau`` with finite states.
         method: what integrated them (``"dop853"``; ``"clock-free"`` for :mod:`simulation.clockfree`, whose
             ``steps`` are quadrature panels; ``"clock-free+dop853"`` for a batch split between the two).
+        error: per trajectory ``(B,)``, the estimated largest relative error of any coordinate at any requested
+            time, where the integrator estimates it (the clock-free path: :mod:`simulation.clockfree`), else None.
     """
 
     tau: np.ndarray
@@ -57,6 +59,7 @@ class BatchSolution:
     nfev: int
     success: np.ndarray
     method: str = "dop853"
+    error: np.ndarray | None = None
 
 
 def _error_norm(K: np.ndarray, h: np.ndarray, scale: np.ndarray) -> np.ndarray:

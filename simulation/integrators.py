@@ -59,6 +59,9 @@ class Integration:
     path: str | None = None
     """What actually ran where an integrator hands some starts to another (``clock-free``: ``"clock-free"``,
     ``"dop853"`` or ``"clock-free+dop853"``); reported as the ``integrator`` of :attr:`stats`."""
+    error: Any = None
+    """Estimated largest relative error of any coordinate at any output time (per trajectory ``(B,)`` for a batch),
+    where the integrator estimates it; reported as the ``error`` of :attr:`stats`."""
 
     @property
     def stats(self) -> dict[str, Any]:
@@ -67,6 +70,8 @@ class Integration:
         out: dict[str, Any] = {"nfev": int(self.nfev)}
         if self.path is not None:
             out["integrator"] = self.path
+        if self.error is not None:
+            out["error"] = np.asarray(self.error, dtype=float).tolist()
         for key in ("steps", "rejected"):
             if getattr(self, key) is not None:
                 out[key] = np.asarray(getattr(self, key)).tolist()
@@ -221,8 +226,9 @@ def _clock_free(system, t, *, rtol: float = 1e-10, atol: float = 1e-12, max_step
     msg = "" if ok else f"step size underflow or step cap ({max_steps}) before t = {float(np.max(t)):g}"
     if single:
         return Integration(sol.y[:, :, 0], bool(sol.success[0]), msg, sol.nfev, int(sol.steps[0]),
-                           int(sol.rejected[0]) if sol.rejected[0] >= 0 else None, path=sol.method)
-    return Integration(sol.y, sol.success, msg, sol.nfev, sol.steps, sol.rejected, path=sol.method)
+                           int(sol.rejected[0]) if sol.rejected[0] >= 0 else None, path=sol.method,
+                           error=None if sol.error is None else float(sol.error[0]))
+    return Integration(sol.y, sol.success, msg, sol.nfev, sol.steps, sol.rejected, path=sol.method, error=sol.error)
 
 
 def _scipy(method: str):

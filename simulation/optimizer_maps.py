@@ -36,7 +36,6 @@ from typing import Any
 import numpy as np
 
 from simulation import generated_optim as gen
-from simulation.model_matrices import TokenLayout
 from theory.parametrization import Parametrization
 
 
@@ -220,48 +219,11 @@ def simulate_optimizer(param: str, *, K: int, M: int, eta_qk: float, eta_ov: flo
 
 # ---- the orbits as entries of the full matrices ----------------------------------------------------------
 
-PARAM_SHAPES = {"W_OV": lambda K, D: (K, D), "W_O": lambda K, D: (K, K), "W_V": lambda K, D: (K, D),
-                "W_KQ": lambda K, D: (D, D), "W_K": lambda K, D: (1, D), "W_Q": lambda K, D: (1, D)}
-"""Full-matrix shapes (class-indexed OV factors, inner dimension ``K``; rank-one QK factors)."""
-
-
 def orbit_masks(param: str, K: int, M: int) -> dict[str, dict[str, np.ndarray]]:
-    """``{parameter: {orbit: bool mask of its entries}}``; entries in no mask are the frozen ones (always 0)."""
-    lay = TokenLayout(K, M)
-    D, d, c, q = lay.D, lay.distinct, lay.common, lay.query
-    eye = np.eye(K, dtype=bool)
-
-    def z(name):
-        return np.zeros(PARAM_SHAPES[name](K, D), dtype=bool)
-
-    def class_block(name, diag_name, off_name, extra):
-        out = {}
-        m = z(name); m[:, d] = eye; out[diag_name] = m
-        m = z(name); m[:, d] = ~eye; out[off_name] = m
-        for nm, cols in extra:
-            m = z(name); m[:, cols] = True; out[nm] = m
-        return out
-
-    masks: dict[str, dict[str, np.ndarray]] = {}
-    names = set(gen.ORBIT_PARAMS[param])
-    if "W_OV" in names:
-        masks["W_OV"] = class_block("W_OV", "A", "B", (("C", c), ("E", [q])))
-    if "W_O" in names:
-        masks["W_O"] = {"Od": eye.copy(), "Oo": ~eye}
-        masks["W_V"] = class_block("W_V", "Vd", "Vo", (("Vc", c), ("Vq", [q])))
-    if "W_KQ" in names:
-        out = {}
-        for nm, rows in (("alpha", d), ("beta", c), ("gamma", [q])):
-            m = z("W_KQ"); m[rows, q] = True; out[nm] = m
-        masks["W_KQ"] = out
-    if "W_K" in names:
-        out = {}
-        for nm, cols in (("Kd", d), ("Kc", c), ("Kq", [q])):
-            m = z("W_K"); m[0, cols] = True; out[nm] = m
-        masks["W_K"] = out
-        m = z("W_Q"); m[0, q] = True
-        masks["W_Q"] = {"Qq": m}
-    return masks
+    """``{parameter: {orbit: bool mask of its entries}}``, OV's then QK's, each from its circuit kind
+    (:meth:`theory.parametrization.CircuitKind.orbit_masks`); entries in no mask are the frozen ones (always 0)."""
+    p = Parametrization(param)
+    return {**p.ov.kind.orbit_masks("OV", K, M), **p.qk.kind.orbit_masks("QK", K, M)}
 
 
 def embed(param: str, w: np.ndarray, K: int, M: int) -> dict[str, np.ndarray]:
@@ -294,7 +256,6 @@ def symmetric_distance(param: str, mats: dict[str, np.ndarray], K: int, M: int) 
 
 __all__ = ["iterate_orbit_map", 
     "OPTIMIZERS",
-    "PARAM_SHAPES",
     "Optimizer",
     "OptimizerSpec",
     "OrbitRun",

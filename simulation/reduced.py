@@ -181,11 +181,12 @@ def integrate_states(param: Parametrization, y0: np.ndarray, K, M, eta_qk, eta_o
 def clock_free_states(param: Parametrization, y0: np.ndarray, pars: np.ndarray, t_eval: np.ndarray, *, rtol: float,
                       atol: float, max_steps: int = MAX_STEPS) -> BatchSolution:
     """The one router of the clock-free path: :func:`simulation.clockfree.integrate_clock_free` for the starts it
-    applies to (:func:`simulation.clockfree.applies`) and integrates finitely, DOP853 (:func:`_dop853_states`) for
-    the others. ``y0 (n, B)``, ``pars (4, B)``; ``BatchSolution.method`` says which ran (``clock-free``,
-    ``dop853`` or ``clock-free+dop853``). Used by :func:`integrate_states` and the ``clock-free`` integrator of
-    :func:`simulation.solve`."""
-    from simulation.clockfree import applies, integrate_clock_free
+    applies to (:func:`simulation.clockfree.applies`), integrates finitely and to its contract (error estimate at
+    most ``max(rtol, simulation.clockfree.TOLERANCE)``), DOP853 (:func:`_dop853_states`) for the others.
+    ``y0 (n, B)``, ``pars (4, B)``; ``BatchSolution.method`` says which ran (``clock-free``, ``dop853`` or
+    ``clock-free+dop853``) and ``error`` holds the clock-free estimate per trajectory (NaN where DOP853 ran). Used by
+    :func:`integrate_states` and the ``clock-free`` integrator of :func:`simulation.solve`."""
+    from simulation.clockfree import TOLERANCE, applies, integrate_clock_free
 
     n, B = y0.shape
     ok = applies(param, y0, pars) & np.all(np.isfinite(pars), axis=0) & np.all(np.isfinite(y0), axis=0)
@@ -193,20 +194,24 @@ def clock_free_states(param: Parametrization, y0: np.ndarray, pars: np.ndarray, 
     if ok.any():
         cols = np.flatnonzero(ok)
         cf = integrate_clock_free(param, y0[:, cols], pars[:, cols], t_eval)
-        if cols.size == B and cf.success.all():
+        met = cf.success & (cf.error <= max(rtol, TOLERANCE))
+        if cols.size == B and met.all():
             return cf
         parts.append((cols, cf))
-        ok[cols[~cf.success]] = False                   # these go to the batch path instead
+        ok[cols[~met]] = False                          # these go to the batch path instead
     if not ok.all():
         rest = np.flatnonzero(~ok)
         parts.append((rest, _dop853_states(param, y0[:, rest], list(pars[:, rest]), t_eval, rtol=rtol, atol=atol,
                                            max_steps=max_steps)))
     y = np.empty((n, t_eval.size, B))
     steps, rejected, success = np.empty(B, dtype=np.int64), np.empty(B, dtype=np.int64), np.empty(B, dtype=bool)
+    error = np.full(B, np.nan)
     for cols, part in parts:                             # the DOP853 part last: it overwrites the failed ones
         y[:, :, cols], steps[cols], rejected[cols], success[cols] = part.y, part.steps, part.rejected, part.success
+        error[cols] = part.error if part.error is not None else np.nan
     method = "+".join(dict.fromkeys(part.method for _, part in parts))
-    return BatchSolution(tau_of_t(t_eval), y, steps, rejected, sum(part.nfev for _, part in parts), success, method)
+    return BatchSolution(tau_of_t(t_eval), y, steps, rejected, sum(part.nfev for _, part in parts), success, method,
+                         error)
 
 
 def _dop853_states(param: Parametrization, y0: np.ndarray, params: list, t_eval: np.ndarray, *, rtol: float,
@@ -281,7 +286,7 @@ def integrate(param: Parametrization, K: int, M: int, eta_qk: float, eta_ov: flo
 
 
 def reference_states(param: Parametrization, y0: np.ndarray, K, M, eta_qk, eta_ov, t_eval: np.ndarray, *,
-                     rtol: float = 1e-13, atol: float = 1e-15, method: str = "DOP853") -> np.ndarray:
+                     rtol: float = 1e-13, atol: float | np.ndarray = 1e-15, method: str = "DOP853") -> np.ndarray:
     r"""The same flow with one :func:`scipy.integrate.solve_ivp` call (for tests and benchmarks).
 
     Integrates :math:`dy/d\tau = e^\tau f(y)` (:mod:`simulation.integrators`); returns states ``(n_state, T)``.

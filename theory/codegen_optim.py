@@ -24,7 +24,6 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from theory.codegen import Function, _render, run_codegen
-from theory.parametrization import PARAMETRIZATIONS
 
 TARGET = Path(__file__).resolve().parent.parent / "simulation" / "generated_optim.py"
 
@@ -64,10 +63,13 @@ def _functions(param: str) -> list[Function]:
     ]
 
 
-def render_module(params: Sequence[str] = PARAMETRIZATIONS) -> str:
-    """The full text of ``simulation/generated_optim.py``."""
+def render_module(params: Sequence[str] | None = None) -> str:
+    """The full text of ``simulation/generated_optim.py``: every registered parametrization whose kinds declare
+    optimizer orbits (:func:`theory.parametrization.orbit_map_params`) unless ``params`` says otherwise."""
     from theory.optimizer_orbits import orbits
+    from theory.parametrization import orbit_map_params
 
+    params = orbit_map_params() if params is None else params
     blocks = [HEADER]
     tables: dict[str, list[str]] = {k: [] for k in ("ORBIT_NAMES", "ORBIT_PARAMS", "ORBIT_CIRCUITS", "ORBIT_GRAD",
                                                      "ORBIT_OBS", "ORBIT_INIT", "ORBIT_SIZES")}

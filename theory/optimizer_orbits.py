@@ -48,6 +48,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import cache
+from typing import Callable
 
 import sympy as sp
 
@@ -71,48 +72,78 @@ class Orbit:
         return sp.Symbol(self.name, real=True)
 
 
-def orbits(param: str) -> tuple[Orbit, ...]:
-    """The moving orbits of ``param``'s parameters, OV first, in the order of the reduced state."""
+@dataclass(frozen=True)
+class CircuitOrbits:
+    """One circuit kind's optimizer orbits (:meth:`theory.parametrization.CircuitKind.optimizer_orbits`): the
+    ``orbits`` in the order of the reduced state, ``values(symbols)``: the effective matrix's orbit values (``A, B,
+    C, E`` for OV, ``alpha, beta, gamma`` for QK) in the orbit symbols ``{name: symbol}``, and ``start``:
+    MODEL.md's start ``{orbit name: value in u0, v0, K}`` (orbits not named start at 0)."""
+
+    orbits: tuple[Orbit, ...]
+    values: Callable[[dict[str, sp.Symbol]], dict[sp.Symbol, sp.Expr]]
+    start: dict[str, sp.Expr]
+
+
+def collapsed_orbits(circuit: str) -> CircuitOrbits:
+    r"""Collapsed: the orbits are the effective matrix's own (:data:`theory.orbit_gradient.ORBIT_SIZES`); start
+    :math:`A = (K-1)u_0/K`, :math:`B = -u_0/K`, :math:`\alpha = v_0`."""
+    if circuit == "OV":
+        return CircuitOrbits(tuple(Orbit(n, "W_OV", ORBIT_SIZES[n], "OV") for n in ("A", "B", "C", "E")),
+                             lambda s: {A_: s["A"], B_: s["B"], C_: s["C"], E_: s["E"]},
+                             {"A": (K - 1) * u0 / K, "B": -u0 / K})
+    return CircuitOrbits(tuple(Orbit(n, "W_KQ", ORBIT_SIZES[n], "QK") for n in ("alpha", "beta", "gamma")),
+                         lambda s: {alpha: s["alpha"], beta: s["beta"], gamma: s["gamma"]}, {"alpha": v0})
+
+
+def factorized_orbits(circuit: str) -> CircuitOrbits:
+    r"""Factorized, class-indexed OV factors: :math:`W_O = O_d I + O_o(J - I)`, :math:`W_V` block-constant,
+    :math:`A = O_d V_d + (K-1) O_o V_o`, :math:`B = O_d V_o + O_o V_d + (K-2) O_o V_o`,
+    :math:`C = (O_d + (K-1) O_o) V_c`, :math:`E = (O_d + (K-1) O_o) V_q`; start :math:`W_O = \sqrt{u_0}P`,
+    :math:`W_V = \sqrt{u_0}PE_d^\top`. Rank-one QK: :math:`W_{KQ}[x, q] = W_K[:, x]^\top W_Q[:, q]`,
+    :math:`\alpha = K_d Q_q`, :math:`\beta = K_c Q_q`, :math:`\gamma = K_q Q_q`; start :math:`K_d = K^{-1/4}\sqrt{v_0}`,
+    :math:`Q_q = K^{1/4}\sqrt{v_0}`."""
+    if circuit == "OV":
+        def ov_values(s):
+            row_sum = s["Od"] + (K - 1) * s["Oo"]
+            return {A_: s["Od"] * s["Vd"] + (K - 1) * s["Oo"] * s["Vo"],
+                    B_: s["Od"] * s["Vo"] + s["Oo"] * s["Vd"] + (K - 2) * s["Oo"] * s["Vo"],
+                    C_: row_sum * s["Vc"], E_: row_sum * s["Vq"]}
+        r0 = sp.sqrt(u0)
+        return CircuitOrbits((Orbit("Od", "W_O", K, "OV"), Orbit("Oo", "W_O", K * (K - 1), "OV"),
+                              Orbit("Vd", "W_V", K, "OV"), Orbit("Vo", "W_V", K * (K - 1), "OV"),
+                              Orbit("Vc", "W_V", K * M, "OV"), Orbit("Vq", "W_V", K, "OV")), ov_values,
+                             {"Od": r0 * (K - 1) / K, "Oo": -r0 / K, "Vd": r0 * (K - 1) / K, "Vo": -r0 / K})
+    return CircuitOrbits((Orbit("Kd", "W_K", K, "QK"), Orbit("Kc", "W_K", M, "QK"), Orbit("Kq", "W_K", sp.Integer(1), "QK"),
+                          Orbit("Qq", "W_Q", sp.Integer(1), "QK")),
+                         lambda s: {alpha: s["Kd"] * s["Qq"], beta: s["Kc"] * s["Qq"], gamma: s["Kq"] * s["Qq"]},
+                         {"Kd": K ** sp.Rational(-1, 4) * sp.sqrt(v0), "Qq": K ** sp.Rational(1, 4) * sp.sqrt(v0)})
+
+
+def _circuit_orbits(param: str) -> tuple[CircuitOrbits, CircuitOrbits]:
+    """``(OV, QK)`` of ``param``'s kinds; ``ValueError`` where a kind declares none."""
     p = Parametrization(param)
-    out: list[Orbit] = []
-    if p.ov.factorized:
-        out += [Orbit("Od", "W_O", K, "OV"), Orbit("Oo", "W_O", K * (K - 1), "OV"),
-                Orbit("Vd", "W_V", K, "OV"), Orbit("Vo", "W_V", K * (K - 1), "OV"),
-                Orbit("Vc", "W_V", K * M, "OV"), Orbit("Vq", "W_V", K, "OV")]
-    else:
-        out += [Orbit(n, "W_OV", ORBIT_SIZES[n], "OV") for n in ("A", "B", "C", "E")]
-    if p.qk.factorized:
-        out += [Orbit("Kd", "W_K", K, "QK"), Orbit("Kc", "W_K", M, "QK"), Orbit("Kq", "W_K", sp.Integer(1), "QK"),
-                Orbit("Qq", "W_Q", sp.Integer(1), "QK")]
-    else:
-        out += [Orbit(n, "W_KQ", ORBIT_SIZES[n], "QK") for n in ("alpha", "beta", "gamma")]
-    return tuple(out)
+    out = []
+    for c in (p.ov, p.qk):
+        co = c.kind.optimizer_orbits(c.name)
+        if co is None:
+            raise ValueError(f"{param}: the {c.kind.name} kind has no optimizer orbits ({c.name})")
+        out.append(co)
+    return out[0], out[1]
+
+
+def orbits(param: str) -> tuple[Orbit, ...]:
+    """The moving orbits of ``param``'s parameters, OV first, in the order of the reduced state (each circuit's
+    from its kind: :meth:`theory.parametrization.CircuitKind.optimizer_orbits`)."""
+    ov, qk = _circuit_orbits(param)
+    return ov.orbits + qk.orbits
 
 
 def collapsed_orbit_values(param: str) -> dict[sp.Symbol, sp.Expr]:
-    r"""Orbit values ``A, B, C, E, alpha, beta, gamma`` of the effective matrices, in ``param``'s orbit symbols.
-
-    :math:`W_{OV} = W_O W_V` with :math:`W_O = O_d I + O_o(J - I)`, :math:`W_V` block-constant:
-    :math:`A = O_d V_d + (K-1) O_o V_o`, :math:`B = O_d V_o + O_o V_d + (K-2) O_o V_o`,
-    :math:`C = (O_d + (K-1) O_o) V_c`, :math:`E = (O_d + (K-1) O_o) V_q`;
-    :math:`W_{KQ}[x, q] = W_K[:, x]^\top W_Q[:, q]`: :math:`\alpha = K_d Q_q`, :math:`\beta = K_c Q_q`,
-    :math:`\gamma = K_q Q_q`.
-    """
-    p = Parametrization(param)
+    r"""Orbit values ``A, B, C, E, alpha, beta, gamma`` of the effective matrices, in ``param``'s orbit symbols
+    (each kind's :attr:`CircuitOrbits.values`)."""
     s = {o.name: o.symbol for o in orbits(param)}
-    out: dict[sp.Symbol, sp.Expr] = {}
-    if p.ov.factorized:
-        Od, Oo, Vd, Vo, Vc, Vq = (s[n] for n in ("Od", "Oo", "Vd", "Vo", "Vc", "Vq"))
-        row_sum = Od + (K - 1) * Oo
-        out.update({A_: Od * Vd + (K - 1) * Oo * Vo, B_: Od * Vo + Oo * Vd + (K - 2) * Oo * Vo,
-                    C_: row_sum * Vc, E_: row_sum * Vq})
-    else:
-        out.update({A_: s["A"], B_: s["B"], C_: s["C"], E_: s["E"]})
-    if p.qk.factorized:
-        out.update({alpha: s["Kd"] * s["Qq"], beta: s["Kc"] * s["Qq"], gamma: s["Kq"] * s["Qq"]})
-    else:
-        out.update({alpha: s["alpha"], beta: s["beta"], gamma: s["gamma"]})
-    return out
+    ov, qk = _circuit_orbits(param)
+    return {**ov.values(s), **qk.values(s)}
 
 
 def _symmetric_loss_collapsed() -> sp.Expr:
@@ -150,16 +181,10 @@ def observables(param: str) -> tuple[sp.Expr, ...]:
 
 
 def initial_values(param: str) -> tuple[sp.Expr, ...]:
-    r"""MODEL.md's start with effective ``u0, v0`` in orbit values (class-indexed OV factors, rank-one QK).
-
-    Collapsed: :math:`A = (K-1)u_0/K`, :math:`B = -u_0/K`, :math:`\alpha = v_0`; factorized OV:
-    :math:`W_O = \sqrt{u_0}P`, :math:`W_V = \sqrt{u_0}PE_d^\top`; factorized QK: :math:`K_d = K^{-1/4}\sqrt{v_0}`,
-    :math:`Q_q = K^{1/4}\sqrt{v_0}`; every other orbit 0.
-    """
-    r0 = sp.sqrt(u0)
-    vals = {"A": (K - 1) * u0 / K, "B": -u0 / K, "Od": r0 * (K - 1) / K, "Oo": -r0 / K, "Vd": r0 * (K - 1) / K,
-            "Vo": -r0 / K, "alpha": v0, "Kd": K ** sp.Rational(-1, 4) * sp.sqrt(v0),
-            "Qq": K ** sp.Rational(1, 4) * sp.sqrt(v0)}
+    r"""MODEL.md's start with effective ``u0, v0`` in orbit values (each kind's :attr:`CircuitOrbits.start`;
+    every other orbit 0)."""
+    ov, qk = _circuit_orbits(param)
+    vals = {**ov.start, **qk.start}
     return tuple(vals.get(o.name, sp.Integer(0)) for o in orbits(param))
 
 
@@ -209,6 +234,7 @@ def orbit_checks(param: str) -> tuple[Check, ...]:
 
 
 __all__ = [
+    "CircuitOrbits", "collapsed_orbits", "factorized_orbits",
     "Orbit",
     "collapsed_orbit_values",
     "entry_gradients",

@@ -63,6 +63,48 @@ ParamName = Annotated[str, _Registered()]
 (:func:`check_registered`), so every registered parametrization is accepted and nothing else (one-line error
 ``<field>: <value>: must be one of CACO, FACO, ...``)."""
 
+def has_optimizer_orbits(param: str) -> bool:
+    """Whether both circuit kinds of ``param`` declare their optimizer orbits
+    (:meth:`CircuitKind.optimizer_orbits` overridden; no sympy import)."""
+    p = Parametrization(param)
+    return all(type(c.kind).optimizer_orbits is not CircuitKind.optimizer_orbits for c in (p.qk, p.ov))
+
+
+def orbit_map_params() -> tuple[str, ...]:
+    """The registered parametrizations with a reduced optimizer map (:func:`has_optimizer_orbits`), in registry
+    order: what ``python -m theory.codegen_optim`` generates."""
+    return tuple(p for p in registered() if has_optimizer_orbits(p))
+
+
+def check_orbit_map(name: str) -> str:
+    """``name`` if it is registered and has a reduced optimizer map, else ``ValueError`` naming the ones that do and
+    the kinds that have no optimizer orbits."""
+    check_registered(name)
+    if not has_optimizer_orbits(name):
+        p = Parametrization(name)
+        missing = sorted({c.kind.name for c in (p.qk, p.ov)
+                          if type(c.kind).optimizer_orbits is CircuitKind.optimizer_orbits})
+        raise ValueError(f"must be one of {', '.join(orbit_map_params())} (the {' and '.join(missing)} kind has no "
+                         "optimizer orbits: the reduced optimizer maps do not cover it)")
+    return name
+
+
+class _OrbitMap(_Registered):
+    """Annotation metadata: pydantic validates the ``str`` with :func:`check_orbit_map`."""
+
+    def __get_pydantic_core_schema__(self, source: Any, handler: Any) -> Any:
+        from pydantic_core import core_schema
+
+        return core_schema.no_info_after_validator_function(check_orbit_map, handler(source))
+
+    def __repr__(self) -> str:
+        return "orbit_map_params()"
+
+
+OrbitParamName = Annotated[str, _OrbitMap()]
+"""A parametrization name with a reduced optimizer map (:func:`check_orbit_map`): a config of the optimizer-map runs
+refuses any other when it is validated, before a run is planned (one line ``params: SACO: must be one of ...``)."""
+
 PARAMETRIZATIONS: tuple[str, ...] = ("CACO", "FACO", "CAFO", "FAFO")
 """MODEL.md's four names, in the order every table and figure uses."""
 
@@ -136,6 +178,21 @@ class CircuitKind:
         :attr:`line_theory` only): :math:`\dot u = \eta\rho F_u`, :math:`\dot v = \eta\rho F_v`."""
         raise NotImplementedError(f"the {self.name} kind has no closed-form rescaling factor (line_theory is False)")
 
+    def optimizer_orbits(self, circuit: str) -> Any:
+        r"""The orbits of ``circuit``'s factor entries under :math:`S_K \times S_M` on which element-wise optimizers
+        reduce exactly (sympy; a :class:`theory.optimizer_orbits.CircuitOrbits`: each orbit's name, factor and size,
+        the effective matrix's orbit values in them, MODEL.md's start), or ``None``: the kind has none, and the
+        reduced optimizer maps (``qkov simulate --optimizer``, ``qkov validate synthetic --optimizer adam|momentum``)
+        refuse its parametrizations when the run is planned (:func:`check_orbit_map`). A kind declares orbits by
+        overriding this method (:func:`has_optimizer_orbits` asks that, without importing sympy)."""
+        return None
+
+    def orbit_masks(self, circuit: str, K: int, M: int) -> dict[str, dict[str, Any]]:
+        """Where :meth:`optimizer_orbits`' orbits sit in the full factors: ``{factor: {orbit: bool mask}}`` (numpy,
+        each mask shaped like the factor at MODEL.md's sizes); entries in no mask are frozen at 0 on the symmetric
+        set. A kind that declares optimizer orbits declares these too."""
+        raise NotImplementedError(f"the {self.name} kind has no optimizer orbits")
+
     def __repr__(self) -> str:
         return f"CircuitKind({self.name!r})"
 
@@ -162,6 +219,20 @@ def _ov_target(K: int, M: int, u: float):
     return W
 
 
+def _class_block(shape: tuple[int, int], d: Any, c: Any, q: int, names: tuple[str, str, str, str]) -> dict[str, Any]:
+    """Masks of a class-indexed ``(K, D)`` matrix: distinct diagonal, distinct off-diagonal, common columns, query
+    column, under ``names``."""
+    import numpy as np
+
+    eye = np.eye(shape[0], dtype=bool)
+    out = {n: np.zeros(shape, dtype=bool) for n in names}
+    out[names[0]][:, d] = eye
+    out[names[1]][:, d] = ~eye
+    out[names[2]][:, c] = True
+    out[names[3]][:, q] = True
+    return out
+
+
 class Collapsed(CircuitKind):
     """One matrix per circuit: ``W_KQ`` ``(D, D)`` or ``W_OV`` ``(K, D)``."""
 
@@ -176,6 +247,28 @@ class Collapsed(CircuitKind):
         import sympy
 
         return sympy.Integer(1)
+
+    def optimizer_orbits(self, circuit):
+        r"""``W_OV``: ``A, B, C, E``; ``W_KQ``'s query column: ``alpha, beta, gamma`` (:mod:`theory.optimizer_orbits`)."""
+        from theory.optimizer_orbits import collapsed_orbits
+
+        return collapsed_orbits(circuit)
+
+    def orbit_masks(self, circuit, K, M):
+        r"""``W_OV`` ``(K, D)``: ``A`` the distinct diagonal, ``B`` the distinct off-diagonal, ``C`` the common
+        columns, ``E`` the query column; ``W_KQ`` ``(D, D)``'s query column: ``alpha`` (distinct rows), ``beta``
+        (common rows), ``gamma`` (the query row)."""
+        import numpy as np
+
+        d, c, q, D = _layout(K, M)
+        if circuit == "OV":
+            return {"W_OV": _class_block((K, D), d, c, q, ("A", "B", "C", "E"))}
+        out = {}
+        for name, rows in (("alpha", d), ("beta", c), ("gamma", [q])):
+            m = np.zeros((D, D), dtype=bool)
+            m[rows, q] = True
+            out[name] = m
+        return {"W_KQ": out}
 
     def factor_shapes(self, circuit, d_in, d_out, rank):
         return ((d_in, d_in),) if circuit == "QK" else ((d_out, d_in),)
@@ -236,6 +329,32 @@ class Factorized(CircuitKind):
     def apply(self, circuit, mats, h):
         A, B = mats
         return (h @ _t(B)) @ _t(A) if circuit == "OV" else h @ _t(_t(A) @ B)
+
+    def optimizer_orbits(self, circuit):
+        r"""Class-indexed ``W_O``, ``W_V`` (``Od, Oo, Vd, Vo, Vc, Vq``); rank-one ``W_K``, ``W_Q`` (``Kd, Kc, Kq, Qq``)
+        (:mod:`theory.optimizer_orbits`)."""
+        from theory.optimizer_orbits import factorized_orbits
+
+        return factorized_orbits(circuit)
+
+    def orbit_masks(self, circuit, K, M):
+        r"""Class-indexed OV (inner dimension ``K``): ``W_O`` ``(K, K)`` diagonal ``Od`` / off-diagonal ``Oo``,
+        ``W_V`` ``(K, D)`` as collapsed ``W_OV`` (``Vd, Vo, Vc, Vq``); rank-one QK: ``W_K`` ``(1, D)`` on the distinct
+        (``Kd``), common (``Kc``) and query (``Kq``) columns, ``W_Q`` ``(1, D)`` on the query column (``Qq``)."""
+        import numpy as np
+
+        d, c, q, D = _layout(K, M)
+        if circuit == "OV":
+            eye = np.eye(K, dtype=bool)
+            return {"W_O": {"Od": eye, "Oo": ~eye}, "W_V": _class_block((K, D), d, c, q, ("Vd", "Vo", "Vc", "Vq"))}
+        w_k = {}
+        for name, cols in (("Kd", d), ("Kc", c), ("Kq", [q])):
+            m = np.zeros((1, D), dtype=bool)
+            m[0, cols] = True
+            w_k[name] = m
+        w_q = np.zeros((1, D), dtype=bool)
+        w_q[0, q] = True
+        return {"W_K": w_k, "W_Q": {"Qq": w_q}}
 
     def rescaling_factor(self, circuit):
         r""":math:`\sqrt{\delta^2 + 4u^2}` (OV), :math:`\sqrt{A^2 + 4\kappa v^2}` (QK): :mod:`theory.rescaling`."""
@@ -341,6 +460,8 @@ class Scaled(Factorized):
     """The fixed scale :math:`c` (an integer, so the symbolic side stays exact)."""
 
     rescaling_factor = CircuitKind.rescaling_factor  # not derived (c times the factorized one, primed constants)
+    optimizer_orbits = CircuitKind.optimizer_orbits  # not derived: the reduced optimizer maps refuse it
+    orbit_masks = CircuitKind.orbit_masks
 
     def effective(self, circuit, mats):
         return self.scale * super().effective(circuit, mats)
@@ -517,4 +638,5 @@ class Parametrization(str):
 
 
 __all__ = ["Parametrization", "Circuit", "CircuitKind", "KINDS", "PARAMETRIZATIONS", "ParamName", "registered",
+           "OrbitParamName", "check_orbit_map", "has_optimizer_orbits", "orbit_map_params",
            "check_registered", "name_of", "BASELINE", "FULLY_FACTORIZED", "Collapsed", "Factorized", "Tied", "Scaled"]

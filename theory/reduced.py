@@ -174,6 +174,16 @@ def _rhs_with_symbol_p(circuit: ReducedCircuit, ov: ReducedCircuit, qk: ReducedC
     return out
 
 
+def _substitute_p(expr: sp.Expr, p_expr: sp.Expr) -> sp.Expr:
+    r"""``expr`` (in the symbol ``p``) with :math:`p` replaced by ``p_expr`` and the factor :math:`1 - p` by its own
+    simplified form (on MODEL.md's line :math:`(M+1)/(e^v + M + 1)`), not by ``1 - p_expr``: evaluated in floating
+    point, :math:`1 - p` cancels once :math:`p \to 1` (relative error :math:`\epsilon/(1-p)`, all of it where
+    :math:`1 - p < 10^{-16}`), which froze the QK rate at late times and large ``v``."""
+    q = sp.Dummy("q")
+    expr = expr.subs({P - 1: -q, 1 - P: q})
+    return expr.subs(P, p_expr).subs(q, sp.simplify(1 - p_expr))
+
+
 def _attention(qk: ReducedCircuit) -> sp.Expr:
     """Attention on the distinct token as a function of the QK coordinates."""
     if qk.on_line:
@@ -196,7 +206,7 @@ def reduced_system(param: Parametrization | str) -> ReducedSystem:
     loss = margin_loss(ov.effective, p_expr)
     if qk.on_line:
         rhs_display = tuple(_rhs_with_symbol_p(ov, ov, qk) + _rhs_with_symbol_p(qk, ov, qk))
-        rhs = tuple(e.subs(P, p_expr) for e in rhs_display)
+        rhs = tuple(_substitute_p(e, p_expr) for e in rhs_display)
     else:
         rhs = tuple(sp.simplify(-c.rate / n * sp.diff(loss, x))
                     for c in (ov, qk) for x, n in zip(c.coords, c.multiplicity, strict=True))

@@ -22,6 +22,10 @@ strategy                     draws (default bounds; why)
                              keeps :math:`a = 2(M+1)/R \le` it (the next-order laws need ``a <= 2``)
 :func:`times`                ``t`` log-uniform in ``[1e3, 1e12]`` (DOP853 in log time reaches ``1e15`` in
                              a few thousand steps; the next-order laws need ``t >= 1e6``)
+:func:`admissible_cases`     a :class:`~qkov.testing.cases.Case` over the whole admissible range of the
+                             reduced flows: ``u0``, ``v0`` log-uniform in ``[1e-12, 3]`` (independent),
+                             ``K`` log-uniform in ``[2, 1e4]``, ``M`` in ``[1, 99]``, ratio in
+                             ``[1e-3, 1e3]`` (what an integrator's accuracy contract covers)
 :func:`loss_levels`          a loss log-uniform in ``[1e-12, 1e-2]`` (reached by ``t = 1e14`` at K = 10)
 :func:`learning_rates`       an optimizer step ``lr`` log-uniform in ``[1e-3, 0.1]`` (larger steps leave
                              the flow's regime; smaller ones need many steps to move)
@@ -150,6 +154,25 @@ def cases(draw: Any, params: Sequence[str] | None = None, *, K: tuple[int, int] 
     return Case(param, k, m, r, s, s)
 
 
+ADMISSIBLE = {"start": (1e-12, 3.0), "K": (2, 10_000), "M": (1, 99), "ratio": (1e-3, 1e3)}
+"""The range an integrator's accuracy contract covers (:func:`admissible_cases`)."""
+
+
+@st.composite
+def admissible_cases(draw: Any, params: Sequence[str] | None = None, *, start: tuple[float, float] = (1e-12, 3.0),
+                     K: tuple[int, int] = (2, 10_000), M: tuple[int, int] = (1, 99),
+                     ratio: tuple[float, float] = (1e-3, 1e3)) -> Case:
+    r"""A :class:`~qkov.testing.cases.Case` drawn over the whole admissible range (:data:`ADMISSIBLE`): ``u0`` and
+    ``v0`` each log-uniform in ``start`` (small starts are the paper's regime), ``K`` log-uniform (an integer),
+    ``M`` uniform, the ratio log-uniform."""
+    param = draw(st.sampled_from(tuple(params) if params is not None else parametrization_names()))
+    k = int(round(draw(log_uniform(*(float(x) for x in K)))))
+    m = draw(st.integers(*M))
+    r = draw(log_uniform(*ratio))
+    u0, v0 = draw(log_uniform(*start)), draw(log_uniform(*start))
+    return Case(param, max(k, K[0]), m, r, u0, v0)
+
+
 def times(lo: float = 1e3, hi: float = 1e12) -> SearchStrategy[float]:
     """A time ``t``, log-uniform in ``[lo, hi]``."""
     return log_uniform(lo, hi)
@@ -175,6 +198,6 @@ def optimizer_specs(names: Sequence[str] = ("adam",), *, beta1: tuple[float, flo
                      log_uniform(*eps), st.floats(*weight_decay))
 
 
-__all__ = ["REQUIREMENTS", "cases", "learning_rates", "log_uniform", "loss_levels", "optimizer_specs",
+__all__ = ["ADMISSIBLE", "REQUIREMENTS", "admissible_cases", "cases", "learning_rates", "log_uniform", "loss_levels", "optimizer_specs",
            "parametrization_names", "parametrizations", "random_starts", "rates", "ratios", "sizes",
            "symmetric_starts", "times"]

@@ -19,7 +19,7 @@ from typing import Annotated, Any, Literal
 import numpy as np
 from annotated_types import MinLen
 
-from theory.parametrization import BASELINE, FULLY_FACTORIZED, ParamName
+from theory.parametrization import BASELINE, FULLY_FACTORIZED, OrbitParamName
 from theory.spec import Ge, Gt, Le, Lt, NonNegativeFinite, PositiveFinite, Spec
 
 
@@ -35,7 +35,7 @@ class OptimizerMapConfig(Spec):
     betas: tuple[Annotated[float, Ge(0), Lt(1)], Annotated[float, Ge(0), Lt(1)]] = ADAM_BETAS
     eps: PositiveFinite = ADAM_EPS
     weight_decay: NonNegativeFinite = 0.0
-    params: Annotated[tuple[ParamName, ...], MinLen(1)] = (BASELINE, FULLY_FACTORIZED)
+    params: Annotated[tuple[OrbitParamName, ...], MinLen(1)] = (BASELINE, FULLY_FACTORIZED)  # refused when planned
     ratios: Annotated[tuple[PositiveFinite, ...], MinLen(2)] = (1.0, 4.0)
     K: Annotated[int, Ge(2), Le(100)] = 4
     M: Annotated[int, Ge(1), Le(100)] = 8
