@@ -135,7 +135,8 @@ def train_full(param: str, spec: OptimizerSpec, *, K: int, M: int, eta_qk: float
         if n % record_every == 0 or n == steps:
             snap(n)
     cols = list(zip(*rows))
-    return TorchRun(np.array(cols[0]), np.array(cols[1]), *(np.array(c) for c in cols[2:]),
+    dist, u, v, p, loss, spread = (np.array(c) for c in cols[2:])
+    return TorchRun(np.array(cols[0]), np.array(cols[1]), dist, u, v, p, loss, spread,
                     grad_asymmetry=np.array(asym) if on_set else None)
 
 
