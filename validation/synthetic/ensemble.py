@@ -215,6 +215,21 @@ def train_ensemble(param: str, spec: OptimizerSpec, *, K: int, M: int, u0: float
                    confidence: float = CONFIDENCE, stop_loss: float | None = None) -> Ensemble:
     """Train ``size`` perturbed members per ratio at once (module doc) until every member's loss is below
     ``stop_loss`` (default the lowest level) or ``steps`` steps; ``eta_QK = ratio * eta_ov``, lr ``eta dt``."""
+    (ens,) = train_ensembles(param, spec, K=K, M=M, starts=((u0, v0),), dt=dt, ratios=ratios, levels=levels,
+                             steps=steps, eta_ov=eta_ov, size=size, amplitude=amplitude, seed=seed,
+                             record_every=record_every, resolution=resolution, confidence=confidence,
+                             stop_loss=stop_loss)
+    return ens
+
+
+def train_ensembles(param: str, spec: OptimizerSpec, *, K: int, M: int, starts: tuple[tuple[float, float], ...],
+                    dt: float, ratios: tuple[float, ...], levels: tuple[float, ...], steps: int, eta_ov: float = 1.0,
+                    size: int = ENSEMBLE_SIZE, amplitude: float = AMPLITUDE, seed: int = 0,
+                    record_every: int = RECORD_EVERY, resolution: float | None = None,
+                    confidence: float = CONFIDENCE, stop_loss: float | None = None) -> list[Ensemble]:
+    """:func:`train_ensemble` for several symmetric starts ``(u0, v0)`` of one ``(param, K, M, dt)`` in **one**
+    batched training (``len(starts) * len(ratios) * size`` configurations, :func:`train_grid`); one
+    :class:`Ensemble` per start (the CPU time is shared: each carries the whole batch's, divided evenly)."""
     from simulation.set_membership import membership
     from theory.claims import THRESHOLDS
     from theory.parametrization import Parametrization
@@ -226,14 +241,19 @@ def train_ensemble(param: str, spec: OptimizerSpec, *, K: int, M: int, u0: float
         raise ValueError("levels: an ensemble needs at least one matched loss")
     if size < 1:
         raise ValueError(f"size {size}: an ensemble needs at least one member")
+    if not starts:
+        raise ValueError("starts: at least one (u0, v0)")
     ratios = tuple(sorted(float(r) for r in ratios))
-    R, n = len(ratios), int(size)
-    eta_qk = np.repeat(np.asarray(ratios) * eta_ov, n)                  # config c = ratio index * n + member
-    seeds = np.tile(seed + np.arange(n), R)
-    noise = amplitude * start_scale(param, K, M, u0, v0)
+    S, R, n = len(starts), len(ratios), int(size)
+    # configuration c = (start index * R + ratio index) * n + member
+    eta_qk = np.tile(np.repeat(np.asarray(ratios) * eta_ov, n), S)
+    seeds = np.tile(seed + np.arange(n), S * R)
+    u0s = np.repeat([float(u) for u, _ in starts], R * n)
+    v0s = np.repeat([float(v) for _, v in starts], R * n)
+    noise = np.repeat([amplitude * start_scale(param, K, M, u, v) for u, v in starts], R * n)
     record = np.arange(0, steps + 1, max(1, int(record_every)))
     t0 = time.process_time()
-    run = train_grid(param, spec.name, K=K, M=M, eta_qk=eta_qk, eta_ov=eta_ov, dt=dt, steps=steps, u0=u0, v0=v0,
+    run = train_grid(param, spec.name, K=K, M=M, eta_qk=eta_qk, eta_ov=eta_ov, dt=dt, steps=steps, u0=u0s, v0=v0s,
                      noise=noise, seeds=seeds, record=record,
                      stop_loss=min(levels) if stop_loss is None else stop_loss, beta1=spec.beta1,
                      beta2=spec.beta2, eps=spec.eps, weight_decay=spec.weight_decay)
@@ -242,25 +262,28 @@ def train_ensemble(param: str, spec: OptimizerSpec, *, K: int, M: int, u0: float
     qk = [torch.as_tensor(run.params[k]) for k in p.qk.factors]
     ov = [torch.as_tensor(run.params[k]) for k in p.ov.factors]
     wkq, wov = p.qk.effective(qk).numpy(), p.ov.effective(ov).numpy()
-    members = [membership(wkq[c], wov[c], K, M) for c in range(R * n)]
+    members = [membership(wkq[c], wov[c], K, M) for c in range(S * R * n)]
     res = crossings(run.loss, run.residual, tuple(levels))
     dis = crossings(run.loss, run.distance, tuple(levels))
-    one, dd, cv, fl, fs, fd = {}, {}, {}, {}, {}, {}
-    for i, r in enumerate(ratios):
-        sl = slice(i * n, (i + 1) * n)
-        one[r] = res[sl]
-        dd[r] = dis[sl]
-        cv[r] = {"loss": run.loss[:, sl].copy(), "residual": run.residual[:, sl].copy(),
-                 "distance": run.distance[:, sl].copy()}
-        fl[r] = run.loss[-1, sl].copy()
-        fs[r] = [m.name for m in members[sl]]
-        fd[r] = np.array([max(float(m.class_distances.max()), float(m.common_distances.max(initial=0.0)))
-                          for m in members[sl]])
-    return Ensemble(str(p), spec.as_json(), K, M, float(u0), float(v0), float(dt), float(eta_ov), ratios,
-                    tuple(float(x) for x in levels), n, float(amplitude), int(seed), one, dd, cv, fl, fs, fd,
-                    int(run.step[-1]), float(run.wall_s), cpu,
-                    THRESHOLDS["residual-resolution"].bound if resolution is None else float(resolution), confidence)
+    res_bound = THRESHOLDS["residual-resolution"].bound if resolution is None else float(resolution)
+    out = []
+    for s_i, (u0, v0) in enumerate(starts):
+        one, dd, cv, fl, fs, fd = {}, {}, {}, {}, {}, {}
+        for i, r in enumerate(ratios):
+            sl = slice((s_i * R + i) * n, (s_i * R + i + 1) * n)
+            one[r] = res[sl]
+            dd[r] = dis[sl]
+            cv[r] = {"loss": run.loss[:, sl].copy(), "residual": run.residual[:, sl].copy(),
+                     "distance": run.distance[:, sl].copy()}
+            fl[r] = run.loss[-1, sl].copy()
+            fs[r] = [m.name for m in members[sl]]
+            fd[r] = np.array([max(float(m.class_distances.max()), float(m.common_distances.max(initial=0.0)))
+                              for m in members[sl]])
+        out.append(Ensemble(str(p), spec.as_json(), K, M, float(u0), float(v0), float(dt), float(eta_ov), ratios,
+                            tuple(float(x) for x in levels), n, float(amplitude), int(seed), one, dd, cv, fl, fs, fd,
+                            int(run.step[-1]), float(run.wall_s) / S, cpu / S, res_bound, confidence))
+    return out
 
 
 __all__ = ["AMPLITUDE", "CONFIDENCE", "ENSEMBLE_SIZE", "Ensemble", "RECORD_EVERY", "RatioStats", "crossings",
-           "start_scale", "train_ensemble", "wilson"]
+           "start_scale", "train_ensemble", "train_ensembles", "wilson"]
