@@ -114,8 +114,9 @@ def optimizer_summary(run: dict) -> list[str]:
 @click.option("--v0", type=Number(0.0, 1e3, lo_open=True), default=None,
               help="--optimizer adam|momentum: the symmetric start's v0 (default 0.5).")
 @click.option("--levels", type=ListOf(Number(0.0, 100.0, lo_open=True)), default=None,
-              help="--optimizer adam|momentum: matched losses, comma-separated (default: 5 inside every run's "
-                   "range); the broken-set prediction is made at these.")
+              help="--optimizer adam|momentum: matched losses, comma-separated (default: 5 inside the reduced maps' "
+                   "range); where runs leave the symmetric set, P(de-sharpen) over 64 seeded starts and its "
+                   "prediction are given at these.")
 @click.option("--stop-loss", type=Number(0.0, 100.0, lo_open=True), default=None,
               help="--optimizer adam|momentum: stop each run at its first logged loss below this (default: the "
                    "lowest --levels).")
