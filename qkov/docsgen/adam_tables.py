@@ -138,6 +138,7 @@ def region_text(load: Callable[[str], list[Record]]) -> str:
     pts = list(phase_points(load(PHASE_SET)))
     if not pts:
         return "_No adam-phase records._"
+    from simulation.desharpen_predictor import sign_pattern_weights
     from theory.claims import THRESHOLDS
 
     q = THRESHOLDS["desharpen-rare"].bound
@@ -163,7 +164,10 @@ def region_text(load: Callable[[str], list[Record]]) -> str:
         f"- **De-sharpens in more than {q:g} of the starts** at some ratio and loss (interval above {q:g}), "
         f"{len(groups['some'])} of {n}: " + ("; ".join(groups["some"]) or "none") + ".",
         f"- **Undecided** (an interval straddles {q:g}, none above), {len(groups['open'])} of {n}: "
-        + ("; ".join(groups["open"]) or "none") + "."])
+        + ("; ".join(groups["open"]) or "none") + ".",
+        "- Weight of the branch that isolates one class (P_K(1), `simulation.desharpen_predictor."
+        "sign_pattern_weights`): " + ", ".join(f"K={K} {sign_pattern_weights(K)[1]:.3f}"
+                                              for K in sorted({p.K for p in pts})) + "."])
 
 
 def calibration_table(load: Callable[[str], list[Record]]) -> str:
@@ -299,13 +303,24 @@ def phase_figure(records: list[Record]):
 
 
 def write_phase_figure(path: Path, root: Path | None = None) -> Path:
-    """Draw :func:`phase_figure` from ``root/records/adam-phase.jsonl`` into ``path`` (PNG)."""
+    """Draw :func:`phase_figure` from ``root/records/adam-phase.jsonl`` into ``path`` (PNG, 256-colour palette)."""
     from qkov.docsgen import loader, repo_root
 
     load = loader(repo_root() if root is None else root)
+    import io
+
+    from PIL import Image
+
+    from theory.files import atomic_write_bytes
+
     fig = phase_figure(load(PHASE_SET))
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=110)
+    buf.seek(0)
+    small = io.BytesIO()                      # a 256-colour palette: a third of the RGBA file, same picture
+    Image.open(buf).convert("RGB").quantize(256).save(small, format="png", optimize=True)
     path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=110)
+    atomic_write_bytes(path, small.getvalue())
     return path
 
 
