@@ -101,6 +101,16 @@ def test_a_single_run_off_the_set_is_not_judged():
     assert ev.verdict == "insufficient" and "no ensemble" in ev.numbers
 
 
+def test_an_ensemble_beside_unjudged_single_runs_supports_in_part():
+    # one configuration judged on its ensemble (rare), another only as single runs off the set: the verdict says
+    # that part was left out instead of counting it either way
+    off = _run(_pair(1.0, R1, flow=FLOW_R1, pred=1), _pair(4.0, [5.55e-3, 1.65e-1], flow=FLOW_R4, pred=1))
+    ev = default_betas_verdict([_issue41(counts=((0, 64), (0, 64))), off])
+    assert ev.verdict == "supports in part"
+    assert "4/4 comparisons hold; 2 single runs off the set not judged" in ev.number
+    assert default_betas_verdict([_issue41(), off]).verdict == "contradicts"      # a probability above 0.1 wins
+
+
 def test_deterministic_runs_support_and_contradict():
     # momentum: runs predicted to stay on the set are deterministic and judged one by one
     good = _run(_pair(1.0, [0.1, 0.05], flow=[0.2, 0.1]), _pair(4.0, [0.01, 0.001], flow=[0.1, 0.05]))
