@@ -72,12 +72,44 @@ def optimizer_map_run(params, ratios, data, optimizer, steps, dt, init, seed, K,
         click.echo(json.dumps({"run_dir": str(run_dir), "runs": res}, indent=2, default=float))
     else:
         for r in res:
-            for p in r["pairs"]:
-                click.echo(f"{p['param']} r={p['ratio']:g}: measured 1-p {p['measured']} (reduced {p['reduced']}"
-                           + (f", broken-set prediction {p['predicted_one_minus_p']} {p['predicted_call']}"
-                              if "predicted_one_minus_p" in p else "")
-                           + f"), set distance {p['distance']} at losses {r['levels']}")
+            for line in optimizer_summary(r):
+                click.echo(line)
         click.echo(f"results: {run_dir.resolve()}")
+
+
+def _fmt(x) -> str:
+    return "-" if x is None else f"{x:.3g}"
+
+
+def optimizer_summary(run: dict) -> list[str]:
+    """The printed lines of one parametrization of ``--optimizer adam|momentum``: per ratio and matched loss the
+    measured 1-p (an ensemble's median and 10-90% range where runs leave the set), the reduced map's, and for each
+    ratio above the lowest the ensemble's P(de-sharpen) with its Wilson interval and the predicted probability."""
+    e = run.get("ensemble")
+    out = []
+    if e:
+        out.append(f"{run['pairs'][0]['param'] if run['pairs'] else '?'}: ensemble of {e['size']} seeded starts per "
+                   f"ratio (perturbation {e['amplitude']:g} relative, seeds {e['seed']}..{e['seed'] + e['size'] - 1});"
+                   f" P(de-sharpen) = members whose 1-p is above the same start's at ratio {e['reference_ratio']:g}, "
+                   f"{e['confidence']:.0%} Wilson interval")
+    for p in run["pairs"]:
+        for i, lv in enumerate(run["levels"]):
+            m = p["measured"][i]
+            line = f"{p['param']} r={p['ratio']:g} L={lv:g}: 1-p {'median ' if e else ''}{_fmt(m)}"
+            if e and p.get("measured_q10"):
+                line += f" (10-90% {_fmt(p['measured_q10'][i])}-{_fmt(p['measured_q90'][i])})"
+            line += f", reduced map {_fmt(p['reduced'][i])}, set distance {_fmt(p['distance'][i])}"
+            if p.get("desharpen_n") and p["desharpen_n"][i]:
+                k, n = p["desharpen_k"][i], p["desharpen_n"][i]
+                line += (f"; P(de-sharpen) {k}/{n} = {k / n:.3f} [{p['p_desharpen_lo'][i]:.3f}, "
+                         f"{p['p_desharpen_hi'][i]:.3f}]")
+                pr = (p.get("predicted_p_desharpen") or [None] * (i + 1))[i]
+                line += f", predicted {pr:.3f}" if pr is not None else ", predicted -"
+            out.append(line)
+        if e and p.get("ensemble_sets"):
+            out.append(f"{p['param']} r={p['ratio']:g}: sets at the end " +
+                       ", ".join(f"{k} {v}" for k, v in p["ensemble_sets"].items()))
+    return out
 
 
 @click.command(context_settings=CONTEXT_SETTINGS)
@@ -113,8 +145,9 @@ def optimizer_map_run(params, ratios, data, optimizer, steps, dt, init, seed, K,
 @click.option("--v0", type=Number(0.0, 1e3, lo_open=True), default=None,
               help="--optimizer adam|momentum: the symmetric start's v0 (default 0.5).")
 @click.option("--levels", type=ListOf(Number(0.0, 100.0, lo_open=True)), default=None,
-              help="--optimizer adam|momentum: matched losses, comma-separated (default: 5 inside every run's "
-                   "range); the broken-set prediction is made at these.")
+              help="--optimizer adam|momentum: matched losses, comma-separated (default: 5 inside the reduced maps' "
+                   "range); where runs leave the symmetric set, P(de-sharpen) over 64 seeded starts and its "
+                   "prediction are given at these.")
 @click.option("--stop-loss", type=Number(0.0, 100.0, lo_open=True), default=None,
               help="--optimizer adam|momentum: stop each run at its first logged loss below this (default: the "
                    "lowest --levels).")

@@ -132,6 +132,17 @@ def real_metrics(run_dir: Path) -> dict[str, Any]:
     return out
 
 
+def _adam(name: str) -> Callable[[Path], dict[str, Any]]:
+    """:mod:`qkov.records.adam`'s extractor ``name`` (imported when called)."""
+    def extract(run_dir: Path) -> dict[str, Any]:
+        from qkov.records import adam
+
+        return getattr(adam, name)(run_dir)
+
+    extract.__name__ = name
+    return extract
+
+
 DERIVED_KINDS: frozenset[str] = frozenset({"real-sweep-summary", "validate-real-summary"})
 """Summaries computed from other runs: not exported (their tables are rebuilt from the runs' records), and not
 named as skipped."""
@@ -146,7 +157,8 @@ EXTRACTORS: dict[str, Callable[[Path], dict[str, Any]]] = {
     "simulate": generic_metrics,
     "figure2": generic_metrics,
     "adam": generic_metrics,
-    "synthetic-optimizer": generic_metrics,
+    "synthetic-optimizer": _adam("optimizer_metrics"),
+    "adam-phase": _adam("phase_metrics"),
     "synthetic": generic_metrics,
 }
 """run kind -> extractor of its record's metrics; kinds not listed are not exported."""

@@ -164,9 +164,13 @@ class AdamSlopes:
 
 @dataclasses.dataclass(frozen=True)
 class OptimizerPoint:
-    """One (ratio, matched loss) of an optimizer run from the symmetric start: measured 1 - p, the exact reduced
-    map's 1 - p, gradient flow's at the same ratio, the measured relative distance from the symmetric set, and
-    (optional, from a broken-set predictor) the predicted 1 - p off the set. None: level not reached."""
+    """One (ratio, matched loss) of an optimizer run from the symmetric start: measured 1 - p (an ensemble's
+    median where the run leaves the set, else the one deterministic run), the exact reduced map's 1 - p, gradient
+    flow's at the same ratio, the measured relative distance from the symmetric set. From an ensemble
+    (:mod:`validation.synthetic.ensemble`; None without one): the members that de-sharpen against the reference
+    ratio, ``desharpen_k`` of ``desharpen_n``, with the Wilson interval ``p_lo, p_hi`` at the ensembles' one
+    confidence level; ``predicted_p``: the predictor's probability (:mod:`simulation.desharpen_predictor`).
+    None: level not reached."""
 
     ratio: float
     level: float
@@ -174,17 +178,24 @@ class OptimizerPoint:
     reduced: Num = None
     flow: Num = None
     distance: Num = None
-    predicted_one_minus_p: Num = None
+    desharpen_k: int | None = None
+    desharpen_n: int | None = None
+    p_lo: Num = None
+    p_hi: Num = None
+    predicted_p: Num = None
 
 
 @dataclasses.dataclass(frozen=True)
 class AdamDefaultRun:
-    """``adam-ratio-default`` (synthetic): one parametrization's points over ratios and matched losses."""
+    """``adam-ratio-default`` (synthetic): one parametrization's points over ratios and matched losses;
+    ``leaves``: the transverse analysis predicts that a run leaves the symmetric set (its single runs are then
+    decided by rounding and only an ensemble's points can be judged)."""
 
     param: str
     optimizer: str
     points: tuple[OptimizerPoint, ...]
     scope: str = ""
+    leaves: bool = False
 
 
 @dataclasses.dataclass(frozen=True)
@@ -217,6 +228,30 @@ class Stability:
 
 
 @dataclasses.dataclass(frozen=True)
+class CalibrationPoint:
+    """``desharpen-predictor``: one (parametrization, ratio, matched loss): the predicted probability of
+    de-sharpening and the ensemble's count ``k`` of ``n`` with its Wilson interval ``lo, hi``."""
+
+    param: str
+    ratio: float
+    level: float
+    predicted: Num
+    k: int
+    n: int
+    lo: Num
+    hi: Num
+
+
+@dataclasses.dataclass(frozen=True)
+class Calibration:
+    """``desharpen-predictor`` (synthetic): every calibration point of one run (or of a set of runs)."""
+
+    points: tuple[CalibrationPoint, ...]
+    optimizer: str = ""
+    scope: str = ""
+
+
+@dataclasses.dataclass(frozen=True)
 class RealGroup:
     """``real-data``: one group (dataset / optimizer / model) of the real-data summary, as
     :func:`qkov.study.real_summary.judge_group` reads it (that function is the group's rule)."""
@@ -228,4 +263,4 @@ class RealGroup:
 
 __all__ = ["DerivationEntry", "Bound", "ReducedAgreement", "GrowthCell", "Growth", "Series", "RatioTrend", "Order",
            "RunState", "Figure2Setting", "Figure2", "SlopePair", "AdamSlopes", "OptimizerPoint", "AdamDefaultRun",
-           "AdamDefault", "StabilityPair", "Stability", "RealGroup"]
+           "AdamDefault", "StabilityPair", "Stability", "CalibrationPoint", "Calibration", "RealGroup"]

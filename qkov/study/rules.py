@@ -312,143 +312,140 @@ def _rel(a: float, b: float) -> float:
     return abs(a / b - 1)
 
 
-def _point_findings(run: et.AdamDefaultRun, pts: list[et.OptimizerPoint], bad: list[str], off: list[str],
-                    hits: list[str]) -> int:
-    """Every point against its prediction: the reduced map on the set, a supplied broken-set prediction off it;
-    a point off the set without one is listed in ``off`` (never a hit). Returns the number judged."""
-    tol, near = THRESHOLDS["optimizer-map-tolerance"], THRESHOLDS["optimizer-set-distance"]
-    judged = 0
-    for p in pts:
-        on = _finite(p.distance) and near.holds(p.distance)
-        pred, where = (p.reduced, "on the set, reduced map") if on else (p.predicted_one_minus_p,
-                                                                          "off the set, predicted")
-        if not (_finite(pred) and pred > 0):
-            if not on:
-                off.append(f"{run.param} r={p.ratio:g} L={p.level:.2g} (distance "
-                           + (f"{p.distance:.2g}" if _finite(p.distance) else "not measured") + ")")
-            continue
-        judged += 1
-        if tol.holds(_rel(p.measured, pred)):  # type: ignore[arg-type]
-            hits.append(f"r={p.ratio:g} L={p.level:.2g}")
-        else:
-            bad.append(f"{run.param} r={p.ratio:g} L={p.level:.2g}: {where} {pred:.3g} vs measured {p.measured:.3g}")
-    return judged
+def desharpen_call(p: et.OptimizerPoint) -> str:
+    """One ensemble point (a ratio above the reference at one matched loss) against ``desharpen-rare`` ``q``, at the
+    ensembles' confidence level: ``contradicts`` when the Wilson interval's lower end is above ``q`` (raising the
+    ratio de-sharpens with probability above ``q``), ``supports`` when its upper end is at most ``q`` (de-sharpening
+    is rare), ``inconclusive`` when the interval straddles ``q``, ``insufficient`` when no member reached the level."""
+    q = THRESHOLDS["desharpen-rare"].bound
+    if not p.desharpen_n or not (_finite(p.p_lo) and _finite(p.p_hi)):
+        return INSUFFICIENT
+    if p.p_lo > q:
+        return CONTRADICTS
+    return SUPPORTS if p.p_hi <= q else INCONCLUSIVE
 
 
-def _monotone_findings(run: et.AdamDefaultRun, at: dict, ratios: list[float], levels: list[float],
-                       bad: list[str]) -> int:
-    """1-p must fall as the loss falls at every ratio (relative rise > ``residual-resolution`` contradicts)."""
-    res = THRESHOLDS["residual-resolution"].bound
-    judged = 0
-    for r in ratios:
-        seq = [(lv, at[(r, lv)].measured) for lv in levels if (r, lv) in at]
-        for (la, a), (lb, b) in zip(seq, seq[1:]):
-            judged += 1
-            if b / a - 1 > res:
-                bad.append(f"{run.param} r={r:g}: 1-p rises as the loss falls, {a:.3g} at L={la:.2g} -> {b:.3g} at "
-                           f"L={lb:.2g}")
-    return judged
+def _p_text(run: et.AdamDefaultRun, p: et.OptimizerPoint) -> str:
+    k, n = p.desharpen_k or 0, p.desharpen_n or 0
+    return (f"{run.param} r={p.ratio:g} L={p.level:.2g}: P(de-sharpen) {k / n:.2f} [{p.p_lo:.2f}, {p.p_hi:.2f}] "
+            f"({k}/{n})")
 
 
 def _ratio_findings(run: et.AdamDefaultRun, at: dict, ratios: list[float], levels: list[float], bad: list[str],
-                    hits: list[str], weak: list[str]) -> int:
-    """At each matched loss every higher ratio at least as sharp as every lower one (a reversal goes to ``bad``),
-    and the sharpening from the lowest to the highest ratio >= ``adam-sharpen-margin`` x gradient flow's (a
-    shortfall goes to ``weak``)."""
+                    hits: list[str], open_: list[str], off: list[str]) -> int:
+    """Every ratio above the reference (the lowest) at every matched loss: from an ensemble, :func:`desharpen_call`;
+    without one, a run the transverse analysis says stays on the set is deterministic and de-sharpens when its 1-p
+    is above the reference's by more than ``residual-resolution``; a single run that leaves (``run.leaves``) is
+    decided by rounding and goes to ``off`` (not judged)."""
     res = THRESHOLDS["residual-resolution"].bound
+    judged = 0
+    for lv in levels:
+        if (ratios[0], lv) not in at:
+            continue
+        ref = at[(ratios[0], lv)]
+        for r in ratios[1:]:
+            p = at.get((r, lv))
+            if p is None:
+                continue
+            if p.desharpen_n is not None:
+                call = desharpen_call(p)
+                if call == INSUFFICIENT:
+                    continue
+                judged += 1
+                {CONTRADICTS: bad, SUPPORTS: hits, INCONCLUSIVE: open_}[call].append(_p_text(run, p))
+            elif run.leaves:
+                off.append(f"{run.param} r={r:g} L={lv:.2g} (one run off the symmetric set, no ensemble)")
+            else:
+                judged += 1
+                if p.measured / ref.measured - 1 > res:
+                    bad.append(f"{run.param} L={lv:.2g}: r={r:g} less sharp than r={ratios[0]:g} "
+                               f"(1-p {p.measured:.3g} vs {ref.measured:.3g})")
+                else:
+                    hits.append(f"r={r:g} L={lv:.2g}")
+    return judged
+
+
+def _margin_findings(run: et.AdamDefaultRun, at: dict, ratios: list[float], levels: list[float], weak: list[str],
+                     hits: list[str]) -> int:
+    """At each matched loss the sharpening from the lowest to the highest ratio (measured 1-p: an ensemble's
+    medians) >= ``adam-sharpen-margin`` x gradient flow's; a shortfall goes to ``weak``. Not judged for a single
+    run that leaves the set."""
     margin = THRESHOLDS["adam-sharpen-margin"].bound
     judged = 0
     for lv in levels:
         row = [(r, at[(r, lv)]) for r in ratios if (r, lv) in at]
-        for i, (ra, pa) in enumerate(row):
-            for rb, pb in row[i + 1:]:
-                judged += 1
-                if pb.measured / pa.measured - 1 > res:
-                    bad.append(f"{run.param} L={lv:.2g}: r={rb:g} less sharp than r={ra:g} "
-                               f"(1-p {pb.measured:.3g} vs {pa.measured:.3g})")
         if len(row) < 2 or not all(_finite(x) and x > 0 for x in (row[0][1].flow, row[-1][1].flow)):
             continue
         (rl, pl), (rh, ph) = row[0], row[-1]
+        if run.leaves and ph.desharpen_n is None:
+            continue
         judged += 1
         s_opt, s_flow = pl.measured / ph.measured, pl.flow / ph.flow
         if s_opt < margin * s_flow:
-            weak.append(f"{run.param} L={lv:.2g}: sharpening r={rl:g}->{rh:g} x{s_opt:.3g}, not >= {margin:g} x "
-                       f"flow's x{s_flow:.3g}")
+            weak.append(f"{run.param} L={lv:.2g}: median sharpening r={rl:g}->{rh:g} x{s_opt:.3g}, not >= {margin:g}"
+                        f" x flow's x{s_flow:.3g}")
         else:
             hits.append(f"L={lv:.2g}: x{s_opt:.3g} vs flow x{s_flow:.3g}")
     return judged
 
 
-def _optimizer_run_findings(run: et.AdamDefaultRun) -> tuple[list[str], list[str], list[str], int]:
-    """``(contradictions, off-set unexplained, hits, judged)`` of one parametrization (see :func:`adam_default_rule`)."""
-    pts = [p for p in run.points if _finite(p.measured) and p.measured > 0]
-    ratios = sorted({p.ratio for p in pts})
-    levels = sorted({p.level for p in pts}, reverse=True)          # falling loss
-    at = {(p.ratio, p.level): p for p in pts}
-    bad: list[str] = []
-    off: list[str] = []
-    hits: list[str] = []
-    weak: list[str] = []
-    point_bad: list[str] = []
-    # Named in this order: what reverses the claim (a higher ratio less sharp; 1-p rising as the loss falls),
-    # then a sharpening short of the margin over flow's, then maps and predictions that miss the measurement.
-    judged = _ratio_findings(run, at, ratios, levels, bad, hits, weak)
-    judged += _monotone_findings(run, at, ratios, levels, bad)
-    judged += _point_findings(run, pts, point_bad, off, hits)
-    return bad + weak + point_bad, off, hits, judged
-
-
 def adam_default_rule(ev: et.AdamDefault) -> Outcome:
-    """``adam-ratio-default`` (synthetic), judged on every ratio at every matched loss.
+    """``adam-ratio-default`` (synthetic): does raising eta_QK/eta_OV sharpen attention under the optimizer, at
+    every matched loss, more than under gradient flow?
 
-    Contradicts (each named) if any of: a point on the symmetric set (distance <= ``optimizer-set-distance``)
-    whose reduced map misses the measured 1-p by more than ``optimizer-map-tolerance``; a point off the set whose
-    supplied broken-set prediction (``predicted_one_minus_p``) misses by more; 1-p that rises as the loss falls
-    (relative step > ``residual-resolution``); a higher ratio less sharp than a lower one at a matched loss; a
-    sharpening from the lowest to the highest ratio below ``adam-sharpen-margin`` x gradient flow's.
-    A point off the set with no prediction never counts as a hit: with no contradiction the verdict is then
-    ``supports in part`` (scope: the points on the set), and ``insufficient`` if nothing could be judged.
-    """
-    bad, off, hits, judged = [], [], [], 0
+    Per parametrization, every ratio above the lowest at every matched loss (:func:`_ratio_findings`): where runs
+    leave the symmetric set, judged on the ensemble's probability of de-sharpening with its Wilson interval against
+    ``desharpen-rare`` (:func:`desharpen_call`); where they stay, on the one deterministic run. Plus the median
+    sharpening against gradient flow's (:func:`_margin_findings`). Contradicts (named) if any point de-sharpens
+    with probability above ``desharpen-rare`` (interval above it) or falls short of the margin; otherwise
+    ``inconclusive`` if any interval straddles ``desharpen-rare``; ``supports in part`` when single runs off the set
+    were left out; ``insufficient`` if nothing could be judged. How well qkov's predictor foresees the probability
+    is another claim (``desharpen-predictor``), never evidence against this one."""
+    bad: list[str] = []
+    weak: list[str] = []
+    hits: list[str] = []
+    open_: list[str] = []
+    off: list[str] = []
+    judged = 0
     for run in ev.runs:
-        b, o, h, j = _optimizer_run_findings(run)
-        bad += b
-        off += o
-        hits += h
-        judged += j
+        pts = [p for p in run.points if _finite(p.measured) and p.measured > 0]
+        ratios = sorted({p.ratio for p in pts})
+        levels = sorted({p.level for p in pts}, reverse=True)          # falling loss
+        at = {(p.ratio, p.level): p for p in pts}
+        if len(ratios) < 2:
+            continue
+        judged += _ratio_findings(run, at, ratios, levels, bad, hits, open_, off)
+        judged += _margin_findings(run, at, ratios, levels, weak, hits)
     scope = ev.scope
-    if bad:
-        more = f" (+{len(bad) - 1} more of {judged} comparisons against)" if len(bad) > 1 else f" (1 of {judged})"
-        return Outcome(CONTRADICTS, bad[0] + more, scope, "", "; ".join(bad))
+    against = bad + weak
+    if against:
+        more = (f" (+{len(against) - 1} more of {judged} comparisons against)" if len(against) > 1
+                else f" (1 of {judged})")
+        return Outcome(CONTRADICTS, against[0] + more, scope, "", "; ".join(against + open_))
     if not judged:
-        return Outcome(INSUFFICIENT, "no matched loss reached by two ratios", scope,
-                       "", ("off the set, unexplained: " + "; ".join(off)) if off else "")
+        return Outcome(INSUFFICIENT, "no matched loss reached by two ratios", scope, "",
+                       ("not judged: " + "; ".join(off)) if off else "")
+    if open_:
+        return Outcome(INCONCLUSIVE, open_[0] + (f" (+{len(open_) - 1} more undecided of {judged})" if len(open_) > 1
+                                                  else f" (1 of {judged} undecided)"),
+                       scope, f"P(de-sharpen) interval straddles {THRESHOLDS['desharpen-rare'].bound:g}",
+                       "; ".join(open_))
     if off:
-        return Outcome(PARTIAL, f"{judged}/{judged} comparisons hold; {len(off)} points off the set unexplained",
-                       scope, "the reduced map says nothing off the symmetric set; no broken-set prediction supplied",
-                       "off the set, unexplained: " + "; ".join(off))
+        return Outcome(PARTIAL, f"{judged}/{judged} comparisons hold; {len(off)} single runs off the set not judged",
+                       scope, "a single run off the symmetric set is decided by rounding: judged only by an ensemble",
+                       "not judged: " + "; ".join(off))
     return Outcome(SUPPORTS, f"{judged}/{judged} comparisons hold", scope)
 
 
 def stability_rule(ev: et.Stability) -> Outcome:
-    """``optimizer-stability`` (synthetic), judged on attention. Per pair: with a supplied predicted 1-p at its
-    reached levels, a hit iff every one is within ``optimizer-map-tolerance`` of the measured 1-p; otherwise the
-    transverse call (leaves / stays) against whether the measured 1-p departs from the reduced map by more than
-    that tolerance at some reached level (a state that "leaves" but whose attention stays on the reduced map is
-    a miss). Pairs with no reached level are not judged; any miss contradicts (named)."""
+    """``optimizer-stability`` (synthetic), judged on attention: per pair, the transverse call (leaves / stays)
+    against whether the measured 1-p (an ensemble's median where there is one) departs from the reduced map by more
+    than ``optimizer-map-tolerance`` at some reached level (a state that "leaves" but whose attention stays on the
+    reduced map is a miss). Pairs with no reached level are not judged; any miss contradicts (named)."""
     tol = THRESHOLDS["optimizer-map-tolerance"]
     hits, judged, bad = 0, 0, []
     for pair in ev.pairs:
         pts = [p for p in pair.points if _finite(p.measured) and p.measured > 0]
-        pred = [p for p in pts if _finite(p.predicted_one_minus_p) and p.predicted_one_minus_p > 0]
-        if pred:
-            judged += 1
-            worst = max(_rel(p.measured, p.predicted_one_minus_p) for p in pred)  # type: ignore[arg-type]
-            if tol.holds(worst):
-                hits += 1
-            else:
-                bad.append(f"{pair.param} r={pair.ratio:g}: predicted 1-p off by {worst:.0%}")
-            continue
         red = [p for p in pts if _finite(p.reduced) and p.reduced > 0]
         if not red or pair.predicted_leaves is None:
             continue
@@ -463,6 +460,34 @@ def stability_rule(ev: et.Stability) -> Outcome:
     verdict = judge_fraction(hits, judged)
     return Outcome(verdict, f"{hits}/{judged} runs where the call matches the attention", ev.scope, "",
                    "; ".join(bad))
+
+
+def brier(points: Iterable[et.CalibrationPoint]) -> float | None:
+    r"""Brier score of the predicted probabilities over the ensembles' members:
+    :math:`\sum_j [k_j (1 - \hat p_j)^2 + (n_j - k_j)\hat p_j^2] / \sum_j n_j` (None without members)."""
+    num = den = 0.0
+    for p in points:
+        if not _finite(p.predicted) or p.n <= 0:
+            continue
+        num += p.k * (1 - p.predicted) ** 2 + (p.n - p.k) * p.predicted ** 2
+        den += p.n
+    return num / den if den else None
+
+
+def calibration_rule(ev: et.Calibration) -> Outcome:
+    """``desharpen-predictor`` (synthetic): qkov's predicted probability of de-sharpening against the ensemble's
+    frequency. Per point with a prediction and members: a hit iff the predicted probability lies in the ensemble's
+    Wilson interval (at the ensembles' confidence level); any miss contradicts (named), none judged ->
+    insufficient. The number also gives the Brier score (:func:`brier`) over all members."""
+    judged = [p for p in ev.points if _finite(p.predicted) and p.n > 0 and _finite(p.lo) and _finite(p.hi)]
+    miss = [f"{p.param} r={p.ratio:g} L={p.level:.2g}: predicted {p.predicted:.2f}, ensemble {p.k}/{p.n} "
+            f"[{p.lo:.2f}, {p.hi:.2f}]" for p in judged
+            if not p.lo <= p.predicted <= p.hi]  # type: ignore[operator]
+    b = brier(judged)
+    members = sum(p.n for p in judged)
+    number = (f"{len(judged) - len(miss)}/{len(judged)} predicted P(de-sharpen) inside the ensemble's interval"
+              + (f"; Brier {b:.3f} over {members} members" if b is not None else ""))
+    return Outcome(judge_fraction(len(judged) - len(miss), len(judged)), number, ev.scope, "", "; ".join(miss))
 
 
 def real_group_rule(ev: et.RealGroup) -> Outcome:
@@ -494,6 +519,7 @@ RULES: dict[str, dict[str, Rule]] = {
     "adam-ratio": {**_DERIVE, "synthetic": adam_slopes_rule},
     "adam-ratio-default": {"synthetic": adam_default_rule},
     "optimizer-stability": {"synthetic": stability_rule},
+    "desharpen-predictor": {"synthetic": calibration_rule},
     "real-data": {"real": real_group_rule},
 }
 """The registry: claim id -> stage -> rule (every claim and stage of :data:`theory.claims.CLAIMS`)."""

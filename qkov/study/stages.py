@@ -41,7 +41,7 @@ REGISTRY: dict[str, tuple[Callable[[], ModuleType], tuple[str, ...]]] = {
     "derive": (_derive, ("derive",)),
     "simulate": (_simulate, ("simulate-reduction", "simulate-asymptotics", "simulate-sharpness", "simulate-paper",
                              "simulate")),
-    "synthetic": (_synthetic, ("synthetic", "figure2", "adam", "synthetic-optimizer")),
+    "synthetic": (_synthetic, ("synthetic", "figure2", "adam", "synthetic-optimizer", "adam-phase")),
     "real": (_real, ("validate-real",)),
 }
 """stage name -> (loader of the module with its functions, the run kinds it plans or executes: ``derive``,

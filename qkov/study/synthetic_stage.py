@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 from qkov.core.config import parse_config
 from qkov.core.runstore import RunWriter
-from qkov.study import adam_run, figure2_run, optimizer_run
+from qkov.study import adam_phase_run, adam_run, figure2_run, optimizer_run
 from qkov.study import evidence_types as et
 from qkov.study.claims import THRESHOLDS, Evidence, write_evidence
 from qkov.study.rules import evidence as judged
@@ -35,7 +35,7 @@ if TYPE_CHECKING:
     import numpy as np
 
 STAGE = "synthetic"
-RUN_KINDS = {m.KIND: m for m in (figure2_run, adam_run, optimizer_run)}
+RUN_KINDS = {m.KIND: m for m in (figure2_run, adam_run, optimizer_run, adam_phase_run)}
 """The stage's other run kinds, each a module with ``KIND``, ``study_configs(quick)`` and ``execute(config,
 run_dir)``: the paper's Figure 2, GD against Adam(0, 0), Adam at default betas and momentum (issue 23)."""
 

@@ -1,101 +1,129 @@
-"""The adam-ratio-default and optimizer-stability rules can come out every way, on constructed inputs and on
-issue 31's counter-example (CACO, K=4, M=3, u0=v0=0.1, Adam(0.9, 0.999, 1e-8), lr 1e-3, ratios 1 and 4)."""
+"""The adam-ratio-default, optimizer-stability and desharpen-predictor rules can come out every way they can, on
+constructed inputs and on issue 41's ensemble of issue 31's case (CACO, K=4, M=3, u0=v0=0.1, Adam(0.9, 0.999, 1e-8),
+lr 1e-3, ratios 1 and 4: 17 of 64 seeded starts de-sharpen at L = 1e-2)."""
 
 import pytest
 
-from qkov.study.optimizer_run import default_betas_verdict, stability_verdict
+from qkov.study import evidence_types as et
+from qkov.study.optimizer_run import calibration_verdict, default_betas_verdict, stability_verdict
+from qkov.study.rules import brier, desharpen_call
+from validation.synthetic.ensemble import wilson
 
 pytestmark = pytest.mark.unit
 
 
-def _pair(ratio, measured, reduced=None, flow=None, distance=1e-4, pred=None, meas=None, predicted=None):
+def _pair(ratio, measured, reduced=None, flow=None, distance=1e-4, pred=None, ens=None, predicted=None):
+    """One pair; ``ens``: per level ``(k, n)`` de-sharpening counts of an ensemble (Wilson intervals derived)."""
     n = len(measured)
     out = {"param": "CACO", "ratio": ratio, "measured": measured, "reduced": reduced or measured,
            "flow": flow or measured, "distance": distance if isinstance(distance, list) else [distance] * n,
-           "predicted_departure_step": pred, "measured_departure_step": meas, "ftle_per_step": 0.0}
+           "predicted_departure_step": pred, "ftle_per_step": 0.0}
+    if ens is not None:
+        out["desharpen_k"] = [k for k, _ in ens]
+        out["desharpen_n"] = [m for _, m in ens]
+        out["p_desharpen_lo"] = [wilson(k, m)[0] for k, m in ens]
+        out["p_desharpen_hi"] = [wilson(k, m)[1] for k, m in ens]
     if predicted is not None:
-        out["predicted_one_minus_p"] = predicted
+        out["predicted_p_desharpen"] = predicted
     return out
 
 
-def _run(*pairs, levels=(0.1, 0.01)):
-    return {"optimizer": {"name": "adam"}, "levels": list(levels), "pairs": list(pairs)}
+def _run(*pairs, levels=(0.1, 0.01), ensemble=False):
+    run = {"optimizer": {"name": "adam"}, "levels": list(levels), "pairs": list(pairs)}
+    if ensemble:
+        run["ensemble"] = {"size": 64, "amplitude": 1e-6, "seed": 0, "confidence": 0.95}
+    return run
 
 
-# issue 31: measured 1-p at the first step below L = 1e-1 / 1e-2 / 1e-3 / 1e-4
-LEVELS = (1e-1, 1e-2, 1e-3, 1e-4)
-R1 = [8.49e-2, 2.89e-2, 1.35e-2, 7.46e-3]          # ratio 1: sharpens as the loss falls, on the set
-R4 = [5.55e-3, 1.65e-1, 2.12e-1, 2.30e-1]          # ratio 4: de-sharpens off the set
-R4_REDUCED = [4.28e-3, 1.19e-3, 5.26e-4, 2.85e-4]  # the reduced Adam map (stays on the set)
-FLOW_R1 = [9e-2, 4e-2, 2e-2, 1e-2]                 # gradient flow sharpens monotonically (illustrative values)
-FLOW_R4 = [5e-2, 2e-2, 9e-3, 4e-3]
+# issue 41's ensemble of issue 31's case at L = 1e-1 / 1e-2 (medians; 17/64 de-sharpen at 1e-2)
+R1 = [8.49e-2, 2.89e-2]
+R4 = [5.73e-3, 2.76e-3]
+FLOW_R1, FLOW_R4 = [1.15e-1, 4.27e-2], [3.09e-2, 1.05e-2]
 
 
-def _issue31(n_levels):
-    return _run(_pair(1.0, R1[:n_levels], flow=FLOW_R1[:n_levels], distance=[7e-4] * n_levels),
-                _pair(4.0, R4[:n_levels], reduced=R4_REDUCED[:n_levels], flow=FLOW_R4[:n_levels],
-                      distance=[0.58, 0.7, 0.75, 0.77][:n_levels]),
-                levels=LEVELS[:n_levels])
+def _issue41(counts=((0, 64), (17, 64)), predicted=(0.0, 0.176)):
+    return _run(_pair(1.0, R1, flow=FLOW_R1, pred=1),
+                _pair(4.0, R4, flow=FLOW_R4, pred=1, ens=counts, predicted=list(predicted)), ensemble=True)
 
 
-def test_supports_when_adam_sharpens_more_than_flow_and_follows_its_map():
-    run = _run(_pair(1.0, [0.1, 0.05], flow=[0.2, 0.1]), _pair(4.0, [0.01, 0.001], flow=[0.1, 0.05]))
-    assert default_betas_verdict([run]).verdict == "supports"
+def _point(k, n):
+    lo, hi = wilson(k, n)
+    return et.OptimizerPoint(4.0, 0.01, 0.003, desharpen_k=k, desharpen_n=n, p_lo=lo, p_hi=hi)
 
 
-def test_counter_example_sharpening_no_more_than_flow_contradicts():
-    run = _run(_pair(1.0, [0.1, 0.05], flow=[0.1, 0.05]), _pair(4.0, [0.05, 0.025], flow=[0.05, 0.025]))
-    assert default_betas_verdict([run]).verdict == "contradicts"
+@pytest.mark.parametrize("k, n, call", [(0, 64, "supports"), (2, 64, "inconclusive"), (17, 64, "contradicts"),
+                                        (0, 0, "insufficient"), (0, 32, "inconclusive")])
+def test_desharpen_call_every_verdict(k, n, call):
+    # 0/32: Wilson [0, 0.107] straddles 0.1 -- why the default ensemble has 64 members ([0, 0.057])
+    assert desharpen_call(_point(k, n)) == call
 
 
-def test_counter_example_reduced_map_missing_on_the_set_contradicts():
-    run = _run(_pair(1.0, [0.1, 0.05], reduced=[0.2, 0.1], flow=[0.2, 0.1]),
-               _pair(4.0, [0.01, 0.001], reduced=[0.02, 0.002], flow=[0.1, 0.05]))
-    assert default_betas_verdict([run]).verdict == "contradicts"
-
-
-def test_a_point_off_the_set_is_never_a_hit_by_default():
-    # the same run as the supporting one, but every point off the set and no broken-set prediction
-    run = _run(_pair(1.0, [0.1, 0.05], flow=[0.2, 0.1], distance=0.5),
-               _pair(4.0, [0.01, 0.001], flow=[0.1, 0.05], distance=0.5))
-    ev = default_betas_verdict([run])
-    assert ev.verdict == "supports in part" and "off the set, unexplained" in ev.numbers
-    # a supplied broken-set prediction that explains the points makes them hits ...
-    for p in run["pairs"]:
-        p["predicted_one_minus_p"] = [m * 1.01 for m in p["measured"]]
-    assert default_betas_verdict([run]).verdict == "supports"
-    # ... and one that misses them by more than the tolerance contradicts
-    for p in run["pairs"]:
-        p["predicted_one_minus_p"] = [m * 2 for m in p["measured"]]
-    assert default_betas_verdict([run]).verdict == "contradicts"
-
-
-def test_one_minus_p_rising_as_the_loss_falls_contradicts_even_on_the_map():
-    run = _run(_pair(1.0, [0.1, 0.2], flow=[0.5, 0.4]), _pair(4.0, [0.01, 0.02], flow=[0.3, 0.2]))
-    ev = default_betas_verdict([run])
-    assert ev.verdict == "contradicts" and "1-p rises as the loss falls" in ev.numbers
-
-
-def test_a_middle_ratio_less_sharp_than_a_lower_one_contradicts():
-    # lowest vs highest alone would pass: only comparing every ratio finds the middle one
-    run = _run(_pair(1.0, [0.1, 0.05], flow=[0.2, 0.1]), _pair(2.0, [0.2, 0.08], flow=[0.15, 0.08]),
-               _pair(4.0, [0.01, 0.001], flow=[0.1, 0.05]))
-    ev = default_betas_verdict([run])
-    assert ev.verdict == "contradicts" and "r=2 less sharp than r=1" in ev.numbers
-
-
-@pytest.mark.parametrize("n_levels", [2, 3, 4])
-def test_issue31_case_contradicts_at_every_run_length_that_reaches_below_5e_2(n_levels):
-    ev = default_betas_verdict([_issue31(n_levels)])
+def test_issue41_ensemble_contradicts_on_the_probability():
+    ev = default_betas_verdict([_issue41()])
     assert ev.verdict == "contradicts"
-    assert "r=4 less sharp than r=1" in ev.numbers and "r=4: 1-p rises as the loss falls" in ev.numbers
+    assert "CACO r=4 L=0.01: P(de-sharpen) 0.27 [0.17, 0.38] (17/64)" in ev.number
 
 
-def test_issue31_run_that_stops_just_before_the_breakdown_does_not_support():
-    # stopped at L >= 5e-2: ratio 4 is already off the set (distance 0.58) and the reduced map is 30% off there;
-    # the old rule counted the point as a hit and said "supports"
-    ev = default_betas_verdict([_issue31(1)])
-    assert ev.verdict == "supports in part" and "r=4 L=0.1 (distance 0.58)" in ev.numbers
+def test_an_ensemble_where_de_sharpening_is_rare_supports():
+    ev = default_betas_verdict([_issue41(counts=((0, 64), (0, 64)))])
+    assert ev.verdict == "supports", ev.numbers
+
+
+def test_an_interval_straddling_the_bound_is_inconclusive():
+    ev = default_betas_verdict([_issue41(counts=((0, 64), (4, 64)))])    # 4/64: [0.025, 0.15]
+    assert ev.verdict == "inconclusive" and "(4/64)" in ev.number
+
+
+def test_the_predictor_missing_never_contradicts_the_paper_claim():
+    # the predictor says 0.9 where 0/64 de-sharpen: the claim's verdict does not move, the calibration line fails
+    run = _issue41(counts=((0, 64), (0, 64)), predicted=(0.9, 0.9))
+    assert default_betas_verdict([run]).verdict == "supports"
+    cal = calibration_verdict([run])
+    assert cal.verdict == "contradicts" and "predicted 0.90, ensemble 0/64" in cal.numbers
+
+
+def test_calibration_every_verdict_and_its_brier_score():
+    assert calibration_verdict([_issue41()]).verdict == "supports"          # 0.0 in [0, 0.057], 0.176 in [0.17, 0.38]
+    assert calibration_verdict([_issue41(predicted=(0.0, 0.5))]).verdict == "contradicts"
+    none = _run(_pair(1.0, R1, flow=FLOW_R1), _pair(4.0, R4, flow=FLOW_R4))   # no ensemble: no calibration line
+    assert calibration_verdict([none]) is None
+    unpredicted = _issue41()
+    del unpredicted["pairs"][1]["predicted_p_desharpen"]
+    assert calibration_verdict([unpredicted]).verdict == "insufficient"
+    pts = [et.CalibrationPoint("CACO", 4.0, 0.01, 0.25, 1, 4, 0.0, 1.0)]
+    assert brier(pts) == pytest.approx((1 * 0.75 ** 2 + 3 * 0.25 ** 2) / 4)
+
+
+def test_a_single_run_off_the_set_is_not_judged():
+    # the transverse call says the runs leave; without an ensemble their outcome is rounding's: not a comparison
+    run = _run(_pair(1.0, R1, flow=FLOW_R1, pred=1), _pair(4.0, [5.55e-3, 1.65e-1], flow=FLOW_R4, pred=1))
+    ev = default_betas_verdict([run])
+    assert ev.verdict == "insufficient" and "no ensemble" in ev.numbers
+
+
+def test_an_ensemble_beside_unjudged_single_runs_supports_in_part():
+    # one configuration judged on its ensemble (rare), another only as single runs off the set: the verdict says
+    # that part was left out instead of counting it either way
+    off = _run(_pair(1.0, R1, flow=FLOW_R1, pred=1), _pair(4.0, [5.55e-3, 1.65e-1], flow=FLOW_R4, pred=1))
+    ev = default_betas_verdict([_issue41(counts=((0, 64), (0, 64))), off])
+    assert ev.verdict == "supports in part"
+    assert "4/4 comparisons hold; 2 single runs off the set not judged" in ev.number
+    assert default_betas_verdict([_issue41(), off]).verdict == "contradicts"      # a probability above 0.1 wins
+
+
+def test_deterministic_runs_support_and_contradict():
+    # momentum: runs predicted to stay on the set are deterministic and judged one by one
+    good = _run(_pair(1.0, [0.1, 0.05], flow=[0.2, 0.1]), _pair(4.0, [0.01, 0.001], flow=[0.1, 0.05]))
+    assert default_betas_verdict([good]).verdict == "supports"
+    reversed_ = _run(_pair(1.0, [0.1, 0.05], flow=[0.2, 0.1]), _pair(4.0, [0.2, 0.08], flow=[0.1, 0.05]))
+    ev = default_betas_verdict([reversed_])
+    assert ev.verdict == "contradicts" and "r=4 less sharp than r=1" in ev.numbers
+
+
+def test_sharpening_no_more_than_flow_contradicts():
+    run = _run(_pair(1.0, [0.1, 0.05], flow=[0.1, 0.05]), _pair(4.0, [0.05, 0.025], flow=[0.05, 0.025]))
+    ev = default_betas_verdict([run])
+    assert ev.verdict == "contradicts" and "not >= 1.1 x flow's" in ev.numbers
 
 
 def test_levels_not_reached_are_insufficient():
@@ -104,39 +132,15 @@ def test_levels_not_reached_are_insufficient():
 
 
 def test_stability_is_judged_on_attention_not_on_a_tiny_distance():
-    # predicted "leaves" for both ratios; ratio 1's attention stays on the reduced map (issue 31: it saturates at
-    # distance 7e-4 with attention exact), ratio 4's departs 800x: the call is right for ratio 4 only
-    run = _issue31(4)
-    run["pairs"][0]["predicted_departure_step"] = 1
-    run["pairs"][1]["predicted_departure_step"] = 1
+    # predicted "leaves" for both ratios; ratio 1's attention stays on the reduced map, ratio 4's departs
+    run = _issue41()
+    run["pairs"][1]["reduced"] = [4.28e-3, 1.18e-3]
     ev = stability_verdict([run])
     assert ev.verdict == "contradicts" and "CACO r=1: predicted leaves, attention stays on the reduced map" in ev.numbers
     run["pairs"][0]["predicted_departure_step"] = None        # predicted to stay: now both calls are right
     assert stability_verdict([run]).verdict == "supports"
 
 
-def test_stability_with_a_predicted_one_minus_p_compares_it_with_the_measurement():
-    run = _issue31(4)
-    run["pairs"][0]["predicted_one_minus_p"] = [x * 1.02 for x in R1]
-    run["pairs"][1]["predicted_one_minus_p"] = [x * 1.02 for x in R4]
-    assert stability_verdict([run]).verdict == "supports"
-    run["pairs"][1]["predicted_one_minus_p"] = R4_REDUCED
-    ev = stability_verdict([run])
-    assert ev.verdict == "contradicts" and "CACO r=4: predicted 1-p off by" in ev.numbers
-
-
 def test_stability_without_any_reached_level_is_insufficient():
     run = _run(_pair(1.0, [None], pred=3), _pair(4.0, [None], pred=None), levels=(0.1,))
     assert stability_verdict([run]).verdict == "insufficient"
-
-
-def test_the_named_number_is_the_reversal_before_a_shortfall_or_a_missed_map():
-    """Issue 31's case to L = 1e-2, as the quick study runs it: at L = 0.1 ratio 4 sharpens less than 1.1 x
-    flow's and its reduced map misses; at L = 1e-2 it is less sharp than ratio 1. The line the headline shows
-    is the reversal, the claim's own contradiction (it fails if the shortfall or the map is named first)."""
-    run = _run(_pair(1.0, R1[:2], flow=FLOW_R1[:2], distance=[7e-4] * 2),
-               _pair(4.0, R4[:2], reduced=R4_REDUCED[:2], flow=[8.9e-3, 2e-2], distance=[0.58, 0.7]),
-               levels=LEVELS[:2])
-    out = default_betas_verdict([run])
-    assert out.verdict == "contradicts"
-    assert out.number.startswith("CACO L=0.01: r=4 less sharp than r=1 (1-p 0.165 vs 0.0289)"), out.number

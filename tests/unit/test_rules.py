@@ -36,20 +36,38 @@ def _slope(adam, law=1.0, n=10, rng=(0.5, 0.005)):
     return et.AdamSlopes((et.SlopePair("CACO", 3.0, adam, law, n, rng),))
 
 
-def _opt(points):
-    return et.AdamDefault((et.AdamDefaultRun("CACO", "adam", tuple(points)),))
+def _opt(points, leaves=False):
+    return et.AdamDefault((et.AdamDefaultRun("CACO", "adam", tuple(points), leaves=leaves),))
 
 
-def _pt(r, lv, m, red=None, flow=None, d=1e-4, pred=None):
-    return et.OptimizerPoint(r, lv, m, red if red is not None else m, flow, d, pred)
+def _pt(r, lv, m, red=None, flow=None, d=1e-4, kn=None):
+    """A point; ``kn``: an ensemble's de-sharpening count ``(k, n)`` (Wilson interval at 95%)."""
+    from validation.synthetic.ensemble import wilson
+
+    k, n = kn if kn else (None, None)
+    lo, hi = wilson(k, n) if kn else (None, None)
+    return et.OptimizerPoint(r, lv, m, red if red is not None else m, flow, d, k, n, lo, hi)
+
+
+def _ens(k):
+    """Ratio 1 and 4 at two levels, ratio 4 from a 64-member ensemble with ``k`` de-sharpening at both."""
+    return _opt([_pt(1, 0.1, 0.1, flow=0.2), _pt(1, 0.01, 0.05, flow=0.1),
+                 _pt(4, 0.1, 0.01, flow=0.1, kn=(k, 64)), _pt(4, 0.01, 0.001, flow=0.05, kn=(k, 64))], leaves=True)
+
+
+def _cal(pred, k=17, n=64):
+    from validation.synthetic.ensemble import wilson
+
+    lo, hi = wilson(k, n) if n else (None, None)
+    return et.Calibration((et.CalibrationPoint("CACO", 4.0, 0.01, pred, k, n, lo, hi),))
 
 
 ON_SET_OK = [_pt(1, 0.1, 0.1, flow=0.2), _pt(1, 0.01, 0.05, flow=0.1),
              _pt(4, 0.1, 0.01, flow=0.1), _pt(4, 0.01, 0.001, flow=0.05)]
 
 
-def _stab(leaves, measured, reduced, pred=None):
-    pts = tuple(et.OptimizerPoint(1.0, lv, m, r, None, 1e-3, pred) for lv, m, r in zip((0.1, 0.01), measured, reduced))
+def _stab(leaves, measured, reduced):
+    pts = tuple(et.OptimizerPoint(1.0, lv, m, r, None, 1e-3) for lv, m, r in zip((0.1, 0.01), measured, reduced))
     return et.Stability((et.StabilityPair("CACO", 1.0, leaves, pts),))
 
 
@@ -84,15 +102,18 @@ CASES = {
                          (_fig2(0.40, 0.43, spread=0.05), N)],                # within the seed spread
     rules.adam_slopes_rule: [(_slope(1.02), S), (_slope(1.5), C), (_slope(1.0, n=2), N),
                              (_slope(1.0, rng=(0.02, 0.015)), N), (_slope(None), N)],
-    rules.adam_default_rule: [(_opt(ON_SET_OK), S),
-                              (_opt([_pt(p.ratio, p.level, p.measured, flow=p.flow, d=0.5) for p in ON_SET_OK]), P),
-                              (_opt([_pt(1, 0.1, 0.1, flow=0.2), _pt(1, 0.01, 0.2, flow=0.1)]), C),
-                              (_opt([_pt(1, 0.1, 0.1, red=0.2, flow=0.2)]), C),
+    rules.adam_default_rule: [(_opt(ON_SET_OK), S), (_ens(0), S),
+                              (_ens(17), C), (_ens(4), I),
+                              (_opt(ON_SET_OK + [_pt(8, 0.1, 0.005, flow=0.05)], leaves=True), N),
+                              (_opt(ON_SET_OK[:2] + [_pt(4, 0.1, 0.01, flow=0.1, kn=(0, 64)),
+                                                     _pt(8, 0.1, 0.005, flow=0.05)], leaves=True), P),
+                              (_opt([_pt(1, 0.1, 0.1, flow=0.2), _pt(4, 0.1, 0.2, flow=0.1)]), C),
+                              (_opt([_pt(1, 0.1, 0.1, flow=0.1), _pt(4, 0.1, 0.05, flow=0.05)]), C),
                               (_opt([_pt(1, 0.1, None), _pt(4, 0.1, None)]), N)],
     rules.stability_rule: [(_stab(False, (0.1, 0.05), (0.1, 0.05)), S), (_stab(True, (0.1, 0.5), (0.1, 0.05)), S),
                            (_stab(True, (0.1, 0.05), (0.1, 0.05)), C), (_stab(False, (0.1, 0.5), (0.1, 0.05)), C),
-                           (_stab(True, (0.1, 0.05), (0.1, 0.05), pred=0.2), C),
                            (_stab(True, (None, None), (0.1, 0.05)), N), (_stab(None, (0.1, 0.05), (0.1, 0.05)), N)],
+    rules.calibration_rule: [(_cal(0.2), S), (_cal(0.5), C), (_cal(None), N), (_cal(0.2, k=0, n=0), N)],
 }
 
 
@@ -111,7 +132,7 @@ def test_every_claim_and_stage_has_a_rule_and_every_rule_a_case_per_verdict():
     assert registered - {rules.real_group_rule} <= set(CASES)
     for rule, cases in CASES.items():          # the verdicts each rule can return, each with a case
         can = {rules.derivation_rule: {S, P, C, I, N}, rules.derived_order_rule: {S, P, C, I, N},
-               rules.adam_default_rule: {S, P, C, N}}.get(rule, {S, C, N})
+               rules.adam_default_rule: {S, P, C, I, N}}.get(rule, {S, C, N})
         assert {w for _, w in cases} == can, rule.__name__
 
 

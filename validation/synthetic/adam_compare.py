@@ -354,104 +354,159 @@ def crossing(loss: np.ndarray, y: np.ndarray, level: float) -> float | None:
     return float(y[i - 1] + f * (y[i] - y[i - 1]))
 
 
+def _reduced_until(param: str, spec, *, K: int, M: int, eta_qk: float, dt: float, steps: int, u0: float, v0: float,
+                   record_every: int, stop: float | None):
+    """The exact reduced map (:func:`simulation.optimizer_maps.iterate_orbit_map`) recorded every ``record_every``
+    steps, stopped after the first record with loss below ``stop``: an :class:`~simulation.optimizer_maps.OrbitRun`."""
+    from simulation import generated_optim as gen
+    from simulation.optimizer_maps import OrbitRun, iterate_orbit_map
+
+    rows, idx = [], []
+    for n, w, _ in iterate_orbit_map(param, spec, K=K, M=M, eta_qk=eta_qk, eta_ov=1.0, dt=dt, steps=steps, u0=u0,
+                                     v0=v0):
+        if n % record_every and n != steps:
+            continue
+        obs = np.asarray(gen.ORBIT_OBS[param](*w, K, M), dtype=np.float64).reshape(5)  # type: ignore[operator]
+        rows.append((w, obs))
+        idx.append(n)
+        if stop is not None and obs[4] < stop:
+            break
+    W = np.array([w for w, _ in rows])
+    obs = np.array([o for _, o in rows])
+    st = np.asarray(idx)
+    return OrbitRun(param, spec.as_json(), tuple(gen.ORBIT_NAMES[param]), st * dt, st, W,
+                    *(obs[:, i] for i in range(5)))
+
+
 def optimizer_matched_loss(param: str, ratios: tuple[float, ...], *, optimizer: str = "adam",
                            betas: tuple[float, float] = ADAM_BETAS, eps: float = ADAM_EPS, weight_decay: float = 0.0,
                            K: int = 4, M: int = 8, dt: float = 0.01, steps: int = 1000, n_levels: int = 5,
                            u0: float = 0.5, v0: float = 0.5, stability_steps: int = 40,
                            curves: bool = False, levels: tuple[float, ...] | None = None,
-                           stop_loss: float | None = None, predict: bool = True) -> dict:
+                           stop_loss: float | None = None, predict: bool = True, ensemble: int | None = None,
+                           amplitude: float | None = None, seed: int = 0) -> dict:
     r"""Train the full matrices from the symmetric start under ``optimizer`` at each ratio and compare, at matched
     losses, the **measured** residual :math:`1-p` with the exact reduced map of the same optimizer
-    (:func:`simulation.optimizer_maps.run_orbit_map`) and with gradient flow (:func:`simulation.reduced.integrate`),
-    beside the measured distance from the symmetric set; plus the transverse prediction
-    (:func:`simulation.transverse.transverse_growth` over ``stability_steps``) of whether the run leaves the set.
+    (:func:`simulation.optimizer_maps.run_orbit_map`) and with gradient flow (:func:`simulation.reduced.integrate`).
 
-    Levels: ``levels`` when given (each run then stops at its first logged loss below ``stop_loss``, default the
-    lowest level, or after ``steps``), else ``n_levels`` log-spaced losses inside every run's range. With
-    ``predict``, the broken-set predictor (:func:`simulation.broken_set_predictor.predict`, independent of the
-    training: run before it when ``levels`` are given, else after it at the levels chosen from its range) gives ``predicted_one_minus_p``, ``predicted_distance`` and the calls
-    (``predicted_call``/``measured_call``: ``"sharpens"``/``"de-sharpens"`` against the lowest ratio at each level;
-    ``predicted_rises``/``measured_rises``: 1 - p above the previous level's). Returns ``{"levels", "pairs": [{param,
-    ratio, measured, distance, reduced, flow (lists over levels, None where not reached), predicted_departure_step,
-    ftle, measured_departure_step, ...}], "predictor"}``. With ``curves``, each pair also carries ``"curves"``: the logged training
-    columns ``loss, residual, set_distance`` and the reduced map's and the flow's ``loss, residual`` (float64
-    arrays, for :func:`validation.synthetic.optimizer_figure.optimizer_map_figure`).
+    First, before any training, the transverse analysis (:func:`simulation.transverse.transverse_growth` over
+    ``stability_steps``) says per ratio whether a run leaves the symmetric set. Where one does (Adam at its default
+    ``eps``), one run's outcome is decided by rounding (issue 41), so the measurement is a seeded **ensemble**
+    (:func:`validation.synthetic.ensemble.train_ensemble`, ``ensemble`` members per ratio, default
+    :data:`~validation.synthetic.ensemble.ENSEMBLE_SIZE`, start perturbation ``amplitude`` relative, default
+    :data:`~validation.synthetic.ensemble.AMPLITUDE`, seeds ``seed + i``): per pair and level the members' median
+    1 - p (``measured``), its 10% and 90% quantiles, the median set distance (``distance``), and for every ratio above
+    the lowest the number of members that de-sharpen against the lowest (``desharpen_k`` of ``desharpen_n``),
+    ``p_desharpen`` and its Wilson interval at :data:`~validation.synthetic.ensemble.CONFIDENCE`; and the sets the
+    members end on (``ensemble_sets``). With ``predict`` the sign-pattern predictor
+    (:func:`simulation.desharpen_predictor.predict_probability`) gives ``predicted_p_desharpen`` first. Where no run
+    leaves (GD, momentum) or ``ensemble=0``, one unperturbed run per ratio (deterministic on the set).
+
+    Levels: ``levels`` when given (training stops once every run's loss is below ``stop_loss``, default the lowest
+    level, or after ``steps``), else ``n_levels`` log-spaced losses inside the reduced maps' range over ``steps``
+    (deterministic: no level depends on a rounding-seeded run). Returns ``{"levels", "pairs": [{param, ratio,
+    measured, distance, reduced, flow (lists over levels, None where not reached), predicted_departure_step,
+    ftle_per_step, ...}], "ensemble", "predictor"}``. With ``curves``, each pair also carries ``"curves"`` (float64
+    arrays for :func:`validation.synthetic.optimizer_map_run.optimizer_map_figure`): the training's ``loss``,
+    ``residual`` (``(T,)`` for one run, ``(T, n)`` for an ensemble's members) and the reduced map's and the flow's.
     """
-    from simulation.optimizer_maps import OptimizerSpec, run_orbit_map
-    from simulation.reduced import integrate
-    from simulation.transverse import predicted_departure_step, transverse_growth
-
     import time
 
-    from simulation.broken_set_predictor import calls
-    from simulation.broken_set_predictor import predict as broken_set_predict
+    from simulation.desharpen_predictor import predict_probability
+    from simulation.optimizer_maps import OptimizerSpec
+    from simulation.reduced import integrate
+    from simulation.transverse import predicted_departure_step, transverse_growth
+    from validation.synthetic.ensemble import AMPLITUDE, ENSEMBLE_SIZE, train_ensemble
 
     name = {"adamw": "adamw", "adam": "adamw" if weight_decay else "adam", "momentum": "momentum", "gd": "gd"}[optimizer]
     spec = OptimizerSpec(name, betas[0], betas[1], eps, weight_decay)
+    size = ENSEMBLE_SIZE if ensemble is None else int(ensemble)
+    amp = AMPLITUDE if amplitude is None else float(amplitude)
     log_every = max(1, steps // 200) if levels is None else max(1, min(steps // 200, 10))
     stop = stop_loss if stop_loss is not None else (min(levels) if levels else None)
-    prediction, cost = None, {}
-    if predict and levels:
-        t0 = time.process_time()
-        prediction = broken_set_predict(param, spec, K=K, M=M, u0=u0, v0=v0, eta_ov=1.0, dt=dt, ratios=tuple(ratios),
-                                        levels=tuple(levels), steps=steps, record_every=log_every)
-        cost["predictor_cpu_s"] = time.process_time() - t0
+    ratios = tuple(float(r) for r in ratios)
+    cost: dict[str, float] = {}
     t0 = time.process_time()
-    runs = []
-    for r in ratios:
-        tr = train_symmetric(param, r, optimizer=optimizer, eps=eps, betas=betas, K=K, M=M, u0=u0, v0=v0, dt=dt,
-                             steps=steps, log_every=log_every, weight_decay=weight_decay, momentum=betas[0],
-                             stop_loss=stop)
-        ran = int(round(float(tr.cols["t"][-1]) / dt))
-        red = run_orbit_map(param, spec, K=K, M=M, eta_qk=r, eta_ov=1.0, dt=dt, steps=ran, u0=u0, v0=v0,
-                            record=np.arange(0, ran + 1, log_every))
-        flow = integrate(Parametrization(param), K, M, r, 1.0, u0, v0, np.geomspace(1e-3, 1e7, 400))
-        st = transverse_growth(param, spec, K=K, M=M, eta_qk=r, eta_ov=1.0, dt=dt, steps=min(stability_steps, steps),
-                               u0=u0, v0=v0)
-        runs.append((r, tr, red, flow, st))
-    cost["training_cpu_s"] = time.process_time() - t0
+    st = {r: transverse_growth(param, spec, K=K, M=M, eta_qk=r, eta_ov=1.0, dt=dt, steps=min(stability_steps, steps),
+                               u0=u0, v0=v0) for r in ratios}
+    leaves = {r: predicted_departure_step(st[r]) is not None for r in ratios}
+    red = {r: _reduced_until(param, spec, K=K, M=M, eta_qk=r, dt=dt, steps=steps, u0=u0, v0=v0,
+                             record_every=log_every, stop=stop) for r in ratios}
+    flow = {r: integrate(Parametrization(param), K, M, r, 1.0, u0, v0, np.geomspace(1e-3, 1e7, 400)) for r in ratios}
+    cost["theory_cpu_s"] = time.process_time() - t0
     loss_levels: list[float]
     if levels:
         loss_levels = [float(x) for x in levels]
     else:
-        hi = min(float(tr.cols["loss"][0]) for _, tr, *_ in runs)
-        lo = max(float(np.min(tr.cols["loss"])) for _, tr, *_ in runs)
+        hi = min(float(m.loss[0]) for m in red.values())
+        lo = max(float(np.min(m.loss)) for m in red.values())
         loss_levels = [float(x) for x in np.geomspace(hi, lo, n_levels + 2)[1:-1]] if lo < hi else []
-        if predict and loss_levels:   # the levels come from the runs' range; the prediction uses nothing else of them
-            t0 = time.process_time()
-            prediction = broken_set_predict(param, spec, K=K, M=M, u0=u0, v0=v0, eta_ov=1.0, dt=dt,
-                                            ratios=tuple(ratios), levels=tuple(loss_levels), steps=steps,
-                                            record_every=log_every)
-            cost["predictor_cpu_s"] = time.process_time() - t0
+    chaotic = size > 0 and any(leaves.values()) and bool(loss_levels)
+    prediction = None
+    if predict and chaotic:
+        t0 = time.process_time()
+        prediction = predict_probability(param, spec, K=K, M=M, u0=u0, v0=v0, eta_ov=1.0, dt=dt, ratios=ratios,
+                                         levels=tuple(loss_levels), steps=steps, amplitude=amp, record_every=log_every)
+        cost["predictor_cpu_s"] = time.process_time() - t0
+    t0 = time.process_time()
+    ens, single = None, {}
+    if chaotic:
+        ens = train_ensemble(param, spec, K=K, M=M, u0=u0, v0=v0, dt=dt, ratios=ratios, levels=tuple(loss_levels),
+                             steps=steps, size=size, amplitude=amp, seed=seed, stop_loss=stop)
+    else:
+        for r in ratios:
+            single[r] = train_symmetric(param, r, optimizer=optimizer, eps=eps, betas=betas, K=K, M=M, u0=u0, v0=v0,
+                                        dt=dt, steps=steps, log_every=log_every, weight_decay=weight_decay,
+                                        momentum=betas[0], stop_loss=stop)
+    cost["training_cpu_s"] = time.process_time() - t0
+    stats = {(s.ratio, s.level): s for s in ens.summary()} if ens is not None else {}
     pairs: list[dict[str, Any]] = []
-    for r, tr, red, flow, st in runs:
-        c = tr.cols
-        off = np.flatnonzero(c["set_distance"] > 1e-6)
-        pairs.append({"param": param, "ratio": r,
-                      "measured": [crossing(c["loss"], c["residual"], L) for L in loss_levels],
-                      "distance": [crossing(c["loss"], c["set_distance"], L) for L in loss_levels],
-                      "v_spread": [crossing(c["loss"], c["v_spread"], L) for L in loss_levels],
-                      "reduced": [crossing(red.loss, red.residual, L) for L in loss_levels],
-                      "flow": [crossing(flow.loss, flow.residual, L) for L in loss_levels],
-                      "final_loss": float(c["loss"][-1]), "final_measured": float(c["residual"][-1]),
-                      "final_distance": float(c["set_distance"][-1]),
-                      "ftle_per_step": st.ftle, "predicted_departure_step": predicted_departure_step(st),
-                      "measured_departure_step": int(c["t"][off[0]] / dt + 0.5) if off.size else None})
-        if prediction is not None:
-            pairs[-1].update(predicted_one_minus_p=prediction.one_minus_p[r], predicted_distance=prediction.distance[r],
-                             predicted_call=prediction.calls[r], predicted_rises=prediction.rises[r])
+    for r in ratios:
+        rd, fl = red[r], flow[r]
+        pair: dict[str, Any] = {"param": param, "ratio": r,
+                                "reduced": [crossing(rd.loss, rd.residual, L) for L in loss_levels],
+                                "flow": [crossing(fl.loss, fl.residual, L) for L in loss_levels],
+                                "ftle_per_step": st[r].ftle, "predicted_departure_step": predicted_departure_step(st[r])}
+        if ens is not None:
+            rows = [stats[(r, L)] for L in loss_levels]
+            pair.update(measured=[s.median for s in rows], distance=[s.distance for s in rows],
+                        measured_q10=[s.q10 for s in rows], measured_q90=[s.q90 for s in rows],
+                        reached=[s.reached for s in rows], ensemble_size=ens.size,
+                        ensemble_sets=ens.set_counts(r),
+                        final_loss=float(np.median(ens.final_loss[r])))
+            if r != ens.reference():
+                pair.update(desharpen_k=[s.k for s in rows], desharpen_n=[s.n for s in rows],
+                            p_desharpen=[s.p for s in rows], p_desharpen_lo=[s.lo for s in rows],
+                            p_desharpen_hi=[s.hi for s in rows])
+            if prediction is not None and r in prediction.p_desharpen:
+                pair["predicted_p_desharpen"] = prediction.p_desharpen[r]
+            if curves:
+                c = ens.curves[r]
+                keep = np.unique(np.linspace(0, c["loss"].shape[0] - 1, 300).astype(int))   # figure resolution
+                pair["curves"] = {"train_loss": c["loss"][keep], "train_residual": c["residual"][keep],
+                                  "train_set_distance": c["distance"][keep]}
+        else:
+            c = single[r].cols
+            off = np.flatnonzero(c["set_distance"] > 1e-6)
+            pair.update(measured=[crossing(c["loss"], c["residual"], L) for L in loss_levels],
+                        distance=[crossing(c["loss"], c["set_distance"], L) for L in loss_levels],
+                        final_loss=float(c["loss"][-1]), final_distance=float(c["set_distance"][-1]),
+                        measured_departure_step=int(c["t"][off[0]] / dt + 0.5) if off.size else None)
+            if curves:
+                pair["curves"] = {"train_loss": c["loss"], "train_residual": c["residual"],
+                                  "train_set_distance": c["set_distance"]}
         if curves:
-            pairs[-1]["curves"] = {"train_loss": c["loss"], "train_residual": c["residual"],
-                                   "train_set_distance": c["set_distance"], "reduced_loss": np.asarray(red.loss),
-                                   "reduced_residual": np.asarray(red.residual), "flow_loss": np.asarray(flow.loss),
-                                   "flow_residual": np.asarray(flow.residual)}
-    m_calls, m_rises = calls({p["ratio"]: p["measured"] for p in pairs})
-    for p in pairs:
-        p.update(measured_call=m_calls[p["ratio"]], measured_rises=m_rises[p["ratio"]])
-    predictor = None if prediction is None else {"subgroup": prediction.subgroup, "cpu_s": cost["predictor_cpu_s"],
-                                                 "training_cpu_s": cost["training_cpu_s"]}
+            pair["curves"].update(reduced_loss=np.asarray(rd.loss), reduced_residual=np.asarray(rd.residual),
+                                  flow_loss=np.asarray(fl.loss), flow_residual=np.asarray(fl.residual))
+        pairs.append(pair)
+    ensemble_info = None if ens is None else {
+        "size": ens.size, "amplitude": ens.amplitude, "seed": ens.seed, "confidence": ens.confidence,
+        "resolution": ens.resolution, "reference_ratio": ens.reference(), "steps": ens.steps, "cpu_s": ens.cpu_s,
+        "wall_s": ens.wall_s, "members": ens.as_json()["members"]}
+    predictor = None if prediction is None else {**prediction.as_json(), "training_cpu_s": cost["training_cpu_s"]}
     return {"optimizer": spec.as_json(), "K": K, "M": M, "u0": u0, "v0": v0, "dt": dt, "steps": steps,
-            "stop_loss": stop, "levels": loss_levels, "pairs": pairs, "predictor": predictor}
+            "stop_loss": stop, "levels": loss_levels, "pairs": pairs, "ensemble": ensemble_info,
+            "predictor": predictor, "cost": cost}
 
 
 # ---- the broken-set predictor against full-matrix training (issue 31) -------------------------------------------

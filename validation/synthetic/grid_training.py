@@ -45,7 +45,7 @@ from validation.synthetic.data import population_batch
 from validation.synthetic.models import symmetric_model
 from validation.synthetic.stacked import effective_forward
 
-GRID_OBSERVABLES = ("u", "v", "p", "residual", "loss")
+GRID_OBSERVABLES = ("u", "v", "p", "residual", "loss", "distance")
 """What :func:`grid_observables` measures at each recorded step (the reduced maps' observables)."""
 
 _CONFIG = ("eta_qk", "eta_ov", "dt", "u0", "v0", "noise", *HYPER_DEFAULTS)
@@ -54,7 +54,7 @@ _CONFIG = ("eta_qk", "eta_ov", "dt", "u0", "v0", "noise", *HYPER_DEFAULTS)
 @dataclass(frozen=True)
 class GridRuns:
     r"""``C`` full-matrix runs on common step numbers: ``step (T,)``, ``t (T, C)`` (:math:`n\,dt`), observables
-    ``u, v, p, residual, loss`` each ``(T, C)`` (:func:`grid_observables`), the final factors ``params``
+    ``u, v, p, residual, loss, distance`` each ``(T, C)`` (:func:`grid_observables`), the final factors ``params``
     ``{name: (C, rows, cols)}``, the configurations ``config`` as arrays ``(C,)`` and the training wall time."""
 
     param: str
@@ -66,6 +66,7 @@ class GridRuns:
     p: np.ndarray
     residual: np.ndarray
     loss: np.ndarray
+    distance: np.ndarray
     params: dict[str, np.ndarray]
     config: dict[str, np.ndarray]
     wall_s: float
@@ -82,8 +83,11 @@ def grid_observables(wkq: torch.Tensor, wov: torch.Tensor, K: int, M: int) -> di
     :math:`\frac1K\sum_y \sum_{j \ne d_y} a^{(y)}_j` (summed, not ``1 - p``: resolved far below 1e-16, as
     :func:`~validation.synthetic.adam_compare.measured_state`), ``loss`` the population loss;
     :math:`v = \text{mean}_{y,j}(W_{KQ}[d_y, q] - W_{KQ}[c_j, q])`,
-    :math:`u = \text{mean}_{c \ne y}(W_{OV}[y, d_y] - W_{OV}[c, d_y])` (:func:`simulation.model_matrices.observables`).
-    Each ``(C,)``.
+    :math:`u = \text{mean}_{c \ne y}(W_{OV}[y, d_y] - W_{OV}[c, d_y])` (:func:`simulation.model_matrices.observables`);
+    ``distance`` the relative distance of what the model reads, :math:`X = (W_{OV}, W_{KQ}[:, q])`, from the
+    symmetric set: :math:`\|X - \Pi X\|_F / \|X\|_F` with :math:`\Pi` the average over each orbit (``W_OV``'s
+    diagonal and off-diagonal distinct entries, its common-token and query columns; the scores of the distinct
+    tokens, of the commons and of the query). Each ``(C,)``.
     """
     lay = TokenLayout(K, M)
     pop = population_batch(K, M, wkq.dtype)
@@ -95,7 +99,20 @@ def grid_observables(wkq: torch.Tensor, wov: torch.Tensor, K: int, M: int) -> di
     dist = wov[:, :, lay.distinct]                                       # (C, K, K): [c, y] = W_OV[c, d_y]
     off = ~torch.eye(K, dtype=torch.bool)
     u = (torch.diagonal(dist, dim1=1, dim2=2)[:, None, :] - dist)[:, off].mean(1)
-    return {"u": u, "v": v, "p": att[:, :, 0].mean(1), "residual": att[:, :, 1:].sum(2).mean(1), "loss": loss}
+    return {"u": u, "v": v, "p": att[:, :, 0].mean(1), "residual": att[:, :, 1:].sum(2).mean(1), "loss": loss,
+            "distance": _symmetric_distance(col, wov, lay)}
+
+
+def _symmetric_distance(col: torch.Tensor, wov: torch.Tensor, lay: TokenLayout) -> torch.Tensor:
+    """``(C,)``: the relative distance of ``(W_OV, W_KQ[:, q])`` from its orbit averages (:func:`grid_observables`)."""
+    K = lay.K
+    eye = torch.eye(K, dtype=torch.bool)
+    dist = wov[:, :, lay.distinct]
+    parts = [dist[:, eye], dist[:, ~eye], wov[:, :, lay.common].reshape(wov.shape[0], -1), wov[:, :, lay.query],
+             col[:, lay.distinct], col[:, lay.common], col[:, [lay.query]]]
+    num = sum(((x - x.mean(1, keepdim=True)) ** 2).sum(1) for x in parts)
+    den = (wov ** 2).sum((1, 2)) + (col ** 2).sum(1)
+    return torch.sqrt(num / torch.clamp(den, min=torch.finfo(den.dtype).tiny))
 
 
 def _configs(K, M, eta_qk, eta_ov, dt, u0, v0, noise, hyper: dict) -> dict[str, np.ndarray]:
@@ -109,12 +126,14 @@ def _configs(K, M, eta_qk, eta_ov, dt, u0, v0, noise, hyper: dict) -> dict[str, 
     return {k: a.ravel().copy() for k, a in zip(_CONFIG, arrays)}
 
 
-def _start(param: Parametrization, K: int, M: int, cfg: dict[str, np.ndarray], c: int, seed: int) -> QKOVAttention:
+def _start(param: Parametrization, K: int, M: int, cfg: dict[str, np.ndarray], c: int, seed: int,
+           seeds=None) -> QKOVAttention:
     """Configuration ``c``'s start: the symmetric model at ``(u0, v0)`` plus ``noise`` times i.i.d. standard normal
-    entries on every factor (generator seeded ``seed + c``; none when ``noise`` is 0)."""
+    entries on every factor (generator seeded ``seeds[c]`` when given, else ``seed + c``; none when ``noise`` is
+    0)."""
     model = symmetric_model(param, K, M, float(cfg["u0"][c]), float(cfg["v0"][c]), ov_basis="class")
     if cfg["noise"][c] > 0:
-        gen = torch.Generator().manual_seed(seed + c)
+        gen = torch.Generator().manual_seed(int(seeds[c]) if seeds is not None else seed + c)
         with torch.no_grad():
             for w in model.parameters():
                 w.add_(float(cfg["noise"][c]) * torch.randn(w.shape, generator=gen, dtype=w.dtype))
@@ -136,7 +155,8 @@ def _runs(param, optimizer, want, obs: list[dict[str, torch.Tensor]], params, cf
 
 
 def train_grid(param: str, optimizer: str = "adam", *, K: int, M: int, eta_qk, eta_ov, dt, steps: int, u0, v0,
-               noise=0.0, seed: int = 0, record=None, **hyper) -> GridRuns:
+               noise=0.0, seed: int = 0, seeds=None, record=None, stop_loss: float | None = None,
+               **hyper) -> GridRuns:
     r"""Train the full-matrix model for every configuration at once (``torch.func.vmap``), float64.
 
     Args:
@@ -146,7 +166,11 @@ def train_grid(param: str, optimizer: str = "adam", *, K: int, M: int, eta_qk, e
             and the optimizer's hyper-parameters
             (``beta1, beta2, eps, weight_decay``, defaults :data:`simulation.optimizer_batch.HYPER_DEFAULTS`):
             scalars or arrays broadcasting to ``(C,)``.
-        steps: common number of steps (>= 0); record: step numbers to record (default all, 0 included).
+        seeds: optional per-configuration generator seeds ``(C,)`` (instead of ``seed + c``: an ensemble member
+            keeps its perturbation across ratios).
+        steps: common number of steps (>= 0); record: step numbers to record (default all, 0 included);
+        stop_loss: stop after the first recorded step at which every configuration's loss is below it (the
+            records end there).
 
     Returns:
         :class:`GridRuns` with observables ``(T, C)`` and the final factors ``(C, rows, cols)``.
@@ -160,7 +184,11 @@ def train_grid(param: str, optimizer: str = "adam", *, K: int, M: int, eta_qk, e
     want = _record_steps(steps, record)
     C = cfg["dt"].size
     opt = OPTIMIZERS[optimizer]
-    models = [_start(param, K, M, cfg, c, seed) for c in range(C)]
+    if seeds is not None:                    # the seeds broadcast with the configuration arrays
+        seeds, *cols = np.broadcast_arrays(np.atleast_1d(np.asarray(seeds, dtype=np.int64)), *cfg.values())
+        cfg = {k: a.copy() for k, a in zip(cfg, cols)}
+        C = cfg["dt"].size
+    models = [_start(param, K, M, cfg, c, seed, seeds) for c in range(C)]
     base = models[0]
     qk, ov = param.qk.factors, param.ov.factors
     params = {n: torch.stack([getattr(m, n).detach() for m in models]) for n in (*qk, *ov)}
@@ -192,6 +220,9 @@ def train_grid(param: str, optimizer: str = "adam", *, K: int, M: int, eta_qk, e
                 params[name], state[name] = opt.step(params[name], g[name], state[name], lr[name], h, n)
             if n in keep:
                 observe()
+                if stop_loss is not None and bool((obs[-1]["loss"] < stop_loss).all()):
+                    want = want[:len(obs)]
+                    break
     wall = time.perf_counter() - start
     return _runs(param, optimizer, want, obs, {n: w.numpy() for n, w in params.items()}, cfg, wall)
 

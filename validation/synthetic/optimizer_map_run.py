@@ -21,12 +21,13 @@ from annotated_types import MinLen
 
 from theory.parametrization import BASELINE, FULLY_FACTORIZED, OrbitParamName
 from theory.spec import Ge, Gt, Le, Lt, NonNegativeFinite, PositiveFinite, Spec
+from validation.synthetic.ensemble import AMPLITUDE, ENSEMBLE_SIZE
 
 
 @dataclass(frozen=True, kw_only=True)
 class OptimizerMapConfig(Spec):
     """One optimizer's symmetric-start runs (module docstring). ``betas``: Adam's (beta1, beta2); momentum uses
-    beta1 as its momentum. ``seed`` is recorded only (population data from the symmetric start: deterministic).
+    beta1 as its momentum.
     ``u0, v0``: the symmetric start. ``levels``: the matched losses (empty: ``n_levels`` chosen inside every run's
     range); each run stops at its first logged loss below ``stop_loss`` (default: the lowest level) or after
     ``steps``. ``predict``: also run the broken-set predictor (:mod:`simulation.broken_set_predictor`)."""
@@ -48,6 +49,8 @@ class OptimizerMapConfig(Spec):
     levels: tuple[Annotated[float, Gt(0), Lt(100)], ...] = ()
     stop_loss: Annotated[float, Gt(0), Lt(100)] | None = None
     predict: bool = True
+    ensemble: Annotated[int, Ge(0), Le(4096)] = ENSEMBLE_SIZE
+    amplitude: Annotated[float, Gt(0), Lt(1e-2)] = AMPLITUDE
 
     def label(self) -> str:
         if self.optimizer == "momentum":
@@ -63,7 +66,8 @@ class OptimizerMapConfig(Spec):
                                        eps=self.eps, weight_decay=self.weight_decay, K=self.K, M=self.M, dt=self.dt, steps=self.steps,
                                        n_levels=self.n_levels, curves=curves, u0=self.u0, v0=self.v0,
                                        levels=tuple(self.levels) or None, stop_loss=self.stop_loss,
-                                       predict=self.predict) for p in self.params]
+                                       predict=self.predict, ensemble=self.ensemble, amplitude=self.amplitude,
+                                       seed=self.seed) for p in self.params]
 
 
 def without_curves(runs: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -91,15 +95,19 @@ def optimizer_map_figure(runs: list[dict[str, Any]], label: str):
         top, bottom = axes[0, j], axes[1, j]
         for i, p in enumerate(run["pairs"]):
             col, c = RATIO_COLORS[i % len(RATIO_COLORS)], p["curves"]
-            top.loglog(c["train_loss"], c["train_residual"], color=col, lw=2, alpha=0.75,
-                       label=f"training, ratio {p['ratio']:g}")
+            loss, res = np.asarray(c["train_loss"]), np.asarray(c["train_residual"])
+            many = loss.ndim == 2                      # an ensemble's members (T, n): thin, translucent
+            what = f"{loss.shape[1]} seeded starts" if many else "training"
+            top.loglog(loss, res, color=col, lw=0.6 if many else 2, alpha=0.35 if many else 0.75)
+            top.plot([], [], color=col, lw=2, label=f"{what}, ratio {p['ratio']:g}")
             top.loglog(c["reduced_loss"], c["reduced_residual"], color=col, ls="--", lw=1.1,
                        label=f"reduced map, ratio {p['ratio']:g}")
-            keep = np.asarray(c["flow_loss"]) >= np.min(c["train_loss"])
+            keep = np.asarray(c["flow_loss"]) >= np.min(loss)
             top.loglog(np.asarray(c["flow_loss"])[keep], np.asarray(c["flow_residual"])[keep], color=col, ls=":",
                        lw=1.1, label=f"gradient flow, ratio {p['ratio']:g}")
-            dist = np.maximum(np.asarray(c["train_set_distance"], dtype=float), 1e-18)
-            bottom.loglog(c["train_loss"], dist, color=col)
+            if "train_set_distance" in c:
+                dist = np.maximum(np.asarray(c["train_set_distance"], dtype=float), 1e-18)
+                bottom.loglog(loss, dist, color=col, lw=0.6 if many else 1.5, alpha=0.35 if many else 1.0)
         for lev in run["levels"]:
             top.axvline(lev, color="0.85", lw=0.6, zorder=0)
         top.set_title(f"{run['pairs'][0]['param']}: {label}", fontsize=9)

@@ -37,7 +37,7 @@ def study(tmp_path_factory):
 
 
 MEASURED = ("rescaling", "fixed-lines", "sharpness-ratio", "first-integrals", "growth-rates", "adam-ratio",
-            "adam-ratio-default", "optimizer-stability")
+            "adam-ratio-default", "optimizer-stability", "desharpen-predictor")
 """Claims these runs measure: each must come back decided, with its one number and its scope."""
 
 

@@ -1,5 +1,5 @@
 """``qkov validate synthetic --optimizer adam --u0 --v0 --levels --stop-loss``: the start, the matched losses and
-the broken-set prediction per level reach the run (issue 31)."""
+the ensemble's probability of de-sharpening and its prediction per level reach the run (issues 31, 41)."""
 
 import json
 
@@ -16,18 +16,22 @@ def test_start_levels_and_prediction_per_level(tmp_path):
     assert res.exit_code == 0, res.output
     run = json.loads(res.stdout)["runs"][0]
     assert run["levels"] == [0.5, 0.2] and (run["u0"], run["v0"]) == (0.2, 0.3)
-    assert run["stop_loss"] == 0.2 and run["predictor"]["subgroup"] == "one-class"
+    assert run["stop_loss"] == 0.2
+    assert run["ensemble"]["size"] == 64 and run["predictor"]["method"].startswith("sign-pattern")
     for pair in run["pairs"]:
-        assert 0.16 < pair["final_loss"] <= 0.2   # stopped at the lowest level (logged every 10 steps)
-        for key in ("measured", "distance", "predicted_one_minus_p", "predicted_distance"):
+        assert 0.16 < pair["final_loss"] <= 0.2   # the members' median stops at the lowest level
+        for key in ("measured", "distance", "measured_q10", "measured_q90", "reduced"):
             assert len(pair[key]) == 2 and all(x is not None for x in pair[key]), key
-        # near the set the one-class map is the run (same numbers to rounding; 1e-3 leaves room for the off-set part)
-        for m, p, d in zip(pair["measured"], pair["predicted_one_minus_p"], pair["distance"]):
-            if d < 1e-2:
-                assert abs(m / p - 1) < 1e-3
-    calls = {p["ratio"]: (p["measured_call"], p["predicted_call"]) for p in run["pairs"]}
-    assert calls[1.0] == (["same", "same"], ["same", "same"])
-    assert calls[2.0] == (["sharpens", "sharpens"], ["sharpens", "sharpens"])
+        # near the set the members' median 1-p is the reduced map's
+        for m, r, d in zip(pair["measured"], pair["reduced"], pair["distance"]):
+            if d < 1e-3:     # the off-set part moves 1-p by ~10x the distance (measured 2e-3 at d = 2e-4)
+                assert abs(m / r - 1) < 1e-2
+    r2 = run["pairs"][1]
+    assert r2["ratio"] == 2.0 and r2["desharpen_n"] == [64, 64]
+    for k, n, lo, hi, pred in zip(r2["desharpen_k"], r2["desharpen_n"], r2["p_desharpen_lo"], r2["p_desharpen_hi"],
+                                  r2["predicted_p_desharpen"]):
+        assert 0 <= lo <= k / n <= hi <= 1 and 0 <= pred <= 1
+    assert "desharpen_k" not in run["pairs"][0]          # the reference ratio has no probability of its own
     (run_dir,) = (tmp_path / "runs").iterdir()
     cfg = json.loads((run_dir / "config.json").read_text())
     assert cfg["levels"] == [0.5, 0.2] and cfg["u0"] == 0.2 and cfg["v0"] == 0.3

@@ -6,8 +6,9 @@ random part, so the broken orbits really differ). Tolerance 1e-12 of the largest
 compute the same float64 numbers in a different order (measured: <= 2.3e-15 over 40 steps for Adam, <= 2.1e-16 for
 momentum, i.e. 14-15 digits); 1e-12 leaves room for rounding amplified over the steps, not for another map (a
 gradient off by 1e-6 relative, or the two circuits' learning rates swapped, fail it). Compared while torch's run
-stays on Fix(H) (distance <= 1e-9): like the symmetric set, a set can be left from rounding through directions
-with zero gradient (Adam on ``one-common``).
+stays on Fix(H) (distance <= 1e-9; the sets compared are transversally stable, so torch stays there at rounding
+level, ~1e-16, for all 40 steps and at least 5 are asserted on every machine); like the symmetric set, a set
+can be left through directions with zero gradient (Adam on ``one-common``), which the last tests seed explicitly.
 """
 
 from __future__ import annotations
@@ -67,12 +68,19 @@ def test_orbits_are_fixed_by_the_subgroup_and_partition_the_moving_entries(name)
     np.testing.assert_allclose(project(lay, mats), w, rtol=1e-15, atol=0)
 
 
-def _torch_run(param, lay, spec, w0, steps):
+def _torch_run(param, lay, spec, w0, steps, perturbation=0.0):
+    """torch's training from the point ``w0`` of Fix(H), plus ``perturbation`` times the RMS entry times seeded
+    standard normal entries (numpy seed 2) off the set."""
     import torch
 
     from simulation.optimizer_torch import population_loss, torch_optimizer
 
-    params = {k: torch.nn.Parameter(torch.as_tensor(v.copy())) for k, v in embed(lay, w0).items()}
+    start = embed(lay, w0)
+    rng = np.random.default_rng(2)
+    rms = float(np.sqrt(sum((v ** 2).sum() for v in start.values()) / sum(v.size for v in start.values())))
+    start = {k: v + np.where(lay.orbit_id[k] >= 0, perturbation * rms * rng.standard_normal(v.shape), 0.0)
+             for k, v in start.items()}
+    params = {k: torch.nn.Parameter(torch.as_tensor(v.copy())) for k, v in start.items()}
     opt = torch_optimizer(param, params, spec, RATIO, 1.0, DT)
     ws, ds = [], []
     for _ in range(steps):
@@ -120,16 +128,18 @@ def test_bias_direction_is_off_the_symmetric_set_and_sums_to_zero():
 
 
 def test_adam_leaves_the_sets_without_the_bias_mode_and_keeps_those_with_it():
-    """Adam(0.9, 0.999, 1e-8) in float64 torch: from a point of ``one-class`` (the class bias of the common tokens
-    inside the set, its gradient nonzero) the run stays on the set to rounding (<= 1e-13) for 40 steps; from a point
-    of ``one-common`` (classes symmetric: the bias has zero gradient, gain lr/eps) it is off by > 1e-6 within 5."""
+    """Adam(0.9, 0.999, 1e-8) in float64 torch from a point of each set plus a seeded perturbation of 1e-12 relative
+    off it (the seed, not rounding, breaks the set, so the outcome is the same on every machine, issue 41): from
+    ``one-class`` (the class bias of the common tokens inside the set, its gradient nonzero) the run stays within
+    1e-9 of the set for 40 steps (measured: the perturbation does not grow); from ``one-common`` (classes
+    symmetric: the bias has zero gradient, gain lr/eps) it is off by > 1e-6 within 5 steps."""
     spec = OptimizerSpec("adam", 0.9, 0.999, 1e-8)
     rng = np.random.default_rng(1)
     for name, stays in (("one-class", True), ("one-common", False)):
         lay = layout("CACO", subgroup(name, K, M), K, M)
         w0 = seeded_start(lay, 0.5, 0.5, 1e-3) + 1e-3 * rng.normal(size=lay.n)
-        _, d = _torch_run("CACO", lay, spec, w0, 40 if stays else 5)
-        assert (d.max() <= 1e-13) if stays else (d.max() > 1e-6), (name, d)
+        _, d = _torch_run("CACO", lay, spec, w0, 40 if stays else 5, perturbation=1e-12)
+        assert (d.max() <= 1e-9) if stays else (d.max() > 1e-6), (name, d)
 
 
 @pytest.mark.parametrize("name", list(SUBGROUPS))

@@ -1,0 +1,61 @@
+"""The Adam phase-diagram blocks (qkov.docsgen.adam_tables) from constructed adam-phase records: the calls are the
+rule's, the held-out split leaves out the development case, the Brier scores and the reliability bins add up."""
+
+from __future__ import annotations
+
+import pytest
+
+from qkov.docsgen import adam_tables as at
+from qkov.records import Record
+from validation.synthetic.ensemble import wilson
+
+pytestmark = pytest.mark.unit
+
+
+def _record(param, K, M, lr, u0, k, pred, n=64):
+    """One cell with one start, ratios 1 and 4, one level; ``k`` members of ``n`` de-sharpen at ratio 4."""
+    lo, hi = wilson(k, n)
+    start = {"u0": u0, "ratios": [1.0, 4.0], "levels": [0.01], "reached": [[n], [n]],
+             "one_minus_p_median": [[0.03], [0.003]], "one_minus_p_q10": [[0.03], [0.002]],
+             "one_minus_p_q90": [[0.03], [0.19]], "distance_median": [[1e-5], [0.7]],
+             "desharpen_k": [[None], [k]], "desharpen_n": [[None], [n]], "p_desharpen_lo": [[None], [lo]],
+             "p_desharpen_hi": [[None], [hi]], "predicted": {"4": [pred]}, "sets": {}, "predictor_cpu_s": 2.0}
+    cfg = {"param": param, "K": K, "M": M, "lr": lr}
+    return Record("adam-phase", f"adam-phase-{param}{K}{M}{u0}{lr}", "adam-phase", cfg,
+                  {"config": cfg, "ensemble_cpu_s": 8.0, "confidence": 0.95, "starts": {f"u0={u0:g}": start}}, {})
+
+
+RECORDS = [_record("CACO", 4, 3, 1e-3, 0.1, 17, 0.18),     # the development case: left out of calibration
+           _record("CACO", 3, 2, 1e-3, 0.1, 36, 0.5),
+           _record("FAFO", 4, 3, 1e-3, 0.1, 0, 0.0),
+           _record("CACO", 3, 2, 1e-2, 0.5, 4, 0.0)]
+
+
+def load(name):
+    assert name == at.PHASE_SET
+    return RECORDS
+
+
+def test_phase_table_marks_each_call_by_the_rule():
+    t = at.phase_table(load)
+    assert "36/64 [0.44, 0.68] **de-sharpens**, pred 0.50" in t
+    assert "0/64 [0.00, 0.06] sharpens, pred 0.00" in t
+    assert "4/64 [0.02, 0.15] undecided, pred 0.00" in t
+
+
+def test_region_groups_configurations_by_call():
+    r = at.region_text(load)
+    assert "reliably sharpens** (every ratio 4 at every L in 0.01" in r and "1 of 4 configurations: FAFO K=3" not in r
+    assert "FAFO K=4 M=3 u0=0.1 lr=0.001" in r.split("\n")[0]
+    assert "CACO K=3 M=2 u0=0.1 lr=0.001 (ratio@L: 4@0.01)" in r.split("\n")[1]
+    assert "CACO K=3 M=2 u0=0.5 lr=0.01" in r.split("\n")[2]
+
+
+def test_calibration_holds_out_the_development_case():
+    c = at.calibration_table(load)
+    assert c.startswith("Held out: 3 (configuration, ratio, level) points, 192 member outcomes")
+    brier = (36 * 0.5 ** 2 + 28 * 0.5 ** 2 + 0 + 4 * 1.0) / 192
+    assert f"| Brier, sign-pattern predictor | {brier:.4f} |" in c
+    assert f"| Brier, \"never de-sharpens\" (p = 0) | {(36 + 4) / 192:.4f} |" in c
+    assert "| 0 | 2 | 128 | 0.000 | 0.031 |" in c and "| (0.25, 0.5] | 1 | 64 | 0.500 | 0.562 |" in c
+    assert "inside the ensemble's Wilson interval | 2/3 |" in c    # 0.0 is outside [0.02, 0.15]
