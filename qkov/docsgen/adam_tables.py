@@ -9,6 +9,7 @@
   of :func:`qkov.study.rules.desharpen_call` and the predicted probability.
 * ``adam-phase-region``: the configurations where raising the ratio reliably sharpens, where it de-sharpens in more
   than ``desharpen-rare`` of the starts, and where the ensemble cannot tell, by the same rule.
+* ``adam-summary`` (README.md): issue 41's case and the region counts in three sentences with their scope.
 * ``adam-calibration``: the predictor against the ensembles on the held-out configurations (all but
   :data:`validation.synthetic.phase_diagram.DEVELOPMENT_CASE`): Brier scores (the predictor's, "never
   de-sharpens" and the pooled frequency's), the points inside the Wilson interval, a reliability table, the cost.
@@ -132,21 +133,15 @@ def _confidence(load: Callable[[str], list[Record]]) -> float:
     return float(recs[0].metrics.get("confidence", 0.95)) if recs else 0.95
 
 
-def region_text(load: Callable[[str], list[Record]]) -> str:
-    """The ``adam-phase-region`` block: per call of :func:`qkov.study.rules.desharpen_call` over every ratio and
-    level of a configuration, the configurations it covers."""
-    pts = list(phase_points(load(PHASE_SET)))
-    if not pts:
-        return "_No adam-phase records._"
-    from simulation.desharpen_predictor import sign_pattern_weights
-    from theory.claims import THRESHOLDS
-
-    q = THRESHOLDS["desharpen-rare"].bound
+def region_groups(pts: list[PhasePoint]) -> dict[str, list[str]]:
+    """The configurations of ``pts`` by the call of :func:`qkov.study.rules.desharpen_call` over every ratio and
+    level: ``all`` (every point sharpens reliably), ``some`` (some point de-sharpens with probability above
+    ``desharpen-rare``; named with its ``ratio@L``), ``open`` (otherwise: an interval straddles, or not reached)."""
     groups: dict[str, list[str]] = {"all": [], "some": [], "open": []}
     for c in _configs(pts):
-        calls = [p.call() for p in pts if (p.param, p.K, p.M, p.u0, p.lr) == c]
-        bad = sorted({f"{p.ratio:g}@{p.level:g}" for p in pts
-                      if (p.param, p.K, p.M, p.u0, p.lr) == c and p.call() == "contradicts"})
+        mine = [p for p in pts if (p.param, p.K, p.M, p.u0, p.lr) == c]
+        calls = [p.call() for p in mine]
+        bad = sorted({f"{p.ratio:g}@{p.level:g}" for p in mine if p.call() == "contradicts"})
         name = f"{c[0]} K={c[1]} M={c[2]} u0={c[3]:g} lr={c[4]:g}"
         if bad:
             groups["some"].append(f"{name} (ratio@L: {', '.join(bad)})")
@@ -154,6 +149,20 @@ def region_text(load: Callable[[str], list[Record]]) -> str:
             groups["all"].append(name)
         else:
             groups["open"].append(name)
+    return groups
+
+
+def region_text(load: Callable[[str], list[Record]]) -> str:
+    """The ``adam-phase-region`` block: per call of :func:`qkov.study.rules.desharpen_call` over every ratio and
+    level of a configuration, the configurations it covers (:func:`region_groups`)."""
+    pts = list(phase_points(load(PHASE_SET)))
+    if not pts:
+        return "_No adam-phase records._"
+    from simulation.desharpen_predictor import sign_pattern_weights
+    from theory.claims import THRESHOLDS
+
+    q = THRESHOLDS["desharpen-rare"].bound
+    groups = region_groups(pts)
     n = len(_configs(pts))
     ratios = ", ".join(f"{r:g}" for r in sorted({p.ratio for p in pts}))
     levels = ", ".join(f"{lv:g}" for lv in sorted({p.level for p in pts}, reverse=True))
@@ -168,6 +177,59 @@ def region_text(load: Callable[[str], list[Record]]) -> str:
         "- Weight of the branch that isolates one class (P_K(1), `simulation.desharpen_predictor."
         "sign_pattern_weights`): " + ", ".join(f"K={K} {sign_pattern_weights(K)[1]:.3f}"
                                               for K in sorted({p.K for p in pts})) + "."])
+
+
+def _values(pts: list[PhasePoint], attr: str) -> str:
+    vals = sorted({getattr(p, attr) for p in pts})
+    return ", ".join(f"{v:g}" if isinstance(v, (int, float)) else str(v) for v in vals)
+
+
+def readme_text(load: Callable[[str], list[Record]]) -> str:
+    """The README's ``adam-summary`` block: issue 41's case (``adam-desharpen``: P(de-sharpen) per level at the
+    highest ratio, Wilson interval, prediction) and the phase diagram's region counts (:func:`region_groups`), each
+    with its scope."""
+    from theory.claims import THRESHOLDS
+
+    q = THRESHOLDS["desharpen-rare"].bound
+    out = ["**Adam at its default betas, as a probability** (`adam-ratio-default`; "
+           "[docs/synthetic-validation.md](docs/synthetic-validation.md#adam-off-the-symmetric-set-a-probability-over"
+           "-seeded-starts-issues-31-41)). Off the symmetric set one run's outcome is decided by rounding, so qkov "
+           "trains seeded starts and reports the probability that a higher eta_QK/eta_OV leaves attention *less* "
+           "sharp than ratio 1 (P(de-sharpen)), with its 95% Wilson interval and the sign-pattern prediction."]
+    for rec in load(CASE_SET):
+        for param, run in rec.metrics.get("params", {}).items():
+            e = run.get("ensemble", {})
+            ratio = {key: float(key[2:]) for key in run["pairs"]}          # keys "r=<ratio>"
+            pairs = [key for key, p in run["pairs"].items() if p.get("desharpen_n")]
+            if not pairs:
+                continue
+            top_key = max(pairs, key=ratio.__getitem__)
+            top = run["pairs"][top_key]
+            per = []
+            for j, lv in enumerate(run["levels"]):
+                k, n = top["desharpen_k"][j], top["desharpen_n"][j]
+                pred = (top.get("predicted_p_desharpen") or [None] * (j + 1))[j]
+                if n:
+                    per.append(f"L = {lv:g}: {k}/{n} = {k / n:.2f} [{top['p_desharpen_lo'][j]:.2f}, "
+                               f"{top['p_desharpen_hi'][j]:.2f}], predicted {_p(pred)}")
+            out.append(f"Issue 41's case ({param}, K={run['K']}, M={run['M']}, u0=v0={run['u0']:g}, lr {run['dt']:g}, "
+                       f"ratio {ratio[top_key]:g} against {min(ratio.values()):g}, {e.get('size')} starts at "
+                       f"{e.get('amplitude', 0):g} relative): " + "; ".join(per) + ".")
+    pts = list(phase_points(load(PHASE_SET)))
+    if pts:
+        g = region_groups(pts)
+        n = len(_configs(pts))
+        some = "; ".join(x.split(" (")[0] for x in g["some"]) or "none"
+        opened = "; ".join(g["open"]) or "none"
+        out.append(f"Over the phase diagram ({_values(pts, 'param').replace(', ', ' and ')}, K x M in "
+                   + ", ".join(sorted({f'{p.K}x{p.M}' for p in pts})) + f", lr {_values(pts, 'lr')}, "
+                   f"u0 = v0 in {_values(pts, 'u0')}, ratios {_values(pts, 'ratio')} against 1, L in "
+                   f"{_values(pts, 'level')}): raising the ratio reliably sharpens (every interval at or below "
+                   f"{q:g}) in {len(g['all'])} of {n} configurations; it de-sharpens in more than {q:g} of the starts "
+                   f"in {len(g['some'])} ({some}); {len(g['open'])} undecided ({opened}).")
+    out.append("Scope: the synthetic model's population data, full batch, float64, Adam(0.9, 0.999, 1e-8); not other "
+               "betas, larger sizes or real data.")
+    return "\n\n".join(out)
 
 
 def calibration_table(load: Callable[[str], list[Record]]) -> str:
@@ -331,7 +393,8 @@ def _blocks() -> tuple[Any, ...]:
     return (GeneratedBlock("adam-desharpen", doc, case_table, (CASE_SET,)),
             GeneratedBlock("adam-phase", doc, phase_table, (PHASE_SET,)),
             GeneratedBlock("adam-phase-region", doc, region_text, (PHASE_SET,)),
-            GeneratedBlock("adam-calibration", doc, calibration_table, (PHASE_SET,)))
+            GeneratedBlock("adam-calibration", doc, calibration_table, (PHASE_SET,)),
+            GeneratedBlock("adam-summary", "README.md", readme_text, (CASE_SET, PHASE_SET)))
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -347,4 +410,4 @@ if __name__ == "__main__":
 
 
 __all__ = ["PhasePoint", "calibration_table", "case_table", "phase_figure", "phase_points", "phase_table",
-           "region_text", "write_phase_figure"]
+           "readme_text", "region_groups", "region_text", "write_phase_figure"]

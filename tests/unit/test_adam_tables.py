@@ -59,3 +59,18 @@ def test_calibration_holds_out_the_development_case():
     assert f"| Brier, \"never de-sharpens\" (p = 0) | {(36 + 4) / 192:.4f} |" in c
     assert "| 0 | 2 | 128 | 0.000 | 0.031 |" in c and "| (0.25, 0.5] | 1 | 64 | 0.500 | 0.562 |" in c
     assert "inside the ensemble's Wilson interval | 2/3 |" in c    # 0.0 is outside [0.02, 0.15]
+
+
+def test_readme_summary_counts_the_region_by_the_rule():
+    """The README block reads the same calls as the region block: 2 of 4 configurations de-sharpen (36/64 and
+    17/64), 1 is undecided (4/64, interval over 0.1), 1 reliably sharpens (0/64); with no case records it still
+    states its scope."""
+    def load_both(name):
+        return RECORDS if name == at.PHASE_SET else []
+
+    r = at.readme_text(load_both)
+    assert "reliably sharpens (every interval at or below 0.1) in 1 of 4 configurations" in r
+    assert "in 2 (CACO K=3 M=2 u0=0.1 lr=0.001; CACO K=4 M=3 u0=0.1 lr=0.001)" in r
+    assert "1 undecided (CACO K=3 M=2 u0=0.5 lr=0.01)" in r
+    assert "lr 0.001, 0.01" in r and "CACO and FAFO" in r
+    assert r.rstrip().endswith("not other betas, larger sizes or real data.")
