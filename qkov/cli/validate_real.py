@@ -82,7 +82,7 @@ def _apply_rates(text: str | None, ratio_list: tuple | None, extra: dict) -> tup
               help="sized: qkov's defaults; official: the official code's settings (SQuAD: context cut to 200 "
                    "characters either side of the answer, d_model 300, 6 heads, 6 layers, AdamW 5e-5; HateXplain: "
                    "frozen MLP, weight decay 1e-3; see docs/real-data.md); powered: MiniLM on the full HateXplain, AdamW 3e-5 "
-                   "with warm-up, ratios 1,3,10, 10 seeds (derived for a 0.1 mass change at power 0.8). Recorded in "
+                   "with warm-up, ratios 1,3,10, 11 seeds (derived for a 0.1 mass change against the 0.01 margin at power 0.8). Recorded in "
                    "each run's config.")
 @click.option("--stacked", is_flag=True,
               help="Train the seeds x ratios of each configuration together in this process (torch.func.vmap; "

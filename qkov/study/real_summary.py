@@ -407,8 +407,10 @@ def _comparison(g: dict[str, Any], reading: str, metric: str, ratio: float | Non
         return None
     seeds = sorted(set(base) & set(other), key=int)
     diffs = tuple(other[s][metric] - base[s][metric] for s in seeds if metric in base[s] and metric in other[s])
-    margin = ATTENTION_MARGIN if metric == ATTENTION_METRIC else TASK_MARGIN.get(metric, 0.01)
-    return Comparison(metric, reading, float(r), diffs, margin)
+    if metric == ATTENTION_METRIC:
+        return Comparison(metric, reading, float(r), diffs, ATTENTION_MARGIN)
+    margin = TASK_MARGIN.get(metric, 0.01)
+    return Comparison(metric, reading, float(r), diffs, margin, null=-margin)   # the non-inferiority test
 
 
 def _means(rows: list[dict[str, Any]], key: str) -> dict[float, float]:
