@@ -271,3 +271,13 @@ def test_stacked_training_refuses_what_its_update_does_not_do():
     cfg = official("hatexplain")
     with pytest.raises(ValueError, match="stacked runs: clip: False: not offered"):
         check_stackable([cfg, cfg], [], [])
+
+
+def test_the_report_shows_an_official_groups_differences_beside_its_verdict():
+    from qkov.report.real_table import setting_text
+
+    text = setting_text({"config": official("hatexplain").to_json_dict()})
+    assert "preset official" in text and "differs from the paper's settings" in text
+    assert all(d in text for d in registry.get("hatexplain").official_differences)
+    assert "differs" not in setting_text({"config": default_config("hatexplain", ratio=30.0, seed=0, quick=False,
+                                                                   data_dir="/x").to_json_dict()})
