@@ -35,7 +35,7 @@ import json
 import math
 from collections import defaultdict
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any, Iterable, Mapping
 
 import numpy as np
 from qkov.core.runstore import RunWriter, load_run
@@ -556,25 +556,77 @@ def decoupling_markdown_of(runs: list[dict[str, Any]], factor: str = "embedding"
     cells = decoupling_cells(runs, factor)
     tm = task_metric(runs[0]["config"]["dataset"]) if runs else "accuracy"
     lines = [f"| QK factor | {factor} factor | seeds | {tm} | mass | AC % |", "| --- | --- | --- | --- | --- | --- |"]
-    def cell(seeds: dict[int, dict[str, float]], k: str, scale: float = 1.0, digits: int = 3) -> str:
-        v = np.array([x[k] for x in seeds.values() if k in x], float) * scale
-        return (f"{v.mean():.{digits}f} ± {v.std(ddof=1):.{digits}f}" if v.size > 1
-                else (f"{v[0]:.{digits}f}" if v.size else "-"))
-
     for (a, b), seeds in sorted(cells.items()):
-        lines.append(f"| {a:g} | {b:g} | {','.join(map(str, sorted(seeds)))} | {cell(seeds, tm)} | "
-                     f"{cell(seeds, ATTENTION_METRIC)} | {cell(seeds, 'attention_confidence', 100, 1)} |")
-    names = {"A|B=low": f"QK {high:g}x vs {low:g}x at {factor} {low:g}x", "A|B=high": f"QK {high:g}x vs {low:g}x at {factor} {high:g}x",
-             "B|A=low": f"{factor} {high:g}x vs {low:g}x at QK {low:g}x", "B|A=high": f"{factor} {high:g}x vs {low:g}x at QK {high:g}x",
-             "interaction": "interaction (difference of differences)"}
-    lines += ["", f"| effect (paired by seed, best validation) | mass | {tm} |", "| --- | --- | --- |"]
+        lines.append(f"| {a:g} | {b:g} | {','.join(map(str, sorted(seeds)))} | {_cell(seeds, tm)} | "
+                     f"{_cell(seeds, ATTENTION_METRIC)} | {_cell(seeds, 'attention_confidence', 100, 1)} |")
+    names = effect_names(factor, low, high)
     mass = factorial_effects(cells, ATTENTION_METRIC, ATTENTION_MARGIN, low, high)
     task = factorial_effects(cells, tm, TASK_MARGIN.get(tm, 0.01), low, high)
-    for k, label in names.items():
-        if k in mass and k in task:
-            lines.append(f"| {label} | {mass[k].describe()} | {task[k].describe()} |")
+    lines += ["", *effects_table(mass, task, names, tm, "best validation")]
+    fixed = decoupling_cells(runs, factor, "fixed_epoch")
+    lines += ["", *effects_table(factorial_effects(fixed, ATTENTION_METRIC, ATTENTION_MARGIN, low, high),
+                                 factorial_effects(fixed, tm, TASK_MARGIN.get(tm, 0.01), low, high), names, tm,
+                                 "fixed last epoch; exploratory, not read by the verdict")]
     v = judge_decoupling(mass, task, runs[0]["config"]["dataset"] if runs else "")
-    lines += ["", f"**Decoupling verdict: {v.verdict}** (qkov.study.real_inference.judge_decoupling) — {v.line}"]
+    lines += ["", f"**Decoupling verdict (exploratory rule): {v.verdict}; interaction on the mass: {v.interaction}** "
+              f"(qkov.study.real_inference.judge_decoupling) — {v.line}"]
+    return "\n".join(lines)
+
+
+def _cell(seeds: Mapping[int, Mapping[str, float]], k: str, scale: float = 1.0, digits: int = 3) -> str:
+    """``mean ± sd`` over seeds of ``k`` (``-`` when absent)."""
+    v = np.array([x[k] for x in seeds.values() if k in x], float) * scale
+    return (f"{v.mean():.{digits}f} ± {v.std(ddof=1):.{digits}f}" if v.size > 1
+            else (f"{v[0]:.{digits}f}" if v.size else "-"))
+
+
+def effect_names(factor: str, low: float, high: float) -> dict[str, str]:
+    """Row labels of the five effects of :func:`qkov.study.real_inference.factorial_effects`."""
+    return {"A|B=low": f"QK {high:g}x vs {low:g}x at {factor} {low:g}x",
+            "A|B=high": f"QK {high:g}x vs {low:g}x at {factor} {high:g}x",
+            "B|A=low": f"{factor} {high:g}x vs {low:g}x at QK {low:g}x",
+            "B|A=high": f"{factor} {high:g}x vs {low:g}x at QK {high:g}x",
+            "interaction": "interaction (difference of differences)"}
+
+
+def effects_table(mass: dict[str, Comparison], task: dict[str, Comparison], names: dict[str, str], tm: str,
+                  view: str) -> list[str]:
+    """Markdown rows: each effect's mean, 95 % t-interval over seeds, n and MDE (against +margin) on the mass and
+    the task metric at ``view``."""
+    out = [f"| effect (paired by seed, {view}) | mass | {tm} |", "| --- | --- | --- |"]
+    out += [f"| {label} | {mass[k].describe()} | {task[k].describe()} |" for k, label in names.items()
+            if k in mass and k in task]
+    return out
+
+
+def preregistered_markdown(plan: Any, runs: list[dict[str, Any]]) -> str:
+    """The confirmatory section of a pre-registered 2 x 2 (:mod:`qkov.study.preregistered`): what completed (seeds,
+    runs, each run's wall time from its manifest), the cells at best validation over the complete seeds, the
+    effects at best validation (the verdict's) and at the fixed last epoch (exploratory), and the rule's verdict."""
+    from qkov.study.preregistered import complete_seeds, judge_preregistered, plan_cells, plan_effects
+
+    views, problems, ignored = plan_cells(plan, runs)
+    best = views["best_val"]
+    done = complete_seeds(plan, best)
+    n_runs = sum(len(by) for by in best.values())
+    lines = [f"**Pre-registered plan `{plan.id}`** (docs/preregistration/{plan.id}.md; code {plan.code_commit[:7]}): "
+             f"{len(done)} of {plan.n} seeds complete ({', '.join(map(str, done)) or 'none'}); "
+             f"{n_runs} of {4 * plan.n} runs present" + (f"; ignored: {'; '.join(ignored)}" if ignored else ""), ""]
+    tm = plan.task_metric
+    keep = set(done)
+    lines += [f"| QK factor | {plan.factor} factor | seeds | {tm} | mass | AC % |", "| --- | --- | --- | --- | --- | --- |"]
+    for (a, b), by in sorted(best.items()):
+        seeds = {s: v for s, v in by.items() if s in keep}
+        lines.append(f"| {a:g} | {b:g} | {len(seeds)} | {_cell(seeds, tm)} | {_cell(seeds, ATTENTION_METRIC)} | "
+                     f"{_cell(seeds, 'attention_confidence', 100, 1)} |")
+    names = effect_names(plan.factor, plan.low, plan.high)
+    mass, task = plan_effects(plan, best, done)
+    fm, ft = plan_effects(plan, views["fixed_epoch"], done)
+    lines += ["", *effects_table(mass, task, names, tm, "best validation; the verdict's"), "",
+              *effects_table(fm, ft, names, tm, "fixed last epoch; exploratory, not read by the verdict")]
+    v = judge_preregistered(plan, best, problems)
+    lines += ["", f"**Confirmatory verdict: {v.verdict}; interaction on the mass: {v.interaction or 'not read'}** "
+              f"(qkov.study.preregistered.judge_preregistered) — {v.line}"]
     return "\n".join(lines)
 
 

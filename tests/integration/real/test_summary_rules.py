@@ -277,7 +277,8 @@ def test_decoupling_sections_render_a_full_2x2_with_its_verdict_and_skip_an_inco
                     r["config"] = {**r["config"], "rates": {"embedding": emb}}
                 runs.append(r)
     text = decoupling_sections(runs)
-    assert "### 2 x 2 design" in text and "**Decoupling verdict: supports**" in text
+    assert "### 2 x 2 design" in text and "**Decoupling verdict (exploratory rule): supports; interaction" in text
+    assert "| effect (paired by seed, fixed last epoch; exploratory, not read by the verdict) |" in text
     assert decoupling_sections([r for r in runs if r["metrics"]["rates"]["embedding"] == 1.0]) == ""
 
 
@@ -305,3 +306,29 @@ def test_one_evidence_line_per_dataset_naming_its_comparison(tmp_path):
     assert "ratio 30 vs 1 at best_val" in ev[0].numbers and "ratio 100 vs 1 at best_val" in ev[1].numbers
     assert all("n=3" in e.numbers and "MDE" in e.numbers and "95% t" in e.numbers for e in ev)
     assert {e.claim for e in ev} == {"real-data"}
+
+
+def test_preregistered_markdown_reports_what_completed_and_stays_insufficient_until_every_seed_is_in(tmp_path):
+    import dataclasses
+
+    from qkov.study.preregistered import load_preregistration
+    from qkov.study.real_summary import preregistered_markdown
+
+    plan = load_preregistration("docs/preregistration/decoupling-hatexplain.json")
+    plan = dataclasses.replace(plan, design={k: v for k, v in fake_run(tmp_path, 1.0, 0, mass=0.4, acc=0.6)["config"].items()
+                                             if k not in ("ratio", "seed", "rates", "data_dir")},
+                               seeds=(100, 101, 102))
+    runs = []
+    for qk in (1.0, 30.0):
+        for emb in (1.0, 30.0):
+            for s in (100, 101):
+                r = fake_run(tmp_path, qk, s, mass=0.40 + 0.10 * (qk > 1) - 0.02 * (emb > 1) + 0.003 * (s - 100),
+                             acc=0.60 + 0.03 * (emb > 1) + 0.004 * (s - 100) * (emb > 1))
+                r["metrics"]["rates"] = {"qk": qk, "ov": 1.0, "embedding": emb}
+                if emb > 1:
+                    r["config"] = {**r["config"], "rates": {"embedding": emb}}
+                runs.append(r)
+    text = preregistered_markdown(plan, runs)
+    assert "2 of 3 seeds complete (100, 101); 8 of 12 runs present" in text
+    assert "**Confirmatory verdict: insufficient" in text and "incomplete: 2 of 3" in text
+    assert "fixed last epoch; exploratory" in text
