@@ -41,7 +41,7 @@ import numpy as np
 from qkov.core.runstore import RunWriter, load_run
 from qkov.study.claims import write_evidence
 from qkov.study.real_inference import (ATTENTION_MARGIN, ATTENTION_METRIC, READING, TASK_MARGIN, Comparison,
-                                       RealEvidence, RealVerdict, judge_real, untrained_reason)
+                                       RealEvidence, RealVerdict, family_verdicts, judge_real, untrained_reason)
 from validation.metrics.dtap import plot_dtap
 from validation.metrics.stats import BOOT_SEED, N_BOOT, bootstrap_diff, holm, paired  # noqa: F401 (re-exported)
 from theory.parametrization import BASELINE
@@ -469,15 +469,17 @@ def judge(groups: dict[str, Any]) -> dict[str, Any]:
     if not groups:
         return {"verdict": "insufficient", "evidence": "no completed real-data runs", "groups": {}, "lines": {}}
     vs = verdicts(groups)
+    family = family_verdicts([group_evidence(name, g) for name, g in groups.items()])
     return {"verdict": combine_outcomes(v.verdict for v in vs), "evidence": "; ".join(v.line for v in vs),
-            "groups": {v.group: v.verdict for v in vs}, "lines": {v.group: v.line for v in vs}}
+            "groups": {v.group: v.verdict for v in vs}, "lines": {v.group: v.line for v in vs}, "family": family}
 
 
 EVIDENCE_TEXT = ("Per dataset and configuration one pre-declared comparison: the registry's claim ratio vs 1 at the "
-                 "best-validation checkpoint, mean relevant mass and the task metric, paired over seeds; seed-level "
-                 "t-intervals with n and the minimum detectable effect (one-sided 2.5 %, power 0.8); supports = mass "
-                 "up by more than 0.01 and task no worse than its margin, both after Holm over these 2 tests; "
-                 "contradicts = mass up by less than 0.01 or task worse than its margin, after Holm; a baseline "
+                 "best-validation checkpoint, mean relevant mass and the task metric, paired over seeds; one level: "
+                 "every test one-sided 2.5 %, every interval the 95 % t-interval over seeds, every minimum detectable "
+                 "effect against the null tested (power 0.8); supports = mass up by more than 0.01 and task no worse "
+                 "than its margin, each leg at 2.5 % (intersection-union); "
+                 "contradicts = mass up by less than 0.01 or task worse than its margin, after Holm over the 2; a baseline "
                  "that did not train, attention that never left uniform, conflicting runs or fewer than 2 seeds: "
                  "insufficient. Matched-loss readings (interpolated, before best validation) are exploratory.")
 
@@ -686,6 +688,12 @@ def markdown_tables(groups: dict[str, Any], tests: list[dict[str, Any]] | None =
         lines += [f"**real-data verdict: {claim['verdict']}** (one pre-declared comparison per dataset and "
                   "configuration; qkov.study.real_inference)", ""]
         lines += [f"- **{claim['groups'][n]}** — {line}" for n, line in claim.get("lines", {}).items()]
+        fam = claim.get("family") or {}
+        if len(fam) > 1:
+            lines += ["", f"One family across the {len(fam)} groups (each group's supports / contradicts p Holm-adjusted "
+                      "over the groups; what a reader may quote when picking one group out: "
+                      "qkov.study.real_inference.family_verdicts): "
+                      + "; ".join(f"{n} **{v}**" for n, v in fam.items())]
         lines.append("")
     return "\n".join(lines)
 
