@@ -20,6 +20,7 @@ from simulation.model_matrices import observables as measure_observables
 from simulation.optimizer_maps import (
     OptimizerSpec,
     embed,
+    orbit_masks,
     symmetric_distance,
     symmetric_projection,
 )
@@ -28,7 +29,9 @@ from theory.parametrization import Parametrization
 
 @dataclass(frozen=True)
 class TorchRun:
-    """``step (T,)``, orbit averages ``w (T, n)``, ``distance (T,)``, measured ``u, v, p, loss, v_spread (T,)``."""
+    r"""``step (T,)``, orbit averages ``w (T, n)``, ``distance (T,)``, measured ``u, v, p, loss, v_spread (T,)``;
+    ``grad_asymmetry``: with ``on_set``, per step the largest relative change the orbit averaging made to the
+    gradient, :math:`\|g - \Pi g\|_F / \|g\|_F` (rounding only, when the gradient is right), else None."""
 
     step: np.ndarray
     w: np.ndarray
@@ -38,6 +41,7 @@ class TorchRun:
     p: np.ndarray
     loss: np.ndarray
     v_spread: np.ndarray
+    grad_asymmetry: np.ndarray | None = None
 
 
 def population_loss(param: str, mats: dict, K: int, M: int):
@@ -66,13 +70,50 @@ def torch_optimizer(param: str, params: dict, spec: OptimizerSpec, eta_qk: float
     return getattr(torch.optim, opt.torch_name)(groups, **opt.torch_kwargs(spec))
 
 
-def train_full(param: str, spec: OptimizerSpec, *, K: int, M: int, eta_qk: float, eta_ov: float, dt: float,
-               steps: int, u0: float, v0: float, record_every: int = 1) -> TorchRun:
-    """Train the full matrices from the embedded symmetric start with torch's optimizer (float64)."""
+def _symmetrize_grads(param: str, params: dict, K: int, M: int) -> float:
+    r"""Replace every ``.grad`` by its orbit average (:func:`simulation.optimizer_maps.symmetric_projection`,
+    frozen entries 0): on the symmetric set the true gradient is orbit-constant, so this removes only the rounding
+    that breaks the symmetry; every entry of an orbit then gets the bit-identical gradient. Returns
+    :math:`\|g - \Pi g\|_F / \|g\|_F`."""
     import torch
 
+    grads = {k: p.grad.detach().numpy().copy() for k, p in params.items()}
+    _, proj = symmetric_projection(param, grads, K, M)
+    num = sum(float(((grads[k] - proj[k]) ** 2).sum()) for k in grads)
+    den = sum(float((grads[k] ** 2).sum()) for k in grads)
+    for k, p in params.items():
+        p.grad = torch.as_tensor(proj[k], dtype=p.dtype)
+    return (num / den) ** 0.5 if den > 0 else 0.0
+
+
+def train_full(param: str, spec: OptimizerSpec, *, K: int, M: int, eta_qk: float, eta_ov: float, dt: float,
+               steps: int, u0: float, v0: float, record_every: int = 1, on_set: bool = False,
+               perturbation: float = 0.0, seed: int = 0) -> TorchRun:
+    """Train the full matrices from the embedded symmetric start with torch's optimizer (float64).
+
+    ``on_set``: average each gradient over its orbit before torch's step (:func:`_symmetrize_grads`), so the run
+    stays on the symmetric set exactly (equal inputs to an element-wise step give equal outputs) for every step,
+    whatever the BLAS rounds: torch's optimizer restricted to the set, the machine-independent reference for the
+    reduced map. Without it, rounding breaks the symmetry and an unstable optimizer (Adam) leaves the set at a
+    step that depends on the machine (:mod:`simulation.transverse`).
+    ``perturbation``: add ``perturbation`` times the start's RMS entry times i.i.d. standard normal entries (numpy
+    ``seed``) to every moving entry, so that a departure from the set is seeded by the seed, far above rounding.
+    """
+    import torch
+
+    if on_set and perturbation:
+        raise ValueError("on_set and perturbation exclude each other: a perturbed start is off the set")
     w0 = np.asarray(gen.ORBIT_INIT[param](u0, v0, K), dtype=np.float64)
-    params = {k: torch.nn.Parameter(torch.as_tensor(v)) for k, v in embed(param, w0, K, M).items()}
+    start = embed(param, w0, K, M)
+    if perturbation:
+        rng = np.random.default_rng(seed)
+        masks = orbit_masks(param, K, M)
+        scale = float(np.sqrt(sum(float((v ** 2).sum()) for v in start.values())
+                              / sum(int(sum(m.sum() for m in masks[k].values())) for k in start)))
+        for k, v in start.items():
+            moving = np.any(np.stack(list(masks[k].values())), axis=0)
+            v += np.where(moving, perturbation * scale * rng.standard_normal(v.shape), 0.0)
+    params = {k: torch.nn.Parameter(torch.as_tensor(v)) for k, v in start.items()}
     opt = torch_optimizer(param, params, spec, eta_qk, eta_ov, dt)
     rows = []
 
@@ -84,14 +125,18 @@ def train_full(param: str, spec: OptimizerSpec, *, K: int, M: int, eta_qk: float
         rows.append((n, w, symmetric_distance(param, mats, K, M), o.u, o.v, o.p, o.loss, o.v_spread))
 
     snap(0)
+    asym = []
     for n in range(1, steps + 1):
         opt.zero_grad()
         population_loss(param, params, K, M).backward()
+        if on_set:
+            asym.append(_symmetrize_grads(param, params, K, M))
         opt.step()
         if n % record_every == 0 or n == steps:
             snap(n)
     cols = list(zip(*rows))
-    return TorchRun(np.array(cols[0]), np.array(cols[1]), *(np.array(c) for c in cols[2:]))
+    return TorchRun(np.array(cols[0]), np.array(cols[1]), *(np.array(c) for c in cols[2:]),
+                    grad_asymmetry=np.array(asym) if on_set else None)
 
 
 __all__ = ["TorchRun", "population_loss", "torch_optimizer", "train_full"]

@@ -46,6 +46,16 @@ def _data() -> click.Command:
     return data
 
 
+def _export() -> click.Command:
+    from qkov.cli.export import export
+    return export
+
+
+def _docs() -> click.Command:
+    from qkov.cli.docs import docs
+    return docs
+
+
 COMMANDS: dict[str, tuple[str, Callable[[], click.Command]]] = {
     "derive": ("Derive the gradient flow of the four parametrizations in sympy, check every claim, write the report.",
                _derive),
@@ -55,6 +65,10 @@ COMMANDS: dict[str, tuple[str, Callable[[], click.Command]]] = {
     "report": ("Build OUT/report.html (self-contained, offline) and OUT/report.md from OUT/runs/.", _report),
     "data": ("Get the real-data sets from their official sources (fetch) and verify a data directory (check).",
              _data),
+    "export": ("Write a committed record set (records/<set>.jsonl) from a results directory's complete runs.",
+               _export),
+    "docs": ("Regenerate the docs' generated tables from the committed records (--check: compare, exit 1).",
+             _docs),
 }
 """name -> (one-line help, loader), in the order ``qkov --help`` lists them."""
 

@@ -242,12 +242,16 @@ class OptimizerRun:
                              steps=self.steps, u0=c.u0, v0=c.v0, record=self.torch.step)
 
 
-def train_full(case: Case, spec: "OptimizerSpec", *, dt: float, steps: int) -> OptimizerRun:
-    """``steps`` steps of torch's optimizer ``spec`` on the full matrices (float64), every step recorded."""
+def train_full(case: Case, spec: "OptimizerSpec", *, dt: float, steps: int, on_set: bool = False) -> OptimizerRun:
+    """``steps`` steps of torch's optimizer ``spec`` on the full matrices (float64), every step recorded.
+    ``on_set``: each gradient averaged over its orbit first, so the run stays on the symmetric set at every step on
+    every machine (:func:`simulation.optimizer_torch.train_full`); without it Adam leaves the set from rounding at a
+    machine-dependent step."""
     from simulation.optimizer_torch import train_full as train
 
     c = case
-    run = train(c.param, spec, K=c.K, M=c.M, eta_qk=c.eta_qk, eta_ov=c.eta_ov, dt=dt, steps=steps, u0=c.u0, v0=c.v0)
+    run = train(c.param, spec, K=c.K, M=c.M, eta_qk=c.eta_qk, eta_ov=c.eta_ov, dt=dt, steps=steps, u0=c.u0, v0=c.v0,
+                on_set=on_set)
     return OptimizerRun(case, spec, float(dt), int(steps), run)
 
 

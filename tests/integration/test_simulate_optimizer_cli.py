@@ -1,7 +1,9 @@
 """``qkov simulate --optimizer``: the reduced optimizer map from the CLI equals torch's full-matrix training.
 
 1e-8 relative (the Done-when of issue 23): the CLI's map and torch compute the same float64 numbers in another
-order (~1e-14 per step); compared at the recorded times before torch leaves the symmetric set (distance <= 1e-9).
+order (~1e-14 per step); compared at every recorded step against torch's optimizer on the set
+(``train_full(on_set=True)``: gradients averaged over their orbits, rounding only). Unrestricted, Adam leaves the set
+from rounding at a machine-dependent step (issue 41), which no test may depend on.
 """
 
 import json
@@ -32,11 +34,9 @@ def _cli(param, optimizer, steps):
 @pytest.mark.parametrize("optimizer", ["adam", "momentum"])
 def test_cli_map_matches_torch_adam_and_momentum(param, optimizer):
     spec = OptimizerSpec(optimizer, 0.9, 0.999, 1e-8)
-    ref = train_full(param, spec, K=K, M=M, eta_qk=RATIO, eta_ov=1.0, dt=LR, steps=40, u0=0.5, v0=0.5)
-    on = np.flatnonzero(ref.distance <= 1e-9)
-    on = on[on == np.arange(on.size)]            # the steps before the set is first left
-    steps = [int(n) for n in on[1:]]
-    assert len(steps) >= 7
+    ref = train_full(param, spec, K=K, M=M, eta_qk=RATIO, eta_ov=1.0, dt=LR, steps=40, u0=0.5, v0=0.5, on_set=True)
+    assert ref.distance.max() <= 1e-9 and ref.grad_asymmetry.max() <= 1e-12
+    steps = [1, 2, 3, 5, 8, 13, 21, 40]
     run = _cli(param, optimizer, steps)
     assert run["optimizer"]["name"] == optimizer
     for key in ("u", "v", "loss"):
