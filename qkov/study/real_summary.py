@@ -496,23 +496,27 @@ def _figure_stem(stem: str) -> str:
 
 
 def sweep_markdown(groups: dict[str, Any]) -> str:
-    """Per group a compact ratio sweep at best validation: per ratio the seeds, the task metric, the mass and AC
-    (mean ± sd over seeds), each ratio's paired difference with ratio 1 (95 % t-interval over seeds, n, MDE;
-    exploratory except at the claim ratio), and the group's ``real-data`` verdict line."""
+    """Per group a compact ratio sweep at best validation and, beside it, at the fixed last epoch: per ratio the
+    seeds, the task metric, the mass and AC (mean ± sd over seeds), each ratio's paired difference with ratio 1
+    (95 % t-interval over seeds, n, MDE; exploratory except at the claim ratio at best validation), and the group's
+    ``real-data`` verdict line."""
     lines: list[str] = []
     for name, g in groups.items():
         tm = g["task_metric"]
-        lines += [f"**{name}** (claim ratio {g['claim_ratio']:g}; best validation)", "",
-                  f"| ratio | seeds | {tm} | mass | AC % | mass vs ratio 1 (paired) | {tm} vs ratio 1 (paired) |",
-                  "| --- | --- | --- | --- | --- | --- | --- |"]
-        for row in g.get("best_val", {}).get("rows", []):
-            r = row["ratio"]
-            cells = [_fmt(row.get(k), sc) for k, sc in ((tm, 1.0), (ATTENTION_METRIC, 1.0), ("attention_confidence", 100.0))]
-            comps = [_comparison(g, READING, m, r) if r != 1.0 else None for m in (ATTENTION_METRIC, tm)]
-            lines.append(f"| {r:g} | {row['n_seeds']} | " + " | ".join(cells) + " | "
-                         + " | ".join(c.describe() if c is not None else "-" for c in comps) + " |")
+        lines += [f"**{name}** (claim ratio {g['claim_ratio']:g})", ""]
+        for view, label, rows in ((READING, "best validation: the verdict's reading", g.get("best_val", {}).get("rows", [])),
+                                  ("fixed_epoch", "fixed last epoch: exploratory", g.get("rows", []))):
+            lines += [f"| ratio ({label}) | seeds | {tm} | mass | AC % | mass vs ratio 1 (paired) | "
+                      f"{tm} vs ratio 1 (paired) |", "| --- | --- | --- | --- | --- | --- | --- |"]
+            for row in rows:
+                r = row["ratio"]
+                cells = [_fmt(row.get(k), sc) for k, sc in ((tm, 1.0), (ATTENTION_METRIC, 1.0), ("attention_confidence", 100.0))]
+                comps = [_comparison(g, view, m, r) if r != 1.0 else None for m in (ATTENTION_METRIC, tm)]
+                lines.append(f"| {r:g} | {row['n_seeds']} | " + " | ".join(cells) + " | "
+                             + " | ".join(c.describe() if c is not None else "-" for c in comps) + " |")
+            lines.append("")
         verdict, line = judge_group(g, name)
-        lines += ["", f"**{verdict}** — {line}", ""]
+        lines += [f"**{verdict}** — {line}", ""]
     return "\n".join(lines)
 
 

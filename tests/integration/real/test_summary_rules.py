@@ -292,6 +292,8 @@ def test_sweep_markdown_pairs_each_ratio_with_ratio_1_and_prints_the_group_verdi
     assert "+0.012 [95% t" in row2 and "n=3" in row2          # ratio 2: mass +0.01 + 0.002 s, mean over s = +0.012
     assert next(x for x in text.splitlines() if x.startswith("| 1 |")).endswith("| - | - |")
     assert "ratio 30 vs 1 at best_val" in text and "-> supports" in text
+    assert text.index("| ratio (best validation: the verdict's reading) |") < text.index(
+        "| ratio (fixed last epoch: exploratory) |")                       # the fixed epoch beside best validation
 
 
 def test_one_evidence_line_per_dataset_naming_its_comparison(tmp_path):
