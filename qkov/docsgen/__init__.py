@@ -37,10 +37,11 @@ class GeneratedBlock:
 
 
 def _registry() -> dict[str, GeneratedBlock]:
+    from qkov.docsgen.preregistered_tables import BLOCKS as PREREGISTERED
     from qkov.docsgen.real_tables import BLOCKS as REAL
 
     blocks: dict[str, GeneratedBlock] = {}
-    for b in REAL:
+    for b in REAL + PREREGISTERED:
         if b.id in blocks:
             raise ValueError(f"generated block {b.id!r} declared twice")
         blocks[b.id] = b

@@ -605,10 +605,11 @@ def effects_table(mass: dict[str, Comparison], task: dict[str, Comparison], name
     return out
 
 
-def preregistered_markdown(plan: Any, runs: list[dict[str, Any]]) -> str:
+def preregistered_markdown(plan: Any, runs: list[dict[str, Any]], wall_s: Mapping[str, float] | None = None) -> str:
     """The confirmatory section of a pre-registered 2 x 2 (:mod:`qkov.study.preregistered`): what completed (seeds,
-    runs, each run's wall time from its manifest), the cells at best validation over the complete seeds, the
-    effects at best validation (the verdict's) and at the fixed last epoch (exploratory), and the rule's verdict."""
+    runs and, given ``wall_s`` ``{run name: seconds}``, each run's wall time), the cells at best validation over the
+    complete seeds, the effects at best validation (the verdict's) and at the fixed last epoch (exploratory), and
+    the rule's verdict."""
     from qkov.study.preregistered import complete_seeds, judge_preregistered, plan_cells, plan_effects
 
     views, problems, ignored = plan_cells(plan, runs)
@@ -618,6 +619,12 @@ def preregistered_markdown(plan: Any, runs: list[dict[str, Any]]) -> str:
     lines = [f"**Pre-registered plan `{plan.id}`** (docs/preregistration/{plan.id}.md; code {plan.code_commit[:7]}): "
              f"{len(done)} of {plan.n} seeds complete ({', '.join(map(str, done)) or 'none'}); "
              f"{n_runs} of {4 * plan.n} runs present" + (f"; ignored: {'; '.join(ignored)}" if ignored else ""), ""]
+    if wall_s:
+        mine = [r for r in runs if r["dir"].name in wall_s and r["config"].get("dataset") == plan.dataset]
+        rates = [(int(r["config"]["seed"]), float((r["metrics"].get("rates") or {}).get("qk", r["config"]["ratio"])),
+                  float((r["metrics"].get("rates") or {}).get(plan.factor, 1.0)), wall_s[r["dir"].name]) for r in mine]
+        lines += [f"Wall time per run (seed, QK x {plan.factor} factor; from each record's provenance): " + "; ".join(f"{s} {a:g}x{b:g} {w / 60:.0f} min" for s, a, b, w in sorted(rates)),
+                  ""]
     tm = plan.task_metric
     keep = set(done)
     lines += [f"| QK factor | {plan.factor} factor | seeds | {tm} | mass | AC % |", "| --- | --- | --- | --- | --- | --- |"]
