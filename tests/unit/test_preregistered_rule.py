@@ -125,3 +125,25 @@ def test_the_plan_is_never_read_through_a_link(tmp_path):
     with pytest.raises(ValueError, match="JSONDecodeError"):
         (tmp_path / "bad.json").write_text("{")
         load_preregistration(Path(tmp_path / "bad.json"))
+
+
+def test_the_committed_plan_parses_and_its_n_is_its_power_calculation():
+    """docs/preregistration/decoupling-hatexplain.json: n = the largest over its legs of seeds_for_power on the
+    planning SD recovered from the exploratory interval; fresh seeds; the rules' one level."""
+    from tests.paths import ROOT
+    from validation.metrics.power import power_at, sd_from_interval, seeds_for_power
+
+    path = ROOT / "docs" / "preregistration" / "decoupling-hatexplain.json"
+    plan = load_preregistration(path)
+    planning = json.loads(path.read_text())["planning"]
+    ns = []
+    for leg in planning["legs"]:
+        sd = sd_from_interval(*leg["exploratory_interval_95"], leg["exploratory_seeds"])
+        assert sd == pytest.approx(leg["planning_sd"], abs=5e-6)
+        delta = abs(leg["planned_true_effect"] - leg["null"])
+        assert seeds_for_power(sd, delta, plan.alpha, plan.power) == leg["seeds_for_power"]
+        assert power_at(sd, plan.n, delta, plan.alpha) == pytest.approx(leg["power_at_n"], abs=1e-4)
+        ns.append(leg["seeds_for_power"])
+    assert plan.n == max(ns) == planning["n"] == 18
+    assert not set(plan.seeds) & (set(range(5)) | set(range(1234, 1239)))      # fresh seeds
+    assert [leg.id for leg in plan.legs] == ["H1", "H2", "H3"] and plan.alpha == 0.025
