@@ -22,7 +22,7 @@ from torch import nn
 
 from validation.param_groups import model_param_groups
 from validation.real.models import AttentionClassifier
-from validation.user_models import qkov_param_groups
+from validation.user_models import param_groups
 
 
 class MHAClassifier(nn.Module):
@@ -78,7 +78,7 @@ def measure(d: int = 64, length: int = 48, batch: int = 32, steps: int = 200, vo
     # re-parametrisation that gives q, k, v their own Parameters (the form needed for AdamW).
     opts = {"qkov": torch.optim.AdamW(model_param_groups(models["qkov"], lr_ov=1e-3, ratio=10.0)),
             "mha": torch.optim.AdamW(models["mha"].parameters(), lr=1e-3),
-            "mha_split": torch.optim.AdamW(qkov_param_groups(models["mha_split"], lr_ov=1e-3, ratio=10.0))}
+            "mha_split": torch.optim.AdamW(param_groups(models["mha_split"], lr=1e-3, ratio=10.0))}
     batches = make_batches(steps, batch, length, vocab)
     for k in models:  # warm-up
         for b in batches[:10]:

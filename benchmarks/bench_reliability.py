@@ -66,6 +66,11 @@ PROMISES = [
     ("A wrong `--scheduler` (refused, unresolvable, an HTTP port, a silent port) is one line "
      "`qkov: error: scheduler: ADDR: ...`, exit 2, within seconds (10 s per step at most), nothing written.",
      "test_scheduler.py::test_wrong_scheduler_is_one_line_exit_2_in_seconds_and_writes_nothing"),
+    ("Every command parses `--scheduler` the same way, before any planning, data loading or cluster start: a "
+     "malformed address (`tcp://[::1:8786`, `not an address`) says `malformed`, a well-formed one where nothing "
+     "listens says `connection refused`; one line, exit 2 (before: `validate` printed a 48-line traceback, and "
+     "`tcp://[::1:8786` was reported as refused).",
+     "test_scheduler.py::test_malformed_and_unreachable_scheduler_told_apart_in_every_command_before_planning"),
     ("A Dask worker's address given as `--scheduler` is told apart from a scheduler.",
      "test_scheduler.py::test_a_dask_worker_address_is_not_a_scheduler"),
     ("A worker killed mid-task under a real `dask scheduler` + `dask worker` is restarted, its run redone; "
@@ -180,10 +185,20 @@ PROMISES = [
      "at_exit_0"),
     ("Numbers outside the float range are bad values, not crashes, in the tables and provenance.",
      "test_store_faults.py::test_metric_beyond_float_range_is_a_bad_value_not_a_crash"),
-    ("A corrupt `$QKOV_CACHE_DIR` entry (wrong shape, deeply nested, not JSON, a pickle that is not a "
-     "derivation) is recomputed, as documented (before: KeyError / TypeError / RecursionError).",
+    ("A corrupt or foreign `$QKOV_CACHE_DIR` entry (wrong shape, deeply nested, not JSON, another format, "
+     "something that is not a derivation of the asked parametrization) is recomputed, as documented (before: "
+     "KeyError / TypeError / RecursionError).",
      "test_store_faults.py::test_corrupt_derivation_cache_entry_is_recomputed, "
-     "test_store_faults.py::test_corrupt_pickled_derivation_is_recomputed"),
+     "test_store_faults.py::test_corrupt_or_foreign_derivation_entry_is_recomputed"),
+    ("Nothing is ever unpickled: a pickle that would create a file when loaded (shown to, by its own test), "
+     "planted at the derivation cache's path (and the old `.pickle` name), the derive payload cache, the "
+     "Figure 2 segment checkpoint `$QKOV_CACHE_DIR/figure2/<key>.pt` and a training state "
+     "`OUT/resume/<run>.pt`, is a miss each time and never runs (before: the derivation cache and the Figure 2 "
+     "checkpoint unpickled what they found).",
+     "test_planted_payloads.py::test_the_payload_runs_when_unpickled, "
+     "test_planted_payloads.py::test_derivation_cache_never_runs_a_planted_entry, "
+     "test_planted_payloads.py::test_figure2_checkpoint_never_runs_a_planted_file, "
+     "test_planted_payloads.py::test_resume_state_never_runs_a_planted_file"),
     ("The Python API is as guarded as the CLI: `reproduce(\"quick\", \"\")`, `workers=True`, `None` or "
      "`object()` as a stage, ... raise a ConfigError naming the field, and nothing is written.",
      "test_store_faults.py::test_reproduce_api_bad_argument_raises_config_error_and_writes_nothing"),
@@ -466,6 +481,87 @@ def _splice_refusal(path: Path, table: list[str]) -> str:
     return text[:start] + "\n".join(table) + "\n" + text[end:]
 
 
+EDGE_CASES = [
+    ("validate synthetic --scheduler 'not an address'", ["validate", "synthetic", "--scheduler", "not an address"]),
+    ("validate synthetic --scheduler tcp://[::1:8786", ["validate", "synthetic", "--scheduler", "tcp://[::1:8786"]),
+    ("validate real --rates qk=1e300", ["validate", "real", "--dataset", "sva", "--quick", "--rates", "qk=1e300"]),
+    ("validate real, a link at OUT/resume", ["validate", "real", "--dataset", "sva", "--quick", "--out", "{link}"]),
+    ("validate synthetic --optimizer gd --levels 0.3", ["validate", "synthetic", "--optimizer", "gd", "--levels",
+                                                        "0.3"]),
+    ("validate real --fused-adamw --optimizer sgd", ["validate", "real", "--dataset", "sva", "--quick",
+                                                     "--fused-adamw", "--optimizer", "sgd"]),
+    ("reproduce --scheduler tcp://[::1:8786", ["reproduce", "--scheduler", "tcp://[::1:8786"]),
+]
+"""The refusals issue 44 found late or missing, timed by :func:`edge_refusal_costs`."""
+
+
+def edge_refusal_costs(code: Path, timeout: float = 600.0) -> dict[str, dict]:
+    """Per case of :data:`EDGE_CASES`: exit status, stderr lines, CPU seconds (user + system of the child) and
+    wall seconds of a fresh ``python -m qkov`` process running the code at ``code`` (this checkout, or an older
+    one for the figures before)."""
+    import resource
+
+    base = Path(tempfile.mkdtemp(prefix="qkov-bench-edge-"))
+    (base / "link" / "elsewhere").mkdir(parents=True)
+    os.symlink(base / "link" / "elsewhere", base / "link" / "resume")
+    env = dict(os.environ, PYTHONPATH=str(code))
+    res: dict[str, dict] = {}
+    try:
+        for label, args in EDGE_CASES:
+            args = [x.replace("{link}", str(base / "link")) for x in args]
+            if "--out" not in args:
+                args += ["--out", str(base / "out")]
+            before = resource.getrusage(resource.RUSAGE_CHILDREN)
+            t0 = time.perf_counter()
+            try:
+                done = subprocess.run([sys.executable, "-m", "qkov", *args], cwd=base, env=env, capture_output=True,
+                                      text=True, timeout=timeout)
+                code_, lines = done.returncode, len(done.stderr.strip().splitlines())
+            except subprocess.TimeoutExpired:
+                code_, lines = "timeout", 0
+            wall = time.perf_counter() - t0
+            after = resource.getrusage(resource.RUSAGE_CHILDREN)
+            cpu = after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime
+            res[label] = {"exit": code_, "lines": lines, "cpu": round(cpu, 2), "wall": round(wall, 1)}
+            shutil.rmtree(base / "out", ignore_errors=True)
+    finally:
+        shutil.rmtree(base, ignore_errors=True)
+    return res
+
+
+def render_edge(after: dict[str, dict], before: dict[str, dict] | None, before_label: str) -> list[str]:
+    """The measured-figures table of :func:`edge_refusal_costs`, with the figures before the fix when measured."""
+    lines = ["### Cost of a refusal at the edge", "",
+             f"A fresh `python -m qkov` process per case ({time.strftime('%Y-%m-%d')}, {os.cpu_count()} CPUs, load "
+             f"average {os.getloadavg()[0]:.1f} from other sessions; process start included; with "
+             "`QKOV_DATA_DIR` as set for the run). CPU is the child's user + system time, the figure a loaded "
+             "machine multiplies into wall time. Issue 44: the checks now come before torch, Dask and the study "
+             "engine are imported, and before planning or data loading."
+             + (f" *Before*: the same cases on {before_label}, measured in the same process right before." if before
+                else ""), ""]
+    if before:
+        lines += ["| case | exit | lines | CPU (s) | wall (s) | before: exit | lines | CPU (s) | wall (s) |",
+                  "|---|---|---|---|---|---|---|---|---|"]
+        lines += [f"| {k} | {v['exit']} | {v['lines']} | {v['cpu']} | {v['wall']} | {before[k]['exit']} | "
+                  f"{before[k]['lines']} | {before[k]['cpu']} | {before[k]['wall']} |" for k, v in after.items()]
+    else:
+        lines += ["| case | exit | lines | CPU (s) | wall (s) |", "|---|---|---|---|---|"]
+        lines += [f"| {k} | {v['exit']} | {v['lines']} | {v['cpu']} | {v['wall']} |" for k, v in after.items()]
+    return lines + [""]
+
+
+def _splice_edge(path: Path, table: list[str]) -> str:
+    """The document at ``path`` with its edge-refusal table replaced, or put before the second-writer table (or the
+    end of the measured figures)."""
+    text = path.read_text()
+    head, nxt = "### Cost of a refusal at the edge", "### Time to refuse a second writer"
+    end = text.find("## What is assumed")
+    stop = text.find(nxt) if 0 <= text.find(nxt) < end else end
+    start = text.find(head)
+    start = start if 0 <= start < stop else stop
+    return text[:start] + "\n".join(table) + "\n" + text[stop:]
+
+
 SCENARIOS = {
     "fault-free study": scenario_baseline,
     "SIGKILL of the study (driver + workers) mid-study": scenario_sigkill,
@@ -577,13 +673,35 @@ def _assumed() -> list[str]:
               "where objects are read, the derivation's sections of their types, numbers inside the float "
               "range), so a well-hashed bad file is a bad run, not a crash. Anything malformed reads incomplete, "
               "with a one-line reason, and is redone.",
-              "- **The results store** (`qkov.core.runstore`): `OUT`, `OUT/runs` and each run directory are "
-              "checked with `lstat` (never followed) by every command before it plans or computes "
-              "(`check_results_tree`) and again by `RunWriter` before it writes; a link at any level is refused "
+              "- **The results store** (`qkov.core.runstore`): `OUT`, `OUT/runs`, `OUT/resume` and each run "
+              "directory are checked with `lstat` (never followed) by every command while `--out` is parsed, "
+              "before it plans or computes (`check_results_tree`: a link, or a file where a directory goes, is "
+              "refused), and again by `RunWriter` before it writes; a link at any level is refused "
               "in one line. `--out` itself may not be a link (give the directory it points to). Each run "
               "directory the store makes holds a `.qkov-run` marker; `remove_run` deletes only a real directory "
               "holding it. Paths are bounded (255 bytes a component, 4095 in all) and list options to 1,000 "
               "values; control characters in error lines are shown escaped.",
+              "- **Nothing is unpickled** (issue 44; `tests/unit/test_no_unpickling.py` walks the four packages' "
+              "syntax trees for any unpickling call): the derivation cache is JSON (`theory.safe_codec`: sympy "
+              "expressions as `srepr` text rebuilt node by node from `ast`, never `eval`; only sympy classes, "
+              "identifiers as names, theory's own dataclasses), written only when it reads back equal; the "
+              "Figure 2 segment checkpoint and the real-data training state are tensors and plain values read "
+              "with `torch.load(weights_only=True)` and checked against the run before use. A writable cache "
+              "directory can still make a run recompute, never run code; it is not signed, so one who can write "
+              "there can plant a wrong but well-formed derivation.",
+              "- **Training state** (`validation.real.resume`): a state that cannot be read, is another run's, or "
+              "does not fit the run (required keys, epoch within the configured epochs, the model's, optimizer's "
+              "and best weights' shapes, generator and RNG sizes, the history's length: `state_problem`) is moved "
+              "to `OUT/resume/<run>.pt.rejected` with one warning line naming it and why, and the run trains from "
+              "the beginning: a rerun is never caught by the same bad file (`tests/integration/real/"
+              "test_resume.py`). A state link is moved aside as the link. Temporaries of a killed write "
+              "(`.<run>.pt.*.tmp`) are removed when the run starts again.",
+              "- **Options at the edge** (`tests/integration/test_edge_checks.py`): every option is checked while "
+              "it is parsed or right after, before planning, data loading or a cluster start and before torch, "
+              "Dask or the study engine are imported: `--scheduler` by one parser (`qkov.study.connect."
+              "parse_address`), `--rates` factors and real-data ratios within `[1e-6, 1e6]` like `--ratios`, an "
+              "option that does not apply to the chosen optimizer refused (`validation.synthetic.optimizers."
+              "APPLIES`; `--fused-adamw` with no AdamW run). Its cost is measured above.",
               "- **Data fetch**: an overall deadline (`--deadline`, default 3600 s) besides the 30 s per read, a "
               "size cap per file, unpinned files validated (structure and counts) before they are kept, and "
               "`--mirror URL` / `$QKOV_DATA_MIRROR` serving `<mirror>/<path in the data directory>`.",
@@ -611,9 +729,21 @@ def main() -> None:
     ap.add_argument("--faults-skip", default="", help="comma-separated substrings of fault tests not to run")
     ap.add_argument("--refusal-only", action="store_true",
                     help="measure only the time to refuse a second writer and splice its table into the document")
+    ap.add_argument("--edge-only", action="store_true",
+                    help="measure only the cost of the edge refusals (issue 44) and splice its table into the document")
+    ap.add_argument("--edge-before", default=None,
+                    help="a checkout of the code before issue 44 to time the same refusals on (the 'before' columns)")
     a = ap.parse_args()
     a.faults_skip = [x for x in a.faults_skip.split(",") if x]
     a.load = os.getloadavg()[0]
+    if a.edge_only:
+        before = edge_refusal_costs(Path(a.edge_before)) if a.edge_before else None
+        after = edge_refusal_costs(ROOT)
+        print(json.dumps({"after": after, "before": before}, indent=1))
+        label = f"`{a.edge_before}` (commit {_commit(Path(a.edge_before))})" if a.edge_before else ""
+        Path(a.out_md).write_text(_splice_edge(Path(a.out_md), render_edge(after, before, label)))
+        print(f"written: {a.out_md}")
+        return
     if a.refusal_only:
         res = refusal_times(a)
         print(json.dumps(res, indent=1))
@@ -646,7 +776,14 @@ def main() -> None:
         shutil.rmtree(base, ignore_errors=True)
     Path(a.out_md).write_text(render(figures, sched, a, faults_tried(a)))
     Path(a.out_md).write_text(_splice_refusal(Path(a.out_md), render_refusal(refusal)))
+    Path(a.out_md).write_text(_splice_edge(Path(a.out_md), render_edge(edge_refusal_costs(ROOT), None, "")))
     print(f"written: {a.out_md}")
+
+
+def _commit(path: Path) -> str:
+    """The short commit of the checkout at ``path`` (``?`` when git cannot say)."""
+    done = subprocess.run(["git", "-C", str(path), "rev-parse", "--short", "HEAD"], capture_output=True, text=True)
+    return done.stdout.strip() or "?"
 
 
 if __name__ == "__main__":

@@ -45,31 +45,41 @@ def ratio_colors(n: int) -> list[str]:
 def plot_trajectories(trajs: Sequence, laws: dict[str, dict[str, np.ndarray]] | None = None,
                       laws_next: dict[str, dict[str, np.ndarray]] | None = None):
     """``trajs``: objects with ``param, t, u, v, residual`` (``(T,)``); ``laws[param]`` (leading, dashed) and
-    ``laws_next[param]`` (next order, dotted): ``u, v, residual`` on ``t`` (NaN where a law has no value)."""
+    ``laws_next[param]`` (next order, dotted): ``u, v, residual`` on ``t`` (NaN where a law has no value).
+
+    Each panel's title names only the line styles drawn in it (a law with no positive finite value on the
+    panel's times draws nothing, and is not promised); the legend names the parametrizations (colours)."""
     fig, axes = plt.subplots(1, 3, figsize=(14, 4))
+    drawn: list[set[str]] = [set() for _ in axes]
     for tr in trajs:
         c = COLORS.get(tr.param, None)
         t = np.asarray(tr.t)
         m = t > 0
-        for ax, key in zip(axes, ("u", "v", "residual"), strict=False):
+        for i, (ax, key) in enumerate(zip(axes, ("u", "v", "residual"), strict=False)):
             y = np.asarray(getattr(tr, key))
             ax.plot(t[m], y[m], color=c, label=PARAM_NAMES.get(tr.param, tr.param))
             if laws and tr.param in laws:
                 lt = laws[tr.param]
                 ok = m & (t >= 10.0) & np.isfinite(lt[key]) & (lt[key] > 0)
-                ax.plot(t[ok], lt[key][ok], color=c, ls="--", lw=1)
+                if ok.any():
+                    ax.plot(t[ok], lt[key][ok], color=c, ls="--", lw=1)
+                    drawn[i].add("dashed: leading-order law")
             if laws_next and tr.param in laws_next:
                 ln = laws_next[tr.param]
                 ok = m & np.isfinite(ln[key]) & (ln[key] > 0)
-                ax.plot(t[ok], ln[key][ok], color=c, ls=":", lw=2)
-    for ax, title in zip(axes, ("u(t)", "v(t)", "1 - p(t)"), strict=False):
+                if ok.any():
+                    ax.plot(t[ok], ln[key][ok], color=c, ls=":", lw=2)
+                    drawn[i].add("dotted: next order")
+    order = ("dashed: leading-order law", "dotted: next order")
+    for ax, title, ylabel, styles in zip(axes, ("u(t)", "v(t)", "1 - p(t)"), ("u (OV margin)", "v (attention logit gap)",
+                                                                             "1 - p (attention residual)"), drawn,
+                                         strict=False):
         ax.set_xscale("log")
-        ax.set_title(title + ("  (dashed: leading law; dotted: next order)" if laws_next else
-                              "  (dashed: leading-order law)"), fontsize=9)
+        ax.set_yscale("log")
+        shown = [s for s in order if s in styles]
+        ax.set_title(title + "  (solid: reduced flow" + "".join(f"; {s}" for s in shown) + ")", fontsize=9)
         ax.set_xlabel("t")
-    axes[0].set_yscale("log")
-    axes[1].set_yscale("log")
-    axes[2].set_yscale("log")
+        ax.set_ylabel(ylabel)
     axes[0].legend(fontsize=7)
     fig.tight_layout()
     return fig

@@ -5,9 +5,10 @@ cached under ``$QKOV_CACHE_DIR`` (default ``~/.cache/qkov``) with a key that cha
 theory source file, the sympy version or the request (parametrizations, thoroughness) changes.
 Writes are atomic; a corrupt entry is ignored and recomputed: one that is not JSON, nested too deeply to
 parse, or not the shape of a payload (:func:`payload_problem`: every section present with its type, so a
-renderer never meets ``{"ledger": 7}``), and a pickled derivation that is not a
-:class:`~theory.derivation.Derivation` of the asked parametrization. sympy is imported on use only, so
-:func:`payload_problem` costs a reader of results nothing.
+renderer never meets ``{"ledger": 7}``), and a cached derivation (:func:`cached_derive`: JSON of
+:mod:`theory.safe_codec`, never a pickle, so a planted entry cannot run code) that does not decode to a
+:class:`~theory.derivation.Derivation` of the asked parametrization. Entries are read without following a
+symbolic link. sympy is imported on use only, so :func:`payload_problem` costs a reader of results nothing.
 """
 
 from __future__ import annotations
@@ -126,35 +127,62 @@ def cached_derivation_json(params: tuple[str, ...], full_matrix: bool = False, u
     return payload, False
 
 
+DERIVATION_FORMAT = 1
+"""The layout of a cached derivation (:mod:`theory.safe_codec` JSON); an entry of another format is a miss."""
+
+
 def _is_derivation_of(entry: Any, param: Any) -> bool:
-    """A cached pickle is used only when it is a :class:`~theory.derivation.Derivation` of ``param``."""
+    """A decoded entry is used only when it is a :class:`~theory.derivation.Derivation` of ``param``."""
     from theory.derivation import Derivation
 
-    return isinstance(entry, Derivation) and str(getattr(entry, "param", param)) == str(param)
+    return isinstance(entry, Derivation) and str(getattr(entry, "param", None)) == str(param)
+
+
+def derivation_path(param: Parametrization) -> Path:
+    """Where :func:`cached_derive` keeps ``param``'s derivation: ``derivation-<param>-<key>.json``."""
+    return cache_dir() / f"derivation-{param}-{source_key((param,), False)}.json"
+
+
+def _read_derivation(path: Path, param: Parametrization) -> Any:
+    """The cached derivation of ``param`` at ``path``, or ``None`` for a miss: absent, unreadable, not JSON,
+    another format, anything :func:`theory.safe_codec.decode` refuses, or not a ``Derivation`` of ``param``.
+    Nothing read is executed (:mod:`theory.safe_codec`)."""
+    from theory.files import read_nofollow
+    from theory.safe_codec import CodecError, decode
+
+    try:
+        entry = json.loads(read_nofollow(path))
+        if not (isinstance(entry, dict) and entry.get("format") == DERIVATION_FORMAT):
+            return None
+        d = decode(entry.get("derivation"))
+    except (OSError, ValueError, RecursionError, CodecError):  # ValueError: not JSON; RecursionError: too deep
+        return None
+    return d if _is_derivation_of(d, param) else None
 
 
 def cached_derive(param: Parametrization, use_cache: bool = True):
-    """:func:`theory.derivation.derive` of ``param``, pickled on disk under the same key scheme.
+    """:func:`theory.derivation.derive` of ``param``, cached on disk under the same key scheme as JSON that
+    cannot run code (:mod:`theory.safe_codec`: sympy expressions as ``srepr`` read back without ``eval``).
 
-    sympy expressions pickle exactly, so a cache hit returns the same :class:`~theory.derivation.Derivation`
-    as a fresh derivation; a corrupt entry is ignored and recomputed.
+    An entry is written only when it reads back equal to the derivation, so a cache hit returns the same
+    :class:`~theory.derivation.Derivation` as a fresh derivation; a corrupt or foreign entry is ignored and
+    recomputed (never executed). An old pickled entry (``.pickle``) is never read.
     """
-    import pickle
-
     from theory.derivation import derive
+    from theory.safe_codec import CodecError, decode, encode
 
-    path = cache_dir() / f"derivation-{param}-{source_key((param,), False)}.pickle"
-    if use_cache and path.is_file():
-        try:
-            entry = pickle.loads(path.read_bytes())
-        except Exception:  # noqa: BLE001 - any unreadable entry is a miss (RecursionError included)
-            entry = None
-        if _is_derivation_of(entry, param):
-            return entry
+    path = derivation_path(param)
+    if use_cache:
+        hit = _read_derivation(path, param)
+        if hit is not None:
+            return hit
     d = derive(param)
     if use_cache:
         try:
-            atomic_write_bytes(path, pickle.dumps(d, protocol=pickle.HIGHEST_PROTOCOL))
-        except (OSError, pickle.PicklingError, TypeError, AttributeError):
+            data = encode(d)
+            if decode(data) == d:  # written only when it reads back as the same derivation
+                text = json.dumps({"format": DERIVATION_FORMAT, "param": str(param), "derivation": data})
+                atomic_write_bytes(path, text.encode())
+        except (OSError, CodecError, RecursionError):  # a read-only home, a value the codec lacks: no cache
             pass
     return d

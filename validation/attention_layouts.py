@@ -120,21 +120,40 @@ class AttentionSite:
     notes: list[str] = field(default_factory=list)
 
 
+def tensor_shape(m: nn.Module, attr: str) -> tuple[int, ...] | None:
+    """The shape of tensor ``m.<attr>`` (``None`` if it has none), read without computing a split tensor.
+
+    A tensor qkov split (a parametrization whose first member records the fused axis ``dim`` and the index
+    ``order``) is the concatenation of its parts along ``dim``: its shape is read from the parts. Computing it
+    outside a forward fails under FSDP2, whose parts are sharded DTensors (and costs a copy anyway).
+    """
+    plists = m.__dict__.get("_modules", {}).get("parametrizations")
+    if plists is not None and attr in plists:
+        pz = plists[attr][0]
+        dim, order = getattr(pz, "dim", None), getattr(pz, "order", None)
+        parts = [p for n, p in plists[attr].named_parameters(recurse=False) if n.startswith("original")]
+        if isinstance(dim, int) and isinstance(order, torch.Tensor) and parts:
+            shape = list(parts[0].shape)
+            shape[dim] = len(order)
+            return tuple(shape)
+    t = getattr(m, attr, None)
+    return tuple(t.shape) if isinstance(t, torch.Tensor) else None
+
+
 def _is_projection(m: object) -> TypeGuard[nn.Module]:
-    return isinstance(m, nn.Module) and isinstance(getattr(m, "weight", None), torch.Tensor)
+    return isinstance(m, nn.Module) and tensor_shape(m, "weight") is not None
 
 
-def _weight(m: nn.Module) -> torch.Tensor:
-    """``m.weight`` of a projection (:func:`_is_projection`), typed as the tensor it is."""
-    w = getattr(m, "weight", None)
-    if not isinstance(w, torch.Tensor):
+def _weight_shape(m: nn.Module) -> tuple[int, ...]:
+    """The shape of ``m.weight`` of a projection (:func:`_is_projection`)."""
+    shape = tensor_shape(m, "weight")
+    if shape is None:
         raise UnknownAttentionLayout(f"{type(m).__name__}: no weight tensor")
-    return w
+    return shape
 
 
 def _params_of(m: nn.Module, circuit: str, role: str) -> list[WholeTensor]:
-    return [WholeTensor(m, a, circuit, role) for a in ("weight", "bias")
-            if isinstance(getattr(m, a, None), torch.Tensor)]
+    return [WholeTensor(m, a, circuit, role) for a in ("weight", "bias") if tensor_shape(m, a) is not None]
 
 
 def _first_child(m: nn.Module, names: Iterable[str]) -> nn.Module | None:
@@ -162,10 +181,10 @@ def transposed_weight(proj: nn.Module) -> bool:
     base = getattr(proj, "base_layer", None)  # a PEFT adapter layer wraps the projection
     if isinstance(base, nn.Module) and base is not proj:
         return transposed_weight(base)
-    w = getattr(proj, "weight", None)
+    w = tensor_shape(proj, "weight")
     nf, nx = getattr(proj, "nf", None), getattr(proj, "nx", None)
-    if isinstance(nf, int) and isinstance(w, torch.Tensor) and w.dim() == 2:
-        return tuple(w.shape) == (nx, nf) if isinstance(nx, int) else w.shape[1] == nf
+    if isinstance(nf, int) and w is not None and len(w) == 2:
+        return w == (nx, nf) if isinstance(nx, int) else w[1] == nf
     return any(c.__name__ == "Conv1D" for c in type(proj).__mro__)
 
 
@@ -282,8 +301,9 @@ def _fused_site(name: str, m: nn.Module, attr: str) -> AttentionSite | None:
     proj = getattr(m, attr)
     is_conv1d = transposed_weight(proj)  # GPT-2's transposed linear: weight (in, out)
     wdim = 1 if is_conv1d else 0
-    n = proj.weight.shape[wdim]
-    in_features = proj.weight.shape[1 - wdim] if proj.weight.dim() == 2 else None
+    shape = _weight_shape(proj)
+    n = shape[wdim]
+    in_features = shape[1 - wdim] if len(shape) == 2 else None
     if attr == "c_attn" and _is_projection(getattr(m, "q_attn", None)):
         cands = [("gpt2-cross c_attn (k,v) + q_attn", _block_labels(n, m, ("k", "v")))]
     else:
@@ -294,7 +314,7 @@ def _fused_site(name: str, m: nn.Module, attr: str) -> AttentionSite | None:
     out = _first_child(m, OUT_NAMES)
     site = AttentionSite(name, m, f"{layout}: {cands[0][0]}")
     for a, dim in (("weight", wdim), ("bias", 0)):
-        if not isinstance(getattr(proj, a, None), torch.Tensor):
+        if tensor_shape(proj, a) is None:
             continue
         done = split_labels(proj, a)
         if done is not None:  # split by an earlier call: its confirmed labels, nothing to probe
@@ -327,7 +347,7 @@ def match_site(model: nn.Module, name: str, m: nn.Module) -> AttentionSite | Non
         return None  # handled by validation.user_models' own split
     declared = declared_layout(m)
     if declared is not None:
-        return declared.site(name, m)
+        return declared.site(name, m, model)
     for layout, (qn, kn, vn), outs in SEPARATE_LAYOUTS:
         q, k, v = (getattr(m, n, None) for n in (qn, kn, vn))
         if not (_is_projection(q) and _is_projection(k) and _is_projection(v)):
@@ -348,6 +368,15 @@ def match_site(model: nn.Module, name: str, m: nn.Module) -> AttentionSite | Non
     return None
 
 
+def leave_at_other(msg: str, refusals: list[str] | None, stacklevel: int = 3) -> None:
+    """``strict=False``: a refused module stays at ``lr_other``; say so (a warning), or add ``msg`` to ``refusals``
+    when the caller collects them (``qkov inspect``)."""
+    if refusals is not None:
+        refusals.append(msg)
+    else:
+        warnings.warn(f"qkov: {msg}; left at lr_other (strict=False)", stacklevel=stacklevel + 1)
+
+
 def _looks_like_attention(m: nn.Module) -> bool:
     cls = type(m).__name__.lower()
     return ("attention" in cls or "attn" in cls) and any(True for _ in m.parameters(recurse=True))
@@ -359,12 +388,14 @@ def _describe(name: str, m: nn.Module) -> str:
     return f"{name or '<root>'} ({type(m).__name__}: {kids}; {own})"
 
 
-def find_attention_sites(model: nn.Module, *, strict: bool = True) -> list[AttentionSite]:
+def find_attention_sites(model: nn.Module, *, strict: bool = True,
+                         refusals: list[str] | None = None) -> list[AttentionSite]:
     """Every attention module of ``model`` in a known layout, in ``named_modules`` order.
 
     With ``strict`` (default), an attention-like module that no layout fits and that is not
-    nested in (or around) a recognised site raises :class:`UnknownAttentionLayout`.
-    ``nn.MultiheadAttention`` instances are not returned (see :mod:`validation.user_models`).
+    nested in (or around) a recognised site raises :class:`UnknownAttentionLayout`; without it, such a
+    module is listed in ``refusals`` when given. ``nn.MultiheadAttention`` instances are not returned
+    (see :mod:`validation.user_models`).
     """
     sites: list[AttentionSite] = []
     for name, m in model.named_modules():
@@ -373,7 +404,7 @@ def find_attention_sites(model: nn.Module, *, strict: bool = True) -> list[Atten
         site = match_site(model, name, m)
         if site is not None:
             sites.append(site)
-    if strict:
+    if strict or refusals is not None:
         known = [s.name for s in sites] + [n for n, m in model.named_modules()
                                            if isinstance(m, nn.MultiheadAttention)]
         mha_inside = {n for n, m in model.named_modules() if isinstance(m, nn.MultiheadAttention)}
@@ -384,7 +415,10 @@ def find_attention_sites(model: nn.Module, *, strict: bool = True) -> list[Atten
 
         unknown = [(n, m) for n, m in model.named_modules()
                    if _looks_like_attention(m) and not isinstance(m, nn.MultiheadAttention) and not related(n)]
-        if unknown:
+        if unknown and not strict and refusals is not None:
+            refusals += [f"{_describe(n, m)}: an attention-like module (by its class name) in no known layout"
+                         for n, m in unknown]
+        elif unknown:
             listing = "; ".join(_describe(n, m) for n, m in unknown[:8])
             more = f" (+{len(unknown) - 8} more)" if len(unknown) > 8 else ""
             raise UnknownAttentionLayout(
@@ -398,9 +432,13 @@ def find_attention_sites(model: nn.Module, *, strict: bool = True) -> list[Atten
 
 @dataclass(frozen=True)
 class AttentionLayout:
-    """A declared layout for a custom attention module: the child names of its projections.
+    """A declared layout for a custom attention module: where its projections are.
 
-    ``q``, ``k``, ``v``, ``o``: separate ``Linear``-like children (any may be ``None``);
+    ``q``, ``k``, ``v``, ``o``: separate ``Linear``-like modules (any may be ``None``), each a path from the
+    attention module: a child (``"q_proj"``), a descendant (``"to_out.0"``), or, with each leading ``"../"``
+    one level up, anywhere in the model (``o="../output.dense"``: DeBERTa's and BERT's W_O sits in the
+    attention's sibling ``output``); a projection outside the module is not checked by the probe (it runs
+    after the module's output);
     ``qkv``: a fused child whose ``weight`` rows (``fused_dim``, default 0; 1 for a GPT-2
     ``Conv1D``) are ``groups`` repetitions of the blocks named by ``order`` (equal sizes), e.g.
     ``order="qvk"`` for CodeGen-like ``[q; v; k]``, ``groups="num_heads"`` (an int or the name of
@@ -418,16 +456,19 @@ class AttentionLayout:
     fused_dim: int = 0
     name: str = "declared"
 
-    def site(self, name: str, m: nn.Module) -> AttentionSite:
-        """The :class:`AttentionSite` of module ``m`` under this layout (raises if a child is missing)."""
+    def site(self, name: str, m: nn.Module, model: nn.Module | None = None) -> AttentionSite:
+        """The :class:`AttentionSite` of module ``m`` (named ``name`` in ``model``) under this layout (raises if
+        a declared projection is missing)."""
         site = AttentionSite(name, m, f"{self.name} ({type(m).__name__})")
         for role, child in (("q", self.q), ("k", self.k), ("v", self.v), ("o", self.o)):
             if child is None:
                 continue
-            proj = getattr(m, child, None)
+            proj = _resolve(model, name, m, child)
             if not _is_projection(proj):
                 raise UnknownAttentionLayout(f"{name} ({type(m).__name__}): declared {role}={child!r} is not a "
-                                             "child with a weight")
+                                             "module with a weight" + (" (a path with '../' needs the model)"
+                                                                       if child.startswith("../") and model is None
+                                                                       else ""))
             site.whole += _params_of(proj, "qk" if role in "qk" else "ov", role)
         if self.qkv is not None:
             proj = getattr(m, self.qkv, None)
@@ -435,7 +476,7 @@ class AttentionLayout:
                 raise UnknownAttentionLayout(f"{name} ({type(m).__name__}): declared qkv={self.qkv!r} is not a "
                                              "child with a weight")
             groups = self.groups if isinstance(self.groups, int) else getattr(m, self.groups, None)
-            n = _weight(proj).shape[self.fused_dim]
+            n = _weight_shape(proj)[self.fused_dim]
             if not isinstance(groups, int) or groups <= 0 or set(self.order) - set("qkv") \
                     or n % (groups * len(self.order)):
                 raise UnknownAttentionLayout(f"{name} ({type(m).__name__}): declared qkv={self.qkv!r} with "
@@ -444,9 +485,28 @@ class AttentionLayout:
             labels = _blocks(tuple(self.order), (n // (groups * len(self.order)),) * len(self.order), groups)
             cand = ((f"{self.name}: {groups} x [{'; '.join(self.order)}]", labels),)
             site.fused.append(FusedTensor(proj, "weight", self.fused_dim, labels, cand, declared=True))
-            if isinstance(getattr(proj, "bias", None), torch.Tensor):
+            if tensor_shape(proj, "bias") is not None:
                 site.fused.append(FusedTensor(proj, "bias", 0, labels, cand, declared=True))
         return site
+
+
+def _resolve(model: nn.Module | None, name: str, m: nn.Module, path: str) -> nn.Module | None:
+    """The module at ``path`` from ``m`` (named ``name`` in ``model``); each leading ``../`` climbs one level."""
+    up = 0
+    while path.startswith("../"):
+        up, path = up + 1, path[3:]
+    base: nn.Module | None = m
+    if up:
+        parts = name.split(".") if name else []
+        if model is None or up > len(parts):
+            return None
+        base = model.get_submodule(".".join(parts[:len(parts) - up]))
+    if not path:
+        return base
+    try:
+        return base.get_submodule(path) if base is not None else None
+    except AttributeError:
+        return None
 
 
 _DECLARED: dict[type, AttentionLayout] = {}
@@ -530,7 +590,7 @@ def _check_site(site: AttentionSite, rec: layout_probe.SiteRecord) -> tuple[Atte
 
 
 def verify_sites(model: nn.Module, sites: list[AttentionSite], inputs: Any, *,
-                 strict: bool = True) -> list[AttentionSite]:
+                 strict: bool = True, refusals: list[str] | None = None) -> list[AttentionSite]:
     """Confirm each site's q/k/v/o assignment against one forward of ``model`` on ``inputs``.
 
     Fused tensors take the candidate layout whose QK rows are exactly the rows that move the
@@ -554,5 +614,5 @@ def verify_sites(model: nn.Module, sites: list[AttentionSite], inputs: Any, *,
         msg = f"{s.name or '<root>'} ({type(s.module).__name__}): {problem}"
         if strict:
             raise UnknownAttentionLayout(msg)
-        warnings.warn(f"qkov: {msg}; left at lr_other (strict=False)", stacklevel=3)
+        leave_at_other(msg, refusals, stacklevel=3)
     return out

@@ -2,7 +2,7 @@ r"""Check where W_Q, W_K, W_V and W_O live by running the module's own forward.
 
 Guessing a fused layout from a name is how rates go silently wrong (GPT-BigCode with
 ``multi_query=False`` interleaves q, k, v per head in ``c_attn``; CodeGen orders ``qkv_proj``
-as q, v, k). :func:`probe_sites` runs the model once on example inputs and, inside each
+as q, v, k). :func:`run_probe` runs the model once on example inputs and, inside each
 attention module, records
 
 * the *score side*: the softmax output :math:`P` (eager kernels) or the ``query`` and ``key``
@@ -14,8 +14,14 @@ For a parameter :math:`W` of the module, rows :math:`i` (along the fused axis) w
 attention scores: they are query or key rows. Rows with a zero score gradient but
 :math:`\partial \langle R', Y\rangle / \partial W_i \ne 0` move only what is averaged: value
 (or output) rows. A gradient is an infinitesimal perturbation of one row, so one backward
-pass tests every row at once. Only the module's first call is recorded (ALBERT shares one
-module across layers), so :math:`P` depends on :math:`W` only through this call.
+pass tests every row at once. Every call of the module is recorded with its inputs detached
+(ALBERT runs one module at every layer; Zamba2's layers hold the same Parameters), so a call's
+:math:`P` depends on :math:`W` only through that call, never through an earlier layer's output.
+
+With ``fix_scores`` the pattern :math:`P` is detached inside each call (a second pass): a parameter
+whose output gradient then vanishes but whose score gradient does not acts *only* on the scores
+(a q/k norm, an attention sink, a positional q/k projection), which is what
+``param_groups(..., whole_circuit=True)`` trains with QK (:func:`whole_tensor_effects`).
 
 The probe separates the QK circuit from the OV circuit, which is all the learning rates need;
 it does not tell q rows from k rows (both are at ``ratio * lr``).
@@ -24,7 +30,7 @@ it does not tell q rows from k rows (both are at ``ratio * lr``).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Mapping
+from typing import Any, Mapping, Sequence
 
 import torch
 from torch import nn
@@ -40,34 +46,83 @@ v rows of a random-input probe have gradients within a few orders of magnitude o
 
 @dataclass
 class SiteRecord:
-    """What one attention module computed on its first call."""
+    """What one attention module computed in each of its calls (a module shared across layers runs several)."""
 
     scores: list[torch.Tensor] = field(default_factory=list)
-    output: torch.Tensor | None = None
+    outputs: list[torch.Tensor] = field(default_factory=list)
     active: bool = False
     done: bool = False
+    captured: bool = False
+
+    @property
+    def output(self) -> torch.Tensor | None:
+        """The output of the first call (``None`` before any)."""
+        return self.outputs[0] if self.outputs else None
+
+
+def _sdpa_fixed(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, attn_mask: Any = None,
+                dropout_p: float = 0.0, is_causal: bool = False, scale: float | None = None,
+                enable_gqa: bool = False, **_ignored: Any) -> torch.Tensor:
+    r"""``scaled_dot_product_attention`` with the attention pattern :math:`P` detached: :math:`\bar P V`.
+
+    The math of torch's reference implementation (eval: no dropout); the output's gradient then flows to the
+    values only, so what moves it with :math:`P` held fixed is on the value side.
+    """
+    n_q, n_k = query.size(-2), key.size(-2)
+    s = 1.0 / query.size(-1) ** 0.5 if scale is None else scale
+    if enable_gqa and key.dim() >= 3 and key.size(-3) != query.size(-3):
+        rep = query.size(-3) // key.size(-3)
+        key, value = key.repeat_interleave(rep, -3), value.repeat_interleave(rep, -3)
+    logits = query @ key.transpose(-2, -1) * s
+    if is_causal:
+        keep = torch.ones(n_q, n_k, dtype=torch.bool, device=query.device).tril()
+        logits = logits.masked_fill(~keep, float("-inf"))
+    if isinstance(attn_mask, torch.Tensor):
+        logits = logits.masked_fill(~attn_mask, float("-inf")) if attn_mask.dtype == torch.bool else logits + attn_mask
+    return torch.softmax(logits, dim=-1).detach().to(value.dtype) @ value
 
 
 class _Capture(TorchFunctionMode):
-    """Records the attention scores of the module currently marked active."""
+    """Records the attention scores of the module currently marked active (in each of its calls).
 
-    def __init__(self) -> None:
+    ``fix_scores``: the attention pattern is detached inside active calls (softmax outputs; SDPA through
+    :func:`_sdpa_fixed`), so that gradients of the output reach only what acts on the values.
+    """
+
+    def __init__(self, fix_scores: bool = False) -> None:
         super().__init__()
         self.current: SiteRecord | None = None
+        self.fix_scores = fix_scores
 
     def __torch_function__(self, func: Any, types: Any, args: tuple = (), kwargs: dict | None = None) -> Any:
         kwargs = kwargs or {}
-        out = func(*args, **kwargs)
         rec = self.current
-        if rec is not None and not rec.scores:
-            name = getattr(func, "__name__", "")
+        name = getattr(func, "__name__", "")
+        if rec is not None and self.fix_scores and name == "scaled_dot_product_attention":
+            return _sdpa_fixed(*args, **kwargs)
+        out = func(*args, **kwargs)
+        if rec is not None and name in ("softmax", "_softmax") and isinstance(out, torch.Tensor) and out.dim() >= 2 \
+                and self.fix_scores:
+            return out.detach()
+        if rec is not None and not rec.captured:
             if name == "scaled_dot_product_attention":
                 q = kwargs.get("query", args[0] if args else None)
                 k = kwargs.get("key", args[1] if len(args) > 1 else None)
-                rec.scores = [t for t in (q, k) if isinstance(t, torch.Tensor)]
+                rec.scores += [t for t in (q, k) if isinstance(t, torch.Tensor)]
+                rec.captured = True
             elif name in ("softmax", "_softmax") and isinstance(out, torch.Tensor) and out.dim() >= 2:
-                rec.scores = [out]
+                rec.scores.append(out)
+                rec.captured = True
         return out
+
+
+def _detached(x: Any) -> Any:
+    """``x`` with every tensor (also inside a tuple or list, one level down) cut from the graph."""
+    if isinstance(x, torch.Tensor):
+        return x.detach() if x.requires_grad else x
+    if isinstance(x, (tuple, list)) and any(isinstance(t, torch.Tensor) and t.requires_grad for t in x):
+        return type(x)(t.detach() if isinstance(t, torch.Tensor) else t for t in x)
+    return x
 
 
 def _first_tensor(out: Any) -> torch.Tensor | None:
@@ -97,30 +152,40 @@ def _call(model: nn.Module, inputs: Any) -> Any:
     return model(inputs)
 
 
-def run_probe(model: nn.Module, modules: Mapping[str, nn.Module], inputs: Any) -> dict[str, SiteRecord]:
-    """Run ``model`` on ``inputs`` once (eval mode, grad on), recording each of ``modules``' first call."""
+def run_probe(model: nn.Module, modules: Mapping[str, nn.Module], inputs: Any, *,
+              fix_scores: bool = False) -> dict[str, SiteRecord]:
+    """Run ``model`` on ``inputs`` once (eval mode, grad on), recording every call of each of ``modules``.
+
+    Each call's inputs are detached, so what a call records depends on a Parameter only through that call: a
+    Parameter shared by several modules (or a module run at several layers, ALBERT, Zamba2) is judged by what
+    it does inside each call, not through an earlier layer's output. ``fix_scores``: see :class:`_Capture`.
+    """
     records = {name: SiteRecord() for name in modules}
-    cap = _Capture()
+    cap = _Capture(fix_scores)
 
     def pre(name: str):
-        def hook(_m: nn.Module, _args: Any) -> None:
+        def hook(_m: nn.Module, args: Any, kwargs: Any) -> Any:
             rec = records[name]
-            if not rec.done and cap.current is None:
-                rec.active = True
+            if cap.current is None:
+                rec.active, rec.captured = True, False
                 cap.current = rec
+                return tuple(_detached(a) for a in args), {k: _detached(v) for k, v in kwargs.items()}
+            return None
         return hook
 
     def post(name: str):
         def hook(_m: nn.Module, _args: Any, out: Any) -> None:
             rec = records[name]
             if rec.active:
-                rec.output = _first_tensor(out)
+                first = _first_tensor(out)
+                if first is not None:
+                    rec.outputs.append(first)
                 rec.active, rec.done = False, True
                 cap.current = None
         return hook
 
     handles = [h for name, m in modules.items()
-               for h in (m.register_forward_pre_hook(pre(name)), m.register_forward_hook(post(name)))]
+               for h in (m.register_forward_pre_hook(pre(name), with_kwargs=True), m.register_forward_hook(post(name)))]
     was_training = model.training
     model.eval()
     try:
@@ -161,11 +226,11 @@ def row_effects(rec: SiteRecord, tensors: list[tuple[torch.Tensor, int]]) -> lis
 
     ``None`` when the module recorded no attention scores (then nothing can be verified).
     """
-    if not rec.scores or rec.output is None:
+    if not rec.scores or not rec.outputs:
         return None
     params = [p for p, _ in tensors]
     s = _functional(rec.scores, 0)
-    y = _functional([rec.output], 1)
+    y = _functional(rec.outputs, 1)
     zeros = [None] * len(params)
     gs = list(torch.autograd.grad(s, params, retain_graph=True, allow_unused=True)) if s is not None else zeros
     gy = list(torch.autograd.grad(y, params, retain_graph=True, allow_unused=True)) if y is not None else zeros
@@ -252,3 +317,27 @@ def attention_modules(model: nn.Module, inputs: Any) -> list[str]:
             h.remove()
         model.train(was_training)
     return finder.found
+
+
+def whole_tensor_effects(scored: SiteRecord, fixed: SiteRecord,
+                         params: Sequence[torch.Tensor]) -> list[tuple[bool, bool]] | None:
+    """For each of ``params``: ``(moves the scores, moves the output with the attention pattern held fixed)``.
+
+    ``scored``: a record of :func:`run_probe`; ``fixed``: of the same module in a run with ``fix_scores=True``.
+    A tensor "moves" a side when its largest gradient entry exceeds ``REL_TOL`` times the largest over
+    ``params`` (structural zeros are exact). ``None`` when the module recorded no attention scores.
+    """
+    if not scored.scores or not fixed.outputs or not params:
+        return None
+    zeros: list[torch.Tensor | None] = [None] * len(params)
+    s = _functional(scored.scores, 0)
+    y = _functional(fixed.outputs, 1)
+    gs = list(torch.autograd.grad(s, params, retain_graph=True, allow_unused=True)) if s is not None else zeros
+    gy = list(torch.autograd.grad(y, params, retain_graph=True, allow_unused=True)) if y is not None else zeros
+
+    def peak(g: torch.Tensor | None) -> float:
+        return 0.0 if g is None else float(g.detach().abs().max())
+
+    ps, py = [peak(g) for g in gs], [peak(g) for g in gy]
+    ref_s, ref_y = max(ps + [0.0]), max(py + [0.0])
+    return [(a > REL_TOL * ref_s > 0, b > REL_TOL * ref_y > 0) for a, b in zip(ps, py)]

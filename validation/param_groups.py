@@ -16,17 +16,19 @@ from torch import nn
 def circuit_param_groups(qk: Iterable[nn.Parameter], ov: Iterable[nn.Parameter],
                          other: Iterable[nn.Parameter] = (), *, lr_ov: float, ratio: float,
                          lr_other: float | None = None, **group_options: Any) -> list[dict[str, Any]]:
-    r"""Optimizer parameter groups with :math:`\eta_{QK} = \text{ratio}\cdot\eta_{OV}`.
+    r"""Optimizer parameter groups with :math:`\eta_{QK} = \text{ratio}\cdot\eta_{OV}`, the base (OV) rate first.
 
-    Each group carries a ``"circuit"`` key (``"qk"``, ``"ov"``, ``"other"``) so that
-    schedulers and loggers can find it; torch optimizers ignore unknown keys.
-    A parameter listed twice raises ``ValueError``.
+    In the order ``"ov"`` (at ``lr_ov``), ``"qk"`` (at ``ratio * lr_ov``), ``"other"`` (at ``lr_other``, default
+    ``lr_ov``); empty groups are left out. Each group carries ``"name"`` and ``"circuit"`` (both the circuit:
+    ``"name"`` is what Lightning's ``LearningRateMonitor`` labels a group with; torch optimizers ignore unknown
+    keys), so the first group's rate, which ``transformers.Trainer`` logs as ``learning_rate`` and schedulers
+    report first, is the OV rate. A parameter listed twice raises ``ValueError``.
     """
     if not (ratio > 0 and lr_ov > 0):
         raise ValueError(f"ratio={ratio!r}, lr_ov={lr_ov!r}: both must be > 0")
     groups = []
     seen: set[int] = set()
-    for name, params, lr in (("qk", qk, ratio * lr_ov), ("ov", ov, lr_ov),
+    for name, params, lr in (("ov", ov, lr_ov), ("qk", qk, ratio * lr_ov),
                              ("other", other, lr_ov if lr_other is None else lr_other)):
         ps = [p for p in params if p.requires_grad]
         for p in ps:
@@ -34,7 +36,7 @@ def circuit_param_groups(qk: Iterable[nn.Parameter], ov: Iterable[nn.Parameter],
                 raise ValueError(f"a parameter appears in more than one circuit ({name})")
             seen.add(id(p))
         if ps:
-            groups.append({"params": ps, "lr": lr, "circuit": name, **group_options})
+            groups.append({"params": ps, "lr": lr, "name": name, "circuit": name, **group_options})
     return groups
 
 
@@ -49,7 +51,7 @@ def model_param_groups(model: nn.Module, *, lr_ov: float, ratio: float, lr_other
     ov_parameters = getattr(model, "ov_parameters", None)
     if not (callable(qk_parameters) and callable(ov_parameters)):
         raise TypeError(f"{type(model).__name__} has no qk_parameters() and ov_parameters() "
-                        "(use validation.user_models.qk_ov_param_groups for other models)")
+                        "(use qkov.param_groups for other models)")
     qk = list(qk_parameters())
     ov = list(ov_parameters())
     ids = {id(p) for p in qk + ov}

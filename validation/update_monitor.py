@@ -17,7 +17,7 @@ gradient is exactly zero, so it would pull the QK figure down), one optimizer st
 
 Use it in a plain loop (``with monitor.step(n): opt.step()``), as a ``transformers`` callback
 (:class:`UpdateMonitorCallback`), as a Lightning callback (:func:`lightning_callback`), and plot
-the history with :meth:`UpdateMonitor.plot`. Split the model first (``qk_ov_param_groups``).
+the history with :meth:`UpdateMonitor.plot`. Split the model first (``qkov.param_groups``).
 """
 
 from __future__ import annotations
@@ -40,7 +40,9 @@ def circuit_tensors(model: nn.Module) -> dict[str, dict[str, list[tuple[str, nn.
     """``{site: {"qk": [(name, Parameter)], "ov": [...]}}`` of a split model's trainable circuit tensors.
 
     Raises :class:`~theory.errors.InputError` when a fused q/k/v tensor is not split yet (its rows
-    belong to both circuits) or when no attention is found.
+    belong to both circuits) or when no attention is found. A Parameter shared by several attention
+    modules (Zamba2's layers) belongs to the first; a site left without both circuits is dropped.
+    Under FSDP2 (``fully_shard``) the tensors are the sharded ``DTensor`` Parameters the optimizer steps.
     """
     from validation.user_models import plan_qk_ov
 
@@ -52,7 +54,7 @@ def circuit_tensors(model: nn.Module) -> dict[str, dict[str, list[tuple[str, nn.
             continue
         if "rows [" in row.rows or "columns [" in row.rows:
             raise InputError(f"model: {row.name} is a fused q/k/v tensor not split yet; call "
-                             "qk_ov_param_groups(model, ...) before building the UpdateMonitor")
+                             "qkov.param_groups(model, ...) before building the UpdateMonitor")
         site = out.setdefault(row.site or "<root>", {"qk": [], "ov": []})
         if all(p is not params[row.name] for _, p in site[row.circuit]):
             site[row.circuit].append((row.name, params[row.name]))
@@ -63,7 +65,11 @@ def circuit_tensors(model: nn.Module) -> dict[str, dict[str, list[tuple[str, nn.
 
 
 def _norm(ts: list[torch.Tensor]) -> float:
-    return math.sqrt(sum(float(t.detach().double().pow(2).sum()) for t in ts))
+    r"""Frobenius norm :math:`\sqrt{\sum_t \|t\|_F^2}` of whole tensors; a sharded ``DTensor`` (FSDP2) is summed
+    over its shards (one all-reduce of a scalar per tensor: collective, every rank calls it)."""
+    from validation.distributed import whole
+
+    return math.sqrt(sum(float(whole(t.detach().double().pow(2).sum())) for t in ts))
 
 
 class UpdateMonitor:
@@ -71,6 +77,7 @@ class UpdateMonitor:
 
     ``history``: one dict per measured step, ``{"step", "sites": [names], "qk_rms": [...],
     "ov_rms": [...], "qk_rel": [...], "ov_rel": [...], "ratio": [...]}`` (lists over sites).
+    Under FSDP2 build it on the sharded model (after ``fully_shard``); :meth:`after` is then collective.
     """
 
     def __init__(self, model: nn.Module, *, every: int = 1):
@@ -99,7 +106,7 @@ class UpdateMonitor:
             for c in ("qk", "ov"):
                 old = self._before[s][c]
                 delta = [p.detach() - o for (_, p), o in zip(circ[c], old)]
-                n = sum(o.numel() for o in old)
+                n = sum(o.numel() for o in old)  # a DTensor's numel is that of the whole tensor
                 dn, wn = _norm(delta), _norm(old)
                 rec[f"{c}_rms"].append(dn / math.sqrt(n))
                 rec[f"{c}_rel"].append(dn / wn if wn > 0 else math.nan)
@@ -172,8 +179,10 @@ if importlib.util.find_spec("transformers") is not None:  # a Trainer callback w
     class UpdateMonitorCallback(_transformers.TrainerCallback):
         """``transformers`` callback: measures each optimizer step that is due (``every``).
 
-        Under :class:`~validation.hf_trainer.QKOVTrainer` the mean RMS updates and the median
-        effective ratio go into the Trainer's logs (``update/*``), hence to ``report_to``.
+        With :func:`validation.hf_trainer.report_scalars` (which :class:`~validation.hf_trainer.QKOVTrainer`
+        calls itself; call it on any other ``Trainer``) the mean RMS updates and the median effective ratio
+        go into the Trainer's logs (``update/*``), hence to ``report_to``; without it, into
+        ``state.log_history`` only (one warning when ``report_to`` loggers are set).
         ``self.monitor`` holds the full history. Build it on the model after the split.
         """
 
@@ -189,6 +198,13 @@ if importlib.util.find_spec("transformers") is not None:  # a Trainer callback w
 
         def on_optimizer_step(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
             self.monitor.after(state.global_step + 1)
+
+        def on_log(self, args: Any, state: Any, control: Any, logs: Any = None, **kwargs: Any) -> None:
+            pending = self.monitor.take_scalars()
+            if pending:  # not taken by report_scalars: a Trainer without it
+                from validation.hf_trainer import unreported
+
+                unreported(self, args, state, pending)
 
 
 def lightning_callback(model: nn.Module, *, every: int = 1) -> Any:

@@ -14,7 +14,7 @@ built from
     ``in_proj_weight``/``in_proj_bias`` (and ``bias_k``), OV = the v slice (and ``bias_v``)
     and ``out_proj``;
 
-:func:`qk_ov_param_groups` returns optimizer parameter groups; everything else is at
+:func:`param_groups` (``qkov.param_groups``) returns optimizer parameter groups; everything else is at
 ``lr_other``. Before a fused tensor is split, which of its rows are q, k, v is confirmed against
 the module's own forward (:func:`resolve_sites`, :mod:`validation.layout_probe`); a layout the
 forward contradicts is refused in one line naming the module. :func:`describe_param_groups` prints, without changing the model, which tensor
@@ -52,7 +52,6 @@ from __future__ import annotations
 
 import math
 import warnings
-import weakref
 from dataclasses import dataclass
 from typing import Any, Iterator
 
@@ -64,55 +63,15 @@ from theory.errors import InputError
 from validation.attention_layouts import (
     AttentionSite,
     FusedTensor,
+    WholeTensor,
     UnknownAttentionLayout,
     find_attention_sites,
+    leave_at_other,
     verify_sites,
 )
 from validation.layout_probe import default_inputs
 from validation.param_groups import circuit_param_groups
-
-_REPLACED: dict[int, weakref.ref] = {}
-"""Parameters a split (or merge) took out of a model: an optimizer still holding one drives nothing."""
-_HOOKED = False
-
-
-def _stale_optimizer_check(optimizer: torch.optim.Optimizer, _args: Any, _kwargs: Any) -> None:
-    """Optimizer step pre-hook: refuse a step of an optimizer built before qkov split the model."""
-    if not _REPLACED:
-        return
-    for g in optimizer.param_groups:
-        for p in g["params"]:
-            if _retired(p):
-                raise RuntimeError(
-                    f"qkov: this {type(optimizer).__name__} holds a tensor of shape {tuple(p.shape)} that qkov took "
-                    "out of the model (the split of a fused q/k/v projection, or merge_all): it was built before the "
-                    "split and would never move those weights; build it after the split, from "
-                    "qk_ov_param_groups(model, lr, ratio) (or from model.parameters() called after it)")
-
-
-def _retired(p: torch.Tensor) -> bool:
-    """Whether ``p`` itself (not a new tensor at the same address) was taken out of its model by qkov."""
-    ref = _REPLACED.get(id(p))
-    return ref is not None and ref() is p
-
-
-def _retire(p: Any) -> None:
-    """Remember ``p`` as taken out of its model (see :func:`_stale_optimizer_check`)."""
-    global _HOOKED
-    if not isinstance(p, nn.Parameter):
-        return
-    if not _HOOKED:
-        from torch.optim.optimizer import register_optimizer_step_pre_hook
-
-        register_optimizer_step_pre_hook(_stale_optimizer_check)
-        _HOOKED = True
-    key = id(p)
-
-    def forget(_ref: weakref.ref) -> None:  # p was garbage-collected: its id may be reused
-        _REPLACED.pop(key, None)
-
-    _REPLACED[key] = weakref.ref(p, forget)
-
+from validation.step_checks import record_groups, retire as _retire
 
 def check_model(model: Any) -> None:
     """Refuse a ``model`` that is not a ``torch.nn.Module`` (one line naming its type)."""
@@ -177,17 +136,35 @@ def _originals(pl: parametrize.ParametrizationList) -> list[nn.Parameter]:
 
 
 def _fuse_on_save(module: nn.Module, state_dict: dict, prefix: str, _local_metadata: Any) -> None:
-    """State-dict post-hook: ``parametrizations.<attr>.original0..`` -> the fused ``<attr>`` (standard key)."""
+    """State-dict post-hook: ``parametrizations.<attr>.original0..`` -> the fused ``<attr>`` (standard key).
+
+    Parts that are sharded DTensors (FSDP2) stay as they are: fusing them would need every rank's shard
+    (a collective inside ``state_dict()``); :func:`validation.distributed.plain_state_dict` gathers and fuses.
+    """
+    from validation.distributed import is_dtensor
+
     for attr in module.__dict__.get(_FUSED_ATTRS, ()):
         if not parametrize.is_parametrized(module, attr):
             continue
         pl = _plist(module, attr)
         keys = [f"{prefix}parametrizations.{attr}.original{i}" for i in range(_n_parts(pl))]
-        if not all(k in state_dict for k in keys):
+        if not all(k in state_dict for k in keys) or any(is_dtensor(state_dict[k]) for k in keys):
             continue
         parts = [state_dict.pop(k) for k in keys]
         with torch.no_grad():
             state_dict[prefix + attr] = pl[0](*[p.detach() for p in parts])
+
+
+def fold_split_parts(model: nn.Module, state_dict: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+    """``state_dict`` (of ``model``, whole tensors) with each split tensor's parts folded into its standard key.
+
+    What :func:`_fuse_on_save` does inside ``state_dict()``, for a state dict gathered afterwards (FSDP2).
+    """
+    out = dict(state_dict)
+    for name, m in model.named_modules():
+        prefix = f"{name}." if name else ""
+        _fuse_on_save(m, out, prefix, None)
+    return out
 
 
 def _split_on_load(module: nn.Module, state_dict: dict, prefix: str, *_args: Any) -> None:
@@ -389,7 +366,8 @@ def adapter_parameters(proj: nn.Module) -> list[tuple[str, nn.Parameter]]:
     return [(n, p) for n, p in proj.named_parameters() if id(p) not in base_ids]
 
 
-def _refuse_fused_adapters(sites: list[AttentionSite], strict: bool) -> list[AttentionSite]:
+def _refuse_fused_adapters(sites: list[AttentionSite], strict: bool,
+                           refusals: list[str] | None = None) -> list[AttentionSite]:
     """A PEFT adapter on a fused q/k/v projection: refused in one line (``strict``) or left at lr_other."""
     out = []
     for s in sites:
@@ -403,7 +381,7 @@ def _refuse_fused_adapters(sites: list[AttentionSite], strict: bool) -> list[Att
                "separate q/k/v projections (or only on the output projection)")
         if strict:
             raise UnknownAttentionLayout(msg + ", or pass strict=False to leave it at lr_other")
-        warnings.warn(f"qkov: {msg}; left at lr_other (strict=False)", stacklevel=4)
+        leave_at_other(msg, refusals, stacklevel=4)
     return out
 
 
@@ -412,7 +390,7 @@ def _needs_probe(site: AttentionSite) -> bool:
 
 
 def resolve_sites(model: nn.Module, *, strict: bool = True, example_inputs: Any = None,
-                  verify: bool | None = None) -> list[AttentionSite]:
+                  verify: bool | None = None, refusals: list[str] | None = None) -> list[AttentionSite]:
     """The attention sites of ``model`` with their layouts confirmed against its forward.
 
     ``example_inputs`` (a mapping of keyword arguments, a tuple of positional ones, or one
@@ -420,8 +398,10 @@ def resolve_sites(model: nn.Module, *, strict: bool = True, example_inputs: Any 
     checks every site when inputs are available and refuses a not-yet-split fused projection
     (not declared by :func:`~validation.attention_layouts.register_attention_layout`) when
     they are not; ``True`` requires the check; ``False`` takes the preferred layout unchecked.
+    ``refusals``: with ``strict=False``, a list that collects one line per module left at ``lr_other``
+    (instead of a warning each).
     """
-    sites = _refuse_fused_adapters(find_attention_sites(model, strict=strict), strict)
+    sites = _refuse_fused_adapters(find_attention_sites(model, strict=strict, refusals=refusals), strict, refusals)
     if verify is False or not sites:
         return sites
     inputs = example_inputs if example_inputs is not None else default_inputs(model)
@@ -439,8 +419,8 @@ def resolve_sites(model: nn.Module, *, strict: bool = True, example_inputs: Any 
                 "running the model: pass example_inputs=... (or verify=False to take it unchecked)")
         return sites
     try:
-        sites = verify_sites(model, sites, inputs, strict=strict)
-        _check_all_found(model, sites, inputs, strict=strict)
+        sites = verify_sites(model, sites, inputs, strict=strict, refusals=refusals)
+        _check_all_found(model, sites, inputs, strict=strict, refusals=refusals)
         return sites
     except UnknownAttentionLayout:
         raise
@@ -452,7 +432,8 @@ def resolve_sites(model: nn.Module, *, strict: bool = True, example_inputs: Any 
         return sites
 
 
-def _check_all_found(model: nn.Module, sites: list[AttentionSite], inputs: Any, *, strict: bool) -> None:
+def _check_all_found(model: nn.Module, sites: list[AttentionSite], inputs: Any, *, strict: bool,
+                     refusals: list[str] | None = None) -> None:
     """Refuse (or, ``strict=False``, warn about) a module that computes attention but is in no site.
 
     Found by structure (:func:`validation.layout_probe.attention_modules`: the innermost module with
@@ -478,7 +459,11 @@ def _check_all_found(model: nn.Module, sites: list[AttentionSite], inputs: Any, 
            "register_attention_layout")
     if strict:
         raise UnknownAttentionLayout(msg + ", or pass strict=False to leave it at lr_other")
-    warnings.warn(f"qkov: {msg}; left at lr_other (strict=False)", stacklevel=4)
+    if refusals is not None:
+        refusals += [f"{_describe(m, model.get_submodule(m))} computes attention scores (softmax or "
+                     "scaled_dot_product_attention) but is in no known layout" for m in missed]
+        return
+    leave_at_other(msg, None, stacklevel=4)
 
 
 @dataclass(frozen=True)
@@ -491,10 +476,18 @@ class PlanRow:
     circuit: str
     site: str
     layout: str
+    role: str = ""
+    """``Q``, ``K``, ``V``, ``O``; ``Q slice`` ... of a fused tensor; ``adapter of Q`` ...; ``scores only`` /
+    ``values only`` (``whole_circuit``); ``embedding``; ``other``."""
 
 
 def _param_names(model: nn.Module) -> dict[int, str]:
-    return {id(p): n for n, p in model.named_parameters(remove_duplicate=False)}
+    """``id(Parameter) -> name``: the first name, as ``named_parameters()`` gives it (a Parameter shared by
+    several modules, Zamba2's layers or a tied head, is one entry)."""
+    names: dict[int, str] = {}
+    for n, p in model.named_parameters(remove_duplicate=False):
+        names.setdefault(id(p), n)
+    return names
 
 
 def _fmt_segments(ft: FusedTensor, role: str) -> str:
@@ -515,8 +508,9 @@ def _input_embeddings(model: nn.Module) -> list[nn.Parameter]:
     return [p for m in model.modules() if isinstance(m, nn.Embedding) for p in m.parameters()]
 
 
-def _mha_rows(model: nn.Module, name: str, mha: nn.MultiheadAttention, qk_bias: bool) -> list[tuple[str, str, str]]:
-    """``(parameter name, rows, circuit)`` for an MHA, before or after its split."""
+def _mha_rows(model: nn.Module, name: str, mha: nn.MultiheadAttention,
+              qk_bias: bool) -> list[tuple[str, str, str, str]]:
+    """``(parameter name, rows, circuit, role)`` for an MHA, before or after its split."""
     pre = f"{name}." if name else ""
     e = mha.embed_dim
     rows = []
@@ -528,116 +522,191 @@ def _mha_rows(model: nn.Module, name: str, mha: nn.MultiheadAttention, qk_bias: 
         for i, (role, circ) in enumerate((("q", "qk"), ("k", "qk"), ("v", "ov"))):
             c = "other" if bias and circ == "qk" and not qk_bias else circ
             if split:
-                rows.append((f"{pre}parametrizations.{attr}.original{i}", f"{role} (split)", c))
+                rows.append((f"{pre}parametrizations.{attr}.original{i}", f"{role} (split)", c,
+                             f"{role.upper()} slice"))
             else:
-                rows.append((f"{pre}{attr}", f"{role} rows [{i * e}:{(i + 1) * e}]", c))
+                rows.append((f"{pre}{attr}", f"{role} rows [{i * e}:{(i + 1) * e}]", c, f"{role.upper()} slice"))
     if not mha._qkv_same_embed_dim:
-        rows += [(f"{pre}q_proj_weight", "all", "qk"), (f"{pre}k_proj_weight", "all", "qk"),
-                 (f"{pre}v_proj_weight", "all", "ov")]
+        rows += [(f"{pre}q_proj_weight", "all", "qk", "Q"), (f"{pre}k_proj_weight", "all", "qk", "K"),
+                 (f"{pre}v_proj_weight", "all", "ov", "V")]
     if mha.bias_k is not None:
-        rows.append((f"{pre}bias_k", "all", "qk" if qk_bias else "other"))
+        rows.append((f"{pre}bias_k", "all", "qk" if qk_bias else "other", "K"))
     if mha.bias_v is not None:
-        rows.append((f"{pre}bias_v", "all", "ov"))
-    rows += [(f"{pre}out_proj.{n}", "all", "ov") for n, _ in mha.out_proj.named_parameters()]
+        rows.append((f"{pre}bias_v", "all", "ov", "V"))
+    rows += [(f"{pre}out_proj.{n}", "all", "ov", "O") for n, _ in mha.out_proj.named_parameters()]
     return rows
 
 
-def plan_qk_ov(  # noqa: C901 - known complexity debt (docs/architecture.md)
-        model: nn.Module, *, qk_bias: bool = True, embeddings: bool = False,
-               strict: bool = True, example_inputs: Any = None, verify: bool | None = None,
-               sites: list[AttentionSite] | None = None) -> list[PlanRow]:
+@dataclass(frozen=True)
+class GroupOptions:
+    """What decides a Parameter's circuit, beyond the model: the options of :func:`param_groups`."""
+
+    qk_bias: bool = True
+    embeddings: bool = False
+    whole_circuit: bool = False
+    strict: bool = True
+    example_inputs: Any = None
+    verify: bool | None = None
+
+
+def _classify(model: nn.Module, opts: GroupOptions, refusals: list[str] | None = None
+              ) -> tuple[list[AttentionSite], dict[int, tuple[str, str, str]]]:
+    """The model's attention sites (layouts confirmed) and, with ``whole_circuit``, its score-/value-only
+    Parameters (:mod:`validation.score_params`). On a DDP/FSDP/FSDP2-wrapped model nothing is probed: the
+    split and the whole-circuit result of the call on the plain model are read back."""
+    from validation.score_params import whole_circuit_params
+
+    wrapped = _check_wrapper(model)
+    if wrapped:
+        _unsplit_fused_in_wrapper(model, opts.strict)
+    verify = False if wrapped else opts.verify
+    sites = resolve_sites(model, strict=opts.strict, example_inputs=opts.example_inputs, verify=verify,
+                          refusals=refusals)
+    extra: dict[int, tuple[str, str, str]] = {}
+    if opts.whole_circuit:
+        inputs = None if wrapped else (opts.example_inputs if opts.example_inputs is not None
+                                       else default_inputs(model))
+        extra = whole_circuit_params(model, sites, inputs, adapters=adapter_parameters, probe=not wrapped)
+    return sites, extra
+
+
+def plan_qk_ov(
+        model: nn.Module, *, qk_bias: bool = True, embeddings: bool = False, whole_circuit: bool = False,
+        strict: bool = True, example_inputs: Any = None, verify: bool | None = None,
+        sites: list[AttentionSite] | None = None, extra: dict[int, tuple[str, str, str]] | None = None,
+        refusals: list[str] | None = None) -> list[PlanRow]:
     """Which tensor (or which rows of a fused tensor) goes to which circuit; changes nothing.
 
     Rows for every parameter of ``model``: recognised W_Q/W_K (and, with ``qk_bias``, their
     biases) -> ``"qk"``; W_V, W_O and their biases -> ``"ov"``; with ``embeddings`` the input
-    embedding -> ``"qk"`` (as the paper's HateXplain/SVA code does); everything else ``"other"``.
-    Raises :class:`~validation.attention_layouts.UnknownAttentionLayout` when no attention is
-    found, or (``strict``) when an attention-like module is in no known layout, or a layout is
+    embedding -> ``"qk"`` (as the paper's HateXplain/SVA code does); with ``whole_circuit`` the
+    module's other Parameters that act only on the scores -> ``"qk"`` and only on the values -> ``"ov"``
+    (:mod:`validation.score_params`); everything else ``"other"``. A Parameter shared by several
+    modules is one row. Raises :class:`~validation.attention_layouts.UnknownAttentionLayout` when no
+    attention is found, or (``strict``) when an attention-like module is in no known layout, or a layout is
     contradicted by the module's forward (see :func:`resolve_sites` for ``example_inputs`` and
     ``verify``); with ``strict=False`` such modules, or all of a model without recognised
-    attention, stay ``"other"``.
+    attention, stay ``"other"`` (listed in ``refusals`` when a list is given).
     """
     names = _param_names(model)
     rows: list[PlanRow] = []
     done: set[str] = set()
 
-    def add(name: str, rows_: str, shape: tuple[int, ...], circ: str, site: str, layout: str) -> None:
-        rows.append(PlanRow(name, rows_, shape, circ, site, layout))
-        done.add(name)
+    def take(new: list[PlanRow]) -> None:  # a tensor's rows once (a Parameter shared by two sites is one entry)
+        fresh = {r.name for r in new if r.name not in done}
+        rows.extend(r for r in new if r.name in fresh)
+        done.update(fresh)
 
     mhas = [(n, m) for n, m in model.named_modules() if isinstance(m, nn.MultiheadAttention)]
     shapes = {n: tuple(p.shape) for n, p in model.named_parameters()}
     for n, m in mhas:
-        for pname, r, c in _mha_rows(model, n, m, qk_bias):
-            add(pname, r, shapes.get(pname, ()), c, n, "nn.MultiheadAttention")
+        take([PlanRow(pname, r, shapes.get(pname, ()), c, n, "nn.MultiheadAttention", role)
+              for pname, r, c, role in _mha_rows(model, n, m, qk_bias)])
     if sites is None:
-        sites = resolve_sites(model, strict=strict, example_inputs=example_inputs, verify=verify)
-    if not sites and not mhas and not strict:
-        warnings.warn(f"qkov: {type(model).__name__}: no recognised attention module; every parameter stays at "
-                      "lr_other (strict=False)", stacklevel=3)
-    elif not sites and not mhas:
-        found = sorted({type(m).__name__ for m in model.modules()})
-        raise UnknownAttentionLayout(
-            f"{type(model).__name__}: no attention module found (module types present: {', '.join(found[:20])}"
-            f"{', ...' if len(found) > 20 else ''}); known layouts: q_proj/k_proj/v_proj, query/key/value, "
-            "q_lin/k_lin/v_lin, q/k/v/o, c_attn, query_key_value (GPT-NeoX), qkv_proj, Wqkv, nn.MultiheadAttention")
+        opts = GroupOptions(qk_bias, embeddings, whole_circuit, strict, example_inputs, verify)
+        sites, extra = _classify(model, opts, refusals)
+    _check_found(model, sites, bool(mhas), strict, refusals)
     for s in sites:
         for ft in s.fused:
-            fm = ft.module
-            if parametrize.is_parametrized(fm, ft.attr):
-                pl = _plist(fm, ft.attr)
-                slicer = _slicer(pl)
-                assert isinstance(slicer, FusedSlices)  # qkov splits fused tensors with FusedSlices only
-                base = names[id(pl.original0)].rsplit(".", 1)[0]
-                for i, r in enumerate(slicer.roles):
-                    p = getattr(pl, f"original{i}")
-                    c = "other" if ft.attr == "bias" and r in "qk" and not qk_bias else ("qk" if r in "qk" else "ov")
-                    add(f"{base}.original{i}", f"{r} (split)", tuple(p.shape), c, s.name, s.layout)
-            else:
-                p = getattr(fm, ft.attr)
-                for r in dict.fromkeys(ft.labels):
-                    c = "other" if ft.attr == "bias" and r in "qk" and not qk_bias else ("qk" if r in "qk" else "ov")
-                    rows.append(PlanRow(names[id(p)], _fmt_segments(ft, r), tuple(p.shape), c, s.name, s.layout))
-                done.add(names[id(p)])
+            take(_fused_rows(s, ft, names, qk_bias))
         for wt in s.whole:
-            p = getattr(wt.module, wt.attr)
-            c = "other" if wt.attr == "bias" and wt.circuit == "qk" and not qk_bias else wt.circuit
-            if names.get(id(p)) is not None and names[id(p)] not in done:
-                add(names[id(p)], f"all ({wt.role})" + (" frozen" if not p.requires_grad else ""),
-                    tuple(p.shape), c, s.name, s.layout)
-            if wt.attr == "weight":
-                for an, ap in adapter_parameters(wt.module):
-                    if names.get(id(ap)) is not None and names[id(ap)] not in done:
-                        add(names[id(ap)], f"adapter {an} of W_{wt.role.upper()}", tuple(ap.shape), wt.circuit,
-                            s.name, s.layout)
+            for row in _whole_rows(s, wt, names, qk_bias):
+                take([row])
+    by_id = {id(p): p for p in model.parameters()}
+    for pid, (c, site, why) in (extra or {}).items():
+        if pid in by_id:
+            take([PlanRow(names[pid], f"all ({why})", tuple(by_id[pid].shape), c, site, "whole circuit",
+                          "scores only" if c == "qk" else "values only")])
     if embeddings:
-        every: dict[int, list[str]] = {}
-        for n, p in model.named_parameters(remove_duplicate=False):
-            every.setdefault(id(p), []).append(n)
-        for p in _input_embeddings(model):
-            if names[id(p)] not in done:
-                tied = [n for n in every.get(id(p), []) if n != names[id(p)]]
-                what = "all (input embedding" + (f"; tied to {', '.join(tied)}, which moves at the QK rate too)"
-                                                  if tied else ")")
-                add(names[id(p)], what, tuple(p.shape), "qk", "", "embedding")
-    for n, p in model.named_parameters():
-        if n not in done:
-            add(n, "all", tuple(p.shape), "other", "", "")
+        take(_embedding_rows(model, names))
+    take([PlanRow(n, "all", tuple(p.shape), "other", "", "", "other") for n, p in model.named_parameters()])
     return rows
 
 
-def describe_param_groups(model: nn.Module, lr: float, ratio: float, lr_other: float | None = None, *,
-                          qk_bias: bool = True, embeddings: bool = False, strict: bool = True,
-                          example_inputs: Any = None, verify: bool | None = None) -> str:
-    """Dry run of :func:`qk_ov_param_groups`: one line per tensor (or fused rows) with its rate.
+def _check_found(model: nn.Module, sites: list[AttentionSite], mha: bool, strict: bool,
+                 refusals: list[str] | None) -> None:
+    """No attention at all: refused (``strict``), else a warning (or nothing, when refusals are collected)."""
+    if sites or mha:
+        return
+    if not strict:
+        if refusals is None:
+            warnings.warn(f"qkov: {type(model).__name__}: no recognised attention module; every parameter stays at "
+                          "lr_other (strict=False)", stacklevel=4)
+        return
+    found = sorted({type(m).__name__ for m in model.modules()})
+    raise UnknownAttentionLayout(
+        f"{type(model).__name__}: no attention module found (module types present: {', '.join(found[:20])}"
+        f"{', ...' if len(found) > 20 else ''}); known layouts: q_proj/k_proj/v_proj, query/key/value, "
+        "q_lin/k_lin/v_lin, q/k/v/o, c_attn, query_key_value (GPT-NeoX), qkv_proj, Wqkv, nn.MultiheadAttention")
 
-    Changes nothing in ``model``. Columns: learning rate, circuit, parameter name, rows, shape,
-    attention site and layout.
+
+def _fused_circuit(attr: str, role: str, qk_bias: bool) -> str:
+    return "other" if attr == "bias" and role in "qk" and not qk_bias else ("qk" if role in "qk" else "ov")
+
+
+def _fused_rows(s: AttentionSite, ft: FusedTensor, names: dict[int, str], qk_bias: bool) -> list[PlanRow]:
+    """The rows of a fused q/k/v tensor: one per split part, or one per role of a tensor not split yet."""
+    fm = ft.module
+    if parametrize.is_parametrized(fm, ft.attr):
+        pl = _plist(fm, ft.attr)
+        slicer = _slicer(pl)
+        assert isinstance(slicer, FusedSlices)  # qkov splits fused tensors with FusedSlices only
+        base = names[id(pl.original0)].rsplit(".", 1)[0]
+        return [PlanRow(f"{base}.original{i}", f"{r} (split)", tuple(getattr(pl, f"original{i}").shape),
+                        _fused_circuit(ft.attr, r, qk_bias), s.name, s.layout, f"{r.upper()} slice")
+                for i, r in enumerate(slicer.roles)]
+    p = getattr(fm, ft.attr)
+    return [PlanRow(names[id(p)], _fmt_segments(ft, r), tuple(p.shape), _fused_circuit(ft.attr, r, qk_bias), s.name,
+                    s.layout, f"{r.upper()} slice") for r in dict.fromkeys(ft.labels)]
+
+
+def _whole_rows(s: AttentionSite, wt: WholeTensor, names: dict[int, str], qk_bias: bool) -> list[PlanRow]:
+    """The row of a whole W_Q/W_K/W_V/W_O tensor and those of its adapters."""
+    p = getattr(wt.module, wt.attr)
+    c = "other" if wt.attr == "bias" and wt.circuit == "qk" and not qk_bias else wt.circuit
+    out = []
+    if names.get(id(p)) is not None:
+        out.append(PlanRow(names[id(p)], f"all ({wt.role})" + (" frozen" if not p.requires_grad else ""),
+                           tuple(p.shape), c, s.name, s.layout, wt.role.upper()))
+    if wt.attr == "weight":
+        out += [PlanRow(names[id(ap)], f"adapter {an} of W_{wt.role.upper()}", tuple(ap.shape), wt.circuit, s.name,
+                        s.layout, f"adapter of {wt.role.upper()}")
+                for an, ap in adapter_parameters(wt.module) if names.get(id(ap)) is not None]
+    return out
+
+
+def _embedding_rows(model: nn.Module, names: dict[int, str]) -> list[PlanRow]:
+    """The input embedding in QK (``embeddings=True``), naming what is tied to it."""
+    every: dict[int, list[str]] = {}
+    for n, p in model.named_parameters(remove_duplicate=False):
+        every.setdefault(id(p), []).append(n)
+    out = []
+    for p in _input_embeddings(model):
+        tied = [n for n in every.get(id(p), []) if n != names[id(p)]]
+        what = "all (input embedding" + (f"; tied to {', '.join(tied)}, which moves at the QK rate too)"
+                                          if tied else ")")
+        out.append(PlanRow(names[id(p)], what, tuple(p.shape), "qk", "", "embedding", "embedding"))
+    return out
+
+
+def circuit_rates(lr: float, ratio: float, lr_other: float | None = None) -> dict[str, float]:
+    """``{"ov": lr, "qk": ratio * lr, "other": lr_other (default lr)}``: the rate of each circuit."""
+    return {"ov": lr, "qk": ratio * lr, "other": lr if lr_other is None else lr_other}
+
+
+def describe_param_groups(model: nn.Module, lr: float, ratio: float, lr_other: float | None = None, *,
+                          qk_bias: bool = True, embeddings: bool = False, whole_circuit: bool = False,
+                          strict: bool = True, example_inputs: Any = None, verify: bool | None = None) -> str:
+    """Dry run of :func:`param_groups`: one line per tensor (or fused rows) with its rate.
+
+    Changes nothing in ``model`` (a fused projection is not split; with ``whole_circuit`` the probe's result is
+    remembered on each attention module). Columns: learning rate, circuit, parameter name, rows, shape,
+    attention site and layout. ``qkov inspect`` prints the same plan from the command line.
     """
     check_model(model)
     check_rates(lr, ratio, lr_other)
-    lrs = {"qk": ratio * lr, "ov": lr, "other": lr if lr_other is None else lr_other}
-    plan = plan_qk_ov(model, qk_bias=qk_bias, embeddings=embeddings, strict=strict,
+    lrs = circuit_rates(lr, ratio, lr_other)
+    plan = plan_qk_ov(model, qk_bias=qk_bias, embeddings=embeddings, whole_circuit=whole_circuit, strict=strict,
                       example_inputs=example_inputs, verify=verify)
     w = max(len(r.name) for r in plan)
     lines = [f"{'lr':>10}  {'circuit':7}  {'parameter':{w}}  rows / shape / site"]
@@ -650,7 +719,7 @@ def describe_param_groups(model: nn.Module, lr: float, ratio: float, lr_other: f
 
 
 def qk_ov_parameters(model: nn.Module, *, qk_bias: bool = True, embeddings: bool = False,
-                     strict: bool = True, example_inputs: Any = None,
+                     whole_circuit: bool = False, strict: bool = True, example_inputs: Any = None,
                      verify: bool | None = None) -> tuple[list[nn.Parameter], list[nn.Parameter]]:
     """The QK and OV Parameters of every recognised attention (splitting fused tensors in place).
 
@@ -658,11 +727,12 @@ def qk_ov_parameters(model: nn.Module, *, qk_bias: bool = True, embeddings: bool
     ``qkv_proj``, ``Wqkv``) are re-parametrized (:func:`split_mha_in_proj`, :class:`FusedSlices`)
     so that their q, k and v parts are separate Parameters. Build the optimizer afterwards.
     """
+    opts = GroupOptions(qk_bias, embeddings, whole_circuit, strict, example_inputs, verify)
+    sites, extra = _classify(model, opts)
     qk: list[nn.Parameter] = []
     ov: list[nn.Parameter] = []
-    sites = resolve_sites(model, strict=strict, example_inputs=example_inputs, verify=verify)
     mhas = [m for m in model.modules() if isinstance(m, nn.MultiheadAttention)]
-    plan_qk_ov(model, qk_bias=qk_bias, embeddings=embeddings, strict=strict, sites=sites)  # raises on unknown
+    plan_qk_ov(model, qk_bias=qk_bias, embeddings=embeddings, strict=strict, sites=sites, extra=extra)  # raises
     for m in mhas:
         a, b = _mha_circuits(m)
         if not qk_bias:
@@ -681,99 +751,129 @@ def qk_ov_parameters(model: nn.Module, *, qk_bias: bool = True, embeddings: bool
                 if r in "qk" and ft.attr == "bias" and not qk_bias:
                     continue
                 (qk if r in "qk" else ov).append(p)
+    by_id = {id(p): p for p in model.parameters()}
+    for pid, (c, _, _) in extra.items():
+        if pid in by_id:
+            (qk if c == "qk" else ov).append(by_id[pid])
     if embeddings:
         qk += _input_embeddings(model)
     return _unique(qk), _unique(ov)
 
 
-def qk_ov_param_groups(model: nn.Module, lr: float, ratio: float, lr_other: float | None = None, *,
-                       qk_bias: bool = True, embeddings: bool = False, strict: bool = True,
-                       example_inputs: Any = None, verify: bool | None = None,
-                       **group_options: Any) -> list[dict[str, Any]]:
+def param_groups(model: nn.Module, lr: float, ratio: float, lr_other: float | None = None, *,
+                 qk_bias: bool = True, embeddings: bool = False, whole_circuit: bool = False,
+                 strict: bool = True, example_inputs: Any = None, verify: bool | None = None,
+                 **group_options: Any) -> list[dict[str, Any]]:
     r"""Optimizer parameter groups with :math:`\eta_{QK} = \text{ratio}\cdot\eta_{OV}` for any known layout.
 
-    ``"qk"`` (W_Q, W_K; their biases unless ``qk_bias=False``; the input embedding if
-    ``embeddings=True``) at ``ratio * lr``, ``"ov"`` (W_V, W_O and biases) at ``lr``,
-    ``"other"`` at ``lr_other`` (default ``lr``). Fused projections are split in place by a
-    re-parametrization, so the rates hold for every optimizer (AdamW included: its update is
-    elementwise, hence identical to the same model with separate q, k, v Parameters). Extra
-    keyword arguments (e.g. ``weight_decay``) go into every group. Before a fused projection is
-    split, its layout is confirmed against the module's forward on ``example_inputs`` (default:
-    a Hugging Face model's ``dummy_inputs``; see :func:`resolve_sites`). See
-    :func:`describe_param_groups` for a dry run and :mod:`validation.attention_layouts` for
-    the layouts. ::
+    Returns up to three groups, the base rate first: ``{"name": "ov", "circuit": "ov", "lr": lr}`` (W_V, W_O and
+    their biases), ``{"name": "qk", ..., "lr": ratio * lr}`` (W_Q, W_K; their biases unless ``qk_bias=False``;
+    the input embedding if ``embeddings=True``; with ``whole_circuit=True`` also the attention modules' other
+    Parameters that act only on the scores: q/k norms, sinks, positional q/k projections, q/k adapters) and
+    ``{"name": "other", ..., "lr": lr_other}`` (default ``lr``). So ``scheduler.get_last_lr()[0]`` (what
+    ``transformers.Trainer`` logs as ``learning_rate``) is the OV rate, and Lightning's ``LearningRateMonitor``
+    names each group. Extra keyword arguments (e.g. ``weight_decay``) go into every group.
 
-        opt = torch.optim.AdamW(qk_ov_param_groups(model, lr=5e-5, ratio=30))
+    Fused projections are split in place by a re-parametrization, so the rates hold for every optimizer (AdamW
+    included: its update is elementwise, hence identical to the same model with separate q, k, v Parameters).
+    Before a fused projection is split, its layout is confirmed against the module's forward on
+    ``example_inputs`` (default: a Hugging Face model's ``dummy_inputs``; see :func:`resolve_sites`). On a model
+    wrapped by DDP or FSDP (``use_orig_params=True``) or sharded by FSDP2's ``fully_shard`` it re-reads the
+    split made on the plain model (nothing is probed). A Hugging Face model's ``config.qkov`` records the rates
+    (saved with ``save_pretrained``). Every Parameter is recorded, so that an optimizer stepping W_Q/W_K and
+    W_V/W_O in one group warns and one holding Parameters FSDP2 replaced is refused
+    (:mod:`validation.step_checks`). See :func:`describe_param_groups` for a dry run. ::
+
+        opt = torch.optim.AdamW(qkov.param_groups(model, lr=5e-5, ratio=30))
     """
     check_model(model)
     check_rates(lr, ratio, lr_other)
-    if _check_wrapper(model):  # DDP / FSDP(use_orig_params=True): read the split made before wrapping
-        import contextlib
+    from validation.distributed import fsdp1_root
 
-        fsdp = _fsdp_class()
-        roots = [m for m in model.modules() if fsdp is not None and isinstance(m, fsdp)][:1]
-        ctx = fsdp.summon_full_params(roots[0], writeback=False) if roots else contextlib.nullcontext()
-        with ctx:  # full (unsharded) views, so shapes are those of the plain model; collective under FSDP
-            _unsplit_fused_in_wrapper(model, strict)
-            qk, ov = qk_ov_parameters(model, qk_bias=qk_bias, embeddings=embeddings, strict=strict, verify=False)
-    else:
-        qk, ov = qk_ov_parameters(model, qk_bias=qk_bias, embeddings=embeddings, strict=strict,
-                                  example_inputs=example_inputs, verify=verify)
+    root = fsdp1_root(model)
+    import contextlib
+
+    ctx = root.summon_full_params(root, writeback=False) if root is not None else contextlib.nullcontext()
+    with ctx:  # FSDP1: full (unsharded) views, so shapes are those of the plain model; collective
+        qk, ov = qk_ov_parameters(model, qk_bias=qk_bias, embeddings=embeddings, whole_circuit=whole_circuit,
+                                  strict=strict, example_inputs=example_inputs, verify=verify)
     if qk and not any(p.requires_grad for p in qk):
         warnings.warn(f"qkov: every W_Q/W_K found ({len(qk)} tensors) is frozen and no trainable adapter sits on "
                       "them: the QK rate moves nothing; unfreeze them or put adapters (e.g. LoRA) on the q and k "
                       "projections", stacklevel=2)
     ids = {id(p) for p in qk + ov}
     other = [p for p in model.parameters() if id(p) not in ids]
-    return circuit_param_groups(qk, ov, other, lr_ov=lr, ratio=ratio, lr_other=lr_other, **group_options)
+    groups = circuit_param_groups(qk, ov, other, lr_ov=lr, ratio=ratio, lr_other=lr_other, **group_options)
+    record_groups(model, groups, ratio)
+    _record_in_config(model, lr, ratio, lr_other, qk_bias=qk_bias, embeddings=embeddings,
+                      whole_circuit=whole_circuit)
+    return groups
 
 
-def _fsdp_class() -> Any:
-    try:
-        from torch.distributed.fsdp import FullyShardedDataParallel
-    except ImportError:  # pragma: no cover - torch without distributed
-        return None
-    return FullyShardedDataParallel
+def _record_in_config(model: nn.Module, lr: float, ratio: float, lr_other: float | None, **options: bool) -> None:
+    """Write the rates into a Hugging Face model's ``config.qkov`` (saved in ``config.json``)."""
+    from validation.distributed import unwrap
+
+    config = getattr(unwrap(model), "config", None)
+    if config is None or not callable(getattr(config, "to_dict", None)):
+        return
+    rates = circuit_rates(lr, ratio, lr_other)
+    config.qkov = {"qk_ov_ratio": float(ratio), "lr_ov": rates["ov"], "lr_qk": rates["qk"],
+                   "lr_other": rates["other"], **options,
+                   "note": "eta_QK / eta_OV set by qkov.param_groups; learning_rate logs are the OV rate"}
 
 
 def _check_wrapper(model: nn.Module) -> bool:
-    """Whether ``model`` holds a DDP/FSDP wrapper; refuses FSDP that flattens parameters.
+    """Whether ``model`` holds a DDP/FSDP wrapper or FSDP2-sharded modules; refuses FSDP that flattens.
 
-    Per-group rates need each W_Q/W_K/W_V/W_O part to stay its own Parameter: DDP keeps them,
-    FSDP does with ``use_orig_params=True`` only.
+    Per-group rates need each W_Q/W_K/W_V/W_O part to stay its own Parameter: DDP keeps them, FSDP does with
+    ``use_orig_params=True`` only, FSDP2 replaces each by a sharded ``DTensor`` Parameter of the same name.
     """
-    fsdp = _fsdp_class()
-    wrapped = False
+    from validation.distributed import fsdp1_class, is_fsdp2
+
+    fsdp = fsdp1_class()
+    wrapped = is_fsdp2(model)
     for name, m in model.named_modules():
         if fsdp is not None and isinstance(m, fsdp):
             wrapped = True
             if not getattr(m, "_use_orig_params", True):
                 raise InputError(f"{name or '<root>'} (FullyShardedDataParallel): use_orig_params=False flattens "
                                  "W_Q, W_K, W_V and W_O into one FlatParameter, which per-circuit rates cannot "
-                                 "split; wrap with FullyShardedDataParallel(..., use_orig_params=True)")
+                                 "split; wrap with FullyShardedDataParallel(..., use_orig_params=True), or shard "
+                                 "with fully_shard (FSDP2)")
         elif isinstance(m, nn.parallel.DistributedDataParallel):
             wrapped = True
     return wrapped
 
 
 def _unsplit_fused_in_wrapper(model: nn.Module, strict: bool) -> None:
-    """Refuse a fused q/k/v tensor not split before DDP/FSDP wrapped the model (one line, naming it)."""
+    """Refuse a fused q/k/v tensor not split before DDP/FSDP/fully_shard (one line, naming it)."""
     for s in find_attention_sites(model, strict=strict):
         for ft in s.fused:
             if not parametrize.is_parametrized(ft.module, ft.attr):
                 raise InputError(f"model: {s.name} has a fused q/k/v projection not split before wrapping in "
-                                 "DDP/FSDP; call qk_ov_param_groups(model, ...) on the plain model first, then wrap "
-                                 "it (see docs/tutorials/distributed.md)")
+                                 "DDP/FSDP or sharding with fully_shard; call qkov.param_groups(model, ...) on the "
+                                 "plain model first, then wrap or shard it (see docs/tutorials/distributed.md)")
+
+
+def qk_ov_param_groups(model: nn.Module, lr: float, ratio: float, lr_other: float | None = None,
+                       **options: Any) -> list[dict[str, Any]]:
+    """Deprecated name of :func:`param_groups` (``qkov.param_groups``), same arguments."""
+    warnings.warn("qk_ov_param_groups is deprecated: use qkov.param_groups(model, lr, ratio, ...) (same arguments)",
+                  DeprecationWarning, stacklevel=2)
+    return param_groups(model, lr, ratio, lr_other, **options)
 
 
 def qkov_param_groups(model: nn.Module, lr_ov: float, ratio: float, lr_other: float | None = None,
-                      **group_options: Any) -> list[dict[str, Any]]:
-    """Former name of :func:`qk_ov_param_groups` (``lr_ov`` = ``lr``); kept for existing code."""
-    return qk_ov_param_groups(model, lr_ov, ratio, lr_other, **group_options)
+                      **options: Any) -> list[dict[str, Any]]:
+    """Deprecated name of :func:`param_groups` (``lr_ov`` is its ``lr``)."""
+    warnings.warn("qkov_param_groups is deprecated: use qkov.param_groups(model, lr, ratio, ...) (lr_ov is lr)",
+                  DeprecationWarning, stacklevel=2)
+    return param_groups(model, lr_ov, ratio, lr_other, **options)
 
 
 def iter_attention(model: nn.Module) -> Iterator[tuple[str, nn.Module]]:
-    """``(name, module)`` of every attention module :func:`qk_ov_param_groups` recognises."""
+    """``(name, module)`` of every attention module :func:`param_groups` recognises."""
     sites = {s.name: s.module for s in find_attention_sites(model, strict=False)}
     for name, m in model.named_modules():
         if isinstance(m, nn.MultiheadAttention) or name in sites:

@@ -56,6 +56,11 @@ def _docs() -> click.Command:
     return docs
 
 
+def _inspect() -> click.Command:
+    from qkov.cli.inspect_model import inspect
+    return inspect
+
+
 COMMANDS: dict[str, tuple[str, Callable[[], click.Command]]] = {
     "derive": ("Derive the gradient flow of the four parametrizations in sympy, check every claim, write the report.",
                _derive),
@@ -69,6 +74,7 @@ COMMANDS: dict[str, tuple[str, Callable[[], click.Command]]] = {
                _export),
     "docs": ("Regenerate the docs' generated tables from the committed records (--check: compare, exit 1).",
              _docs),
+    "inspect": ("Show how qkov.param_groups would split a model's attention, and each parameter's rate.", _inspect),
 }
 """name -> (one-line help, loader), in the order ``qkov --help`` lists them."""
 

@@ -265,6 +265,8 @@ class Device(_Type):
     allowed = "must be one of auto, cpu, cuda, cuda:N or mps"
 
     def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        if str(value).strip().lower() in ("auto", "cpu"):  # always present: no torch to import to say so
+            return str(value).strip().lower()
         from validation.device import DeviceError, parse_device, resolve_device  # torch: load on use
 
         try:

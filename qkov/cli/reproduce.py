@@ -18,6 +18,7 @@ from pathlib import Path
 
 import click
 
+from qkov.cli.executor import scheduler_option
 from qkov.cli.options import device_option, out_option
 from qkov.cli.support import CONTEXT_SETTINGS, injected
 from qkov.core.config import ConfigError, as_choice_list, clip, field_error
@@ -28,8 +29,7 @@ from qkov.study.stages import STAGE_NAMES
 @click.option("--quick/--full", default=True, help="Quick subsampled study (default, minutes) or the paper-scale one.")
 @out_option()
 @click.option("--data-dir", type=str, default=None, help="Real-data directory (else $QKOV_DATA_DIR).")
-@click.option("--scheduler", type=str, default=None,
-              help="Address of an existing Dask scheduler (tcp://host:8786); default: a local cluster.")
+@scheduler_option("Address of an existing Dask scheduler (tcp://host:8786); default: a local cluster.")
 @click.option("--workers", type=str, default=None, help="Worker processes of the local cluster [default: CPU count].")
 @click.option("--retries", type=str, default="2", show_default=True, help="Resubmissions of a failed or lost run.")
 @click.option("--stages", type=str, default="all", show_default=True,

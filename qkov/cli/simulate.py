@@ -117,6 +117,8 @@ def simulate(params, K, M, eta_qk, eta_ov, u0, v0, t, method, dt, init, scale, s
             if res.reused:
                 click.echo("(reused the complete run of this config)", err=True)
             click.echo(f"results: {res.run_dir.resolve()}")
+            for fig in res.figures:
+                click.echo(f"figure: {fig.resolve()}")
 
 
 __all__ = ["simulate"]

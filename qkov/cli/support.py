@@ -9,8 +9,9 @@ and the usage errors click detects itself (a bad choice, a non-number, an unknow
 
 from __future__ import annotations
 
+import contextlib
 import errno
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
 import click
 
@@ -89,12 +90,42 @@ def injected(name: str) -> Any:
     return obj.get(name) if isinstance(obj, dict) else None
 
 
+OWN_PACKAGES = ("theory", "simulation", "validation", "qkov")
+
+
+@contextlib.contextmanager
+def one_line_warnings(prog_name: str = "qkov") -> Iterator[None]:
+    """Within the block a warning of qkov's own (a category defined in :data:`OWN_PACKAGES`: a training state set
+    aside, a checkpoint not used) prints as one line ``qkov: warning: <message>``; others print as Python
+    prints them."""
+    import warnings
+
+    default = warnings.formatwarning
+
+    def fmt(message, category, filename, lineno, line=None):
+        if category.__module__.split(".")[0] in OWN_PACKAGES:
+            return f"{prog_name}: warning: {one_line(str(message))}\n"
+        return default(message, category, filename, lineno, line)
+
+    warnings.formatwarning = fmt
+    try:
+        yield
+    finally:
+        warnings.formatwarning = default
+
+
 def run_cli(group: click.Command, args: list[str] | None = None, prog_name: str = "qkov",
             obj: dict[str, Any] | None = None) -> int:
-    """Run a click command, mapping rejected input to one stderr line and exit status 2.
+    """Run a click command, mapping rejected input to one stderr line and exit status 2; qkov's own warnings
+    are one line each (:func:`one_line_warnings`).
 
     ``obj``: objects for the commands (:func:`injected`), e.g. ``{"stages": stages}``.
     """
+    with one_line_warnings(prog_name):
+        return _run_cli(group, args, prog_name, obj)
+
+
+def _run_cli(group: click.Command, args: list[str] | None, prog_name: str, obj: dict[str, Any] | None) -> int:
     try:
         # With standalone_mode=False click returns ctx.exit(n)'s code instead of exiting: keep it.
         rv = group.main(args=args, prog_name=prog_name, standalone_mode=False, obj=obj)

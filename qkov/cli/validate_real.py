@@ -1,50 +1,75 @@
 """``qkov validate real``: an eta_QK/eta_OV sweep on a real data set, then its summary.
 
 Parses the options, calls :func:`qkov.study.real_command.validate_real` (plans, runs through the study
-engine, summarises) and prints the summary."""
+engine, summarises) and prints the summary. Every option is checked while it is parsed or right after, before
+the study modules (pydantic, numpy, torch, Dask) are imported and before any data is loaded: a refusal costs
+a fraction of a second of CPU (docs/reliability.md)."""
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import click
 
-from qkov.cli.options import RATIO, Choice, Integer, ListOf, device_option, out_option
+from qkov.cli.options import RATIO, Choice, Integer, ListOf, _Type, device_option, out_option
 from qkov.cli.executor import executor_options
 from qkov.cli.support import CONTEXT_SETTINGS
+from theory.errors import InputError
 from theory.parametrization import BASELINE, registered
-
-from qkov.core.config import ConfigError, field_error
-from qkov.core.runstore import to_json_text
 
 from validation.real.config import DATASETS, MODELS, OPTIMIZERS, RECIPES
 from validation.real.official import PRESETS
-from qkov.study.engine import RunsFailed
-from qkov.study.real_command import SWEEP_SUMMARY_KIND, RealSweep, validate_real
-from qkov.study.real_summary import markdown_tables
 
-__all__ = ["real", "SWEEP_SUMMARY_KIND", "ConfigError"]
+__all__ = ["real", "Rates"]
 
 
-def _apply_rates(text: str | None, ratio_list: tuple | None, extra: dict) -> tuple | None:
+class Rates(_Type):
+    """``--rates GROUP=FACTOR,...`` parsed while the options are (:func:`validation.real.config.parse_rates`:
+    known groups, once each, factors in the bounds of ``--ratios``) -> ``{group: factor}``."""
+
+    name = "rates"
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        if value is None or isinstance(value, dict):
+            return value
+        from validation.real.config import parse_rates
+
+        try:
+            return parse_rates(str(value))
+        except ValueError as exc:
+            raise InputError(str(exc)) from None
+
+
+def _apply_rates(factors: dict[str, float] | None, ratio_list: tuple | None, extra: dict) -> tuple | None:
     """``--rates`` (issue 32): the per-group factors go into ``extra["rates"]``; ``qk=F`` is the ratio F (with
     ``--ratios`` too: one line, exit 2). Returns the ratios."""
-    if text is None:
+    if factors is None:
         return ratio_list
-    from validation.real.config import parse_rates
-
-    try:
-        factors = parse_rates(text)
-    except ValueError as exc:
-        raise ConfigError(str(exc)) from None
+    factors = dict(factors)
     if "qk" in factors and ratio_list is not None:
-        raise field_error("rates", text, "qk=F or --ratios, not both (the QK factor is the ratio)")
+        raise _error("rates", ",".join(f"{k}={v:g}" for k, v in factors.items()),
+                     "qk=F or --ratios, not both (the QK factor is the ratio)")
     if "qk" in factors:
         ratio_list = (factors.pop("qk"),)
     if factors:
         extra["rates"] = factors
     return ratio_list
+
+
+def _error(field: str, value: Any, allowed: str) -> InputError:
+    from qkov.cli.options import field_error
+
+    return field_error(field, value, allowed)
+
+
+def _check_applies(optimizers: tuple | None, fused: bool) -> None:
+    """Options that do not apply are refused, not ignored: ``--fused-adamw`` with ``--optimizer`` naming no
+    AdamW (the sweep's defaults are checked once planned: :func:`qkov.study.real_command.plan_configs`)."""
+    if fused and optimizers is not None and "adamw" not in optimizers:
+        raise _error("fused-adamw", ",".join(optimizers), "AdamW's fused kernel: only with --optimizer adamw "
+                                                          "(the sweep trains none with AdamW)")
 
 
 @click.command(context_settings=CONTEXT_SETTINGS)
@@ -74,9 +99,10 @@ def _apply_rates(text: str | None, ratio_list: tuple | None, extra: dict) -> tup
 @click.option("--recipe", type=Choice(RECIPES), default="ratio-only", show_default=True,
               help="ratio-only: only W_Q, W_K move with the ratio; paper: the official code's recipe, the embeddings "
                    "(SVA: and the biases) also train at the QK rate.")
-@click.option("--rates", "rates", type=str, default=None,
+@click.option("--rates", "rates", type=Rates(), default=None,
               help="Rate factors (times the OV rate) per parameter group, e.g. qk=30,embedding=30; groups: qk, ov, "
-                   "position (at the embedding's factor unless set), embedding, bias, mlp, other; set on top of "
+                   "position (at the embedding's factor unless set), embedding, bias, mlp, other; each factor in "
+                   "[1e-6, 1e6] like --ratios; set on top of "
                    "--recipe; qk=F is the same as --ratios F. Recorded in each run's config.")
 @click.option("--preset", type=Choice(PRESETS), default="sized", show_default=True,
               help="sized: qkov's defaults; official: the official code's settings (SQuAD: context cut to 200 "
@@ -95,11 +121,17 @@ def _apply_rates(text: str | None, ratio_list: tuple | None, extra: dict) -> tup
 @device_option()
 def real(datasets, ratios, seeds, optimizers, model: str | None, param: str, layers: int, quick: bool,
          as_json: bool, out: Path, data_dir: str | None, recipe: str, stacked: bool, scheduler: str | None,
-         workers: int | None, device: str, bf16: bool, rates: str | None = None, preset: str = "sized",
+         workers: int | None, device: str, bf16: bool, rates: dict[str, float] | None = None, preset: str = "sized",
          fused: bool = False) -> None:
     """Train the QKOV models at each eta_QK/eta_OV ratio and seed, then tabulate and compare with ratio 1."""
     extra: dict = {}
     ratio_list = _apply_rates(rates, tuple(ratios) if ratios is not None else None, extra)
+    _check_applies(tuple(optimizers) if optimizers is not None else None, fused)
+    from qkov.core.runstore import to_json_text
+    from qkov.study.engine import RunsFailed
+    from qkov.study.real_command import RealSweep, validate_real
+    from qkov.study.real_summary import markdown_tables
+
     sweep = RealSweep(datasets=tuple(datasets), ratios=ratio_list, seeds=tuple(seeds) if seeds is not None else None,
                       optimizers=tuple(optimizers) if optimizers is not None else None, model=model, param=param,
                       layers=layers, quick=quick, recipe=recipe, stacked=stacked, device=device, bf16=bf16,

@@ -33,6 +33,7 @@ import io
 import json
 import os
 import platform
+import re
 import shutil
 import stat
 import subprocess
@@ -163,6 +164,13 @@ RUN_MARKER = ".qkov-run"
 RUNS_DIR = "runs"
 """Every command writes its runs under ``OUT/runs/``."""
 
+RUN_NAME = re.compile(r"[a-z0-9][a-z0-9-]*-[0-9a-f]{12}")
+"""The name of a run directory (:func:`run_dir_for`: ``<kind>-<12 hex digits>``)."""
+
+RESUME_DIR = "resume"
+"""``OUT/resume/`` holds the training state of each real-data run still training
+(:func:`qkov.study.real_stage.training_state_path`)."""
+
 
 class LinkRefused(InputError):
     """A results root, ``runs/`` or run directory that is a symbolic link (or not a directory): one line."""
@@ -206,12 +214,14 @@ def _levels(run_dir: Path) -> list[tuple[Path, str]]:
 
 
 def check_results_tree(out: str | os.PathLike[str]) -> None:
-    """Refuse (:class:`LinkRefused`, one line) a results directory ``out``, or its ``runs/``, or any entry of
-    ``runs/`` that is a symbolic link; missing levels are fine (they will be made). Called before a command
-    plans or computes, so a link is refused before any work."""
+    """Refuse (:class:`LinkRefused`, one line) a results directory ``out``, its ``runs/`` or ``resume/``, or any
+    entry of ``runs/`` that is a symbolic link or not a directory where a run directory would be; missing levels
+    are fine (they will be made). Called while ``--out`` is parsed, before a command plans or computes, so a
+    link or a file there is refused before any work."""
     out = Path(out)
     if not _level(out, "the results directory"):
         return
+    _level(out / RESUME_DIR, "OUT/resume")
     runs = out / RUNS_DIR
     if not _level(runs, "OUT/runs"):
         return
@@ -220,8 +230,9 @@ def check_results_tree(out: str | os.PathLike[str]) -> None:
     except OSError as exc:
         raise LinkRefused(f"out: {_show(runs)}: cannot be listed ({exc.strerror or exc})") from None
     for entry in entries:
-        if entry.is_symlink():
+        if entry.is_symlink() or (RUN_NAME.fullmatch(entry.name) and not entry.is_dir(follow_symlinks=False)):
             _level(runs / entry.name, "a run directory")
+
 
 
 def prepare_run_dir(path: str | os.PathLike[str]) -> Path:

@@ -37,11 +37,12 @@ class GeneratedBlock:
 
 
 def _registry() -> dict[str, GeneratedBlock]:
+    from qkov.docsgen.findings_table import BLOCKS as FINDINGS
     from qkov.docsgen.preregistered_tables import BLOCKS as PREREGISTERED
     from qkov.docsgen.real_tables import BLOCKS as REAL
 
     blocks: dict[str, GeneratedBlock] = {}
-    for b in REAL + PREREGISTERED:
+    for b in (*FINDINGS, *REAL, *PREREGISTERED):
         if b.id in blocks:
             raise ValueError(f"generated block {b.id!r} declared twice")
         blocks[b.id] = b

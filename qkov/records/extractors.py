@@ -65,7 +65,8 @@ def compact(obj: dict[str, Any], omitted: list[str], prefix: str = "") -> dict[s
 
 
 def _evidence(run: Any) -> list[dict[str, str]]:
-    """The run's ``claims.json`` evidence, each as claim, stage, verdict, number, numbers and scope."""
+    """The run's ``claims.json`` evidence, each as claim, stage, verdict, number, numbers, scope and caveat (the
+    report's longer ``text`` and ``figure`` stay in the run)."""
     from qkov.study.claims import CLAIMS_FILE
 
     raw = run.json.get(CLAIMS_FILE)
@@ -73,7 +74,7 @@ def _evidence(run: Any) -> list[dict[str, str]]:
     out = []
     for e in entries if isinstance(entries, list) else []:
         if isinstance(e, dict):
-            out.append({k: e[k] for k in ("claim", "stage", "verdict", "number", "numbers", "scope") if k in e})
+            out.append({k: e[k] for k in ("claim", "stage", "verdict", "number", "numbers", "scope", "caveat") if k in e})
     return out
 
 
@@ -87,6 +88,17 @@ def generic_metrics(run_dir: Path) -> dict[str, Any]:
         out["evidence"] = ev
     if omitted:
         out["omitted"] = sorted(omitted)
+    return out
+
+
+def derive_metrics(run_dir: Path) -> dict[str, Any]:
+    """A ``derive`` run: :func:`generic_metrics` plus ``ledger``: each claim's derivation ``status`` and ``holds``
+    (``"in part"`` where only part of the claim survives; the report's outcome reads it)."""
+    out = generic_metrics(run_dir)
+    d = load_run(run_dir).json.get("derivation.json")
+    ledger = d.get("ledger") if isinstance(d, dict) else None
+    out["ledger"] = [{"id": str(e.get("id")), "status": str(e.get("status") or ""), "holds": str(e.get("holds") or "")}
+                     for e in ledger or [] if isinstance(e, dict)]
     return out
 
 
@@ -126,6 +138,12 @@ named as skipped."""
 
 EXTRACTORS: dict[str, Callable[[Path], dict[str, Any]]] = {
     "validate-real": real_metrics,
+    "derive": derive_metrics,
+    "simulate-reduction": generic_metrics,
+    "simulate-asymptotics": generic_metrics,
+    "simulate-sharpness": generic_metrics,
+    "simulate-paper": generic_metrics,
+    "simulate": generic_metrics,
     "figure2": generic_metrics,
     "adam": generic_metrics,
     "synthetic-optimizer": generic_metrics,
@@ -133,4 +151,4 @@ EXTRACTORS: dict[str, Callable[[Path], dict[str, Any]]] = {
 }
 """run kind -> extractor of its record's metrics; kinds not listed are not exported."""
 
-__all__ = ["DERIVED_KINDS", "EXTRACTORS", "LIST_LIMIT", "compact", "generic_metrics", "real_metrics"]
+__all__ = ["DERIVED_KINDS", "EXTRACTORS", "LIST_LIMIT", "compact", "derive_metrics", "generic_metrics", "real_metrics"]

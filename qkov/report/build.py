@@ -13,9 +13,10 @@ from qkov.report.render_markdown import render_markdown
 
 HTML_NAME = "report.html"
 MD_NAME = "report.md"
-SUMMARY_SCHEMA = 2
+SUMMARY_SCHEMA = 3
 """Version of the summary's evidence: 2 = one ``real-data`` record per group with its number and scope
-(:func:`qkov.study.rules.real_data_evidence`). A summary of an older version is rebuilt."""
+(:func:`qkov.study.rules.real_data_evidence`); 3 = a group below the paper's level is insufficient, with the reason
+as caveat (:func:`qkov.study.rules.below_paper_level`). A summary of an older version is rebuilt."""
 
 
 def summarise_real_runs(out: Path) -> Path | None:

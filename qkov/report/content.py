@@ -15,39 +15,22 @@ INTRO = (
     "Self-Attention Models* (ICML 2026): the theory layer derives the gradient flow of the orthogonal "
     "synthetic model in sympy, the simulation layer integrates it, and the validation layer trains matching "
     "torch models on synthetic and real data and holds them against the closed forms. "
-    "Each claim of the paper is one row of the table below, with its evidence claim by claim after it."
+    "Each claim of the paper is one row of the table above, with its evidence claim by claim below."
 )
 PAPER_TITLE = "Faster Query-Key Learning Sharpens Attention in Self-Attention Models"
+FIRST_SCREEN = ("One row per claim of the paper: the paper's number beside qkov's, the verdict (by setting where "
+                "settings disagree) and its scope; the evidence follows.")
 
 OUTCOMES = OUTCOMES
 """What the headline counts, in its order (:data:`qkov.study.rules.OUTCOMES`)."""
 
-HEADLINE_NUMBERS_CHARS = 280
-"""How much of a contradicting line of numbers the headline shows (the quick study's longest, Figure 2's, is
-260 characters; a longer one is cut at a clause boundary, never inside a number)."""
-
-
-def _short(text: str, n: int = HEADLINE_NUMBERS_CHARS) -> str:
-    """``text`` when it has at most ``n`` characters, else its longest prefix that ends before a clause
-    boundary (``"; "`` or ``", "``, else a space) within ``n - 4`` characters, followed by ``" ..."``: a cut
-    never splits a number (``"max gap 0.44"`` is never shown as ``"max gap 0...."``)."""
-    if len(text) <= n:
-        return text
-    head = text[: n - 4]
-    for sep in ("; ", ", ", " "):
-        cut = head.rfind(sep)
-        if cut > 0:
-            return head[:cut].rstrip(" ;,(") + " ..."
-    return head + " ..."
-
-
 def _against_line(cid: str, stage: str, e: Evidence) -> str:
-    """One contradicting line of the headline: claim, stage, the one number (else the line of numbers, cut at a
-    clause boundary), its scope's first clause and its caveat."""
-    num = e.number or _short(e.numbers)
+    """One contradicting line of the headline: claim, stage, the one number (else the line of numbers), its
+    scope and its caveat, each whole (nothing is cut: the page wraps)."""
+    num = e.number or e.numbers
     where = STAGE_TITLES.get(stage, stage)
     if e.scope and e.scope not in num:
-        where += ", " + _short(e.scope, 80)
+        where += ", " + e.scope
     return f"{cid} ({where}: {num}" + (f"; caveat: {e.caveat}" if e.caveat else "") + ")"
 
 
@@ -84,9 +67,10 @@ def headline(rows: list[LedgerRow]) -> str:
 
 @dataclasses.dataclass(frozen=True)
 class ClaimLine:
-    """One row of the first screen: the claim's outcome, the one number behind it, where that number was
-    measured (stage and scope), its caveat, the paper's number and whether the full preset is expected to change
-    the outcome."""
+    """One row of the first screen (:mod:`qkov.report.findings`): the claim, the paper's number, qkov's numbers
+    (in the paper's units where the paper gives one), the verdict (by setting when the settings disagree), the
+    scope, the caveat, and whether the full preset is expected to change it; ``number`` and ``stage``: the one
+    number behind the outcome and where it was measured."""
 
     id: str
     outcome: str
@@ -97,10 +81,32 @@ class ClaimLine:
     paper: str
     full_preset: str
     n_against: int
+    verdict: str = ""
+    qkov: str = ""
+    wording: str = ""
 
 
-def claim_lines(rows: list[LedgerRow]) -> list[ClaimLine]:
-    """The first screen's rows, one per claim (:attr:`LedgerRow.deciding` gives the number)."""
+def paper_unit_numbers(results: StudyResults | None) -> str:
+    """qkov's numbers for the paper's real-data numbers, in the paper's units (``"squad/...: AC 0.333% ± 0% ->
+    0.111% ± 0.19% (ratio 1 -> 20; n = 3 and 3 seeds; paper about 12% -> 43%)"``), from the real-data table
+    (:func:`qkov.report.real_table.real_table`); "" without a summary or a paper number."""
+    if results is None:
+        return ""
+    from qkov.report.real_table import real_table
+
+    out = []
+    for r in real_table(results)[0]:
+        if r.paper.startswith("no number") or r.qkov == "not measured":
+            continue
+        paper = r.paper.split(" (")[0]
+        out.append(f"{r.group}: {r.metric.split(' (')[0]} " + r.qkov.replace(")", f"; paper {paper})", 1))
+    return "; ".join(out)
+
+
+def claim_lines(rows: list[LedgerRow], results: StudyResults | None = None) -> list[ClaimLine]:
+    """The first screen's rows, one per claim (:func:`qkov.report.findings.finding` of each ledger row's evidence,
+    with the ledger's outcome); ``results``: the study, for the real-data numbers in the paper's units."""
+    from qkov.report.findings import finding
     from theory.claims import CLAIMS
 
     out = []
@@ -108,21 +114,26 @@ def claim_lines(rows: list[LedgerRow]) -> list[ClaimLine]:
         d = r.deciding
         stage, e = (d[0], d[2]) if d else ("", None)
         c = CLAIMS.get(r.id)
-        caveat = e.caveat if e else ""
+        f = finding(r.id, [(s, x) for s, _, x in r.ordered_evidence], r.outcome)
+        caveat = f.caveat
         if r.outcome == "holds in part" and (e is None or e.verdict != "supports in part"):
             # say which part: the first evidence that supports only in part, else the derivation's note
-            part = next((f"{STAGE_TITLES.get(s, s)}: {x.caveat or x.number or _short(x.numbers, 120)}"
+            part = next((f"{STAGE_TITLES.get(s, s)}: {x.caveat or x.number or x.numbers}"
                          for s, _, x in r.ordered_evidence if x.verdict == "supports in part"),
                         "the derivation: holds in part" if r.holds == "in part" else "")
-            caveat = "; ".join(x for x in (caveat, f"in part: {part}" if part else "") if x)
-        out.append(ClaimLine(r.id, r.outcome, (e.number or _short(e.numbers, 160)) if e else "",
-                             STAGE_TITLES.get(stage, stage), e.scope if e else "", caveat,
-                             c.paper_number if c else "", c.full_preset if c else "", len(r.against)))
+            if part and part.split(": ", 1)[-1] not in caveat:
+                caveat = "; ".join(x for x in (caveat, f"in part: {part}") if x)
+        qkov = f.qkov
+        if r.id == "real-data":
+            qkov = "; ".join(x for x in (paper_unit_numbers(results), qkov) if x)
+        out.append(ClaimLine(r.id, r.outcome, (e.number or e.numbers) if e else "", STAGE_TITLES.get(stage, stage),
+                             f.scope, caveat, c.paper_number if c else "", c.full_preset if c else "", len(r.against),
+                             f.verdict, qkov, r.claim))
     return out
 
 
-CLAIM_LINE_COLUMNS = ("claim", "outcome", "the number behind it", "scope", "paper", "--full expected to change it")
-"""The first screen's columns."""
+CLAIM_LINE_COLUMNS = ("claim", "paper", "qkov", "verdict", "scope", "--full expected to change it")
+"""The first screen's columns: the paper's number beside qkov's."""
 
 
 CAPTIONS: dict[str, str] = {

@@ -112,18 +112,35 @@ def plain_powers(text: str) -> str:
     return _POWER.sub(one, text).replace("*", "·")
 
 
+SUBSCRIPT = str.maketrans("0123456789", "₀₁₂₃₄₅₆₇₈₉")
+_INFINITY = re.compile(r"(?<![\w.])oo(?![\w])")
+_MATRIX = re.compile(r"(?<![\w.])([A-Z])(\d)(?![\w.])")
+_TRANSPOSE = (re.compile(r"(?<=[A-Za-z)₀-₉])\^T(?![\w])"), re.compile(r"(?<=</sub>)\^T(?![\w])"))
+
+
+def plain_symbols(text: str) -> str:
+    """sympy's ``oo`` -> ``∞``, ``->`` -> ``→``, a matrix named by one capital and one digit (``W1``) -> ``W₁``
+    (:func:`html_text` then writes a transpose ``^T`` as ``ᵀ``: ``W1 W1^T G`` reads ``W₁ W₁ᵀ G``)."""
+    text = _INFINITY.sub("∞", text.replace("->", "→"))
+    return _MATRIX.sub(lambda m: m.group(1) + m.group(2).translate(SUBSCRIPT), text)
+
+
 def html_text(text: str) -> str:
-    """Prose with formulas as escaped HTML: :func:`plain_powers`, and a short subscript written ``s_O``,
-    ``eta_QK``, ``W_{-1}`` as ``<sub>`` (code names like ``level_curve_crossover`` stay as they are)."""
+    """Prose with formulas as escaped HTML: :func:`plain_powers`, :func:`plain_symbols` (infinity, arrows,
+    matrix products), a transpose ``^T`` as ``ᵀ``, and a short subscript written ``s_O``, ``eta_QK``, ``W_{-1}`` as ``<sub>`` (code names like
+    ``level_curve_crossover`` stay as they are)."""
     out, last = [], 0
-    text = plain_powers(text)
+    text = plain_symbols(plain_powers(text))
     for m in _SUB.finditer(text):
         out.append(html.escape(text[last:m.start()], quote=False))
         sub = m.group(2).strip("{}")
         out.append(f"{html.escape(m.group(1), quote=False)}<sub>{html.escape(sub, quote=False)}</sub>")
         last = m.end()
     out.append(html.escape(text[last:], quote=False))
-    return "".join(out)
+    joined = "".join(out)
+    for pattern in _TRANSPOSE:   # after the subscripts: E_d^T is E<sub>d</sub>ᵀ
+        joined = pattern.sub("ᵀ", joined)
+    return joined
 
 
 _SYMBOLS = {

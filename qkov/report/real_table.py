@@ -79,8 +79,8 @@ def _cell(rows: Any, ratio: float, metric: str, scale: float) -> tuple[str, int]
             n = n_seeds if isinstance(n_seeds, int) else 0
             if m is not None:
                 s = 0.0 if s is not None and abs(s) <= 1e-12 * max(1.0, abs(m)) else s   # rounding noise
-                return (f"{m * scale:.3g}" + (f" ± {s * scale:.2g}" if s is not None else "")
-                        + ("%" if scale == 100 else "")), n
+                pct = "%" if scale == 100 else ""   # each number with its unit: "0.333% ± 0.19%", never "0.333 ± 0%"
+                return f"{m * scale:.3g}{pct}" + (f" ± {s * scale:.2g}{pct}" if s is not None else ""), n
     return "-", 0
 
 

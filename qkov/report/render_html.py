@@ -202,19 +202,22 @@ def headline_html(rows: list[LedgerRow]) -> str:
                f'{undecided}</ul>' if open_ else ""))
 
 
-def first_screen(rows: list[LedgerRow]) -> str:
-    """The first screen: one row per claim with its outcome, the one number behind it (and where it was
-    measured), its scope, the paper's number, and whether the full preset is expected to change it."""
+def first_screen(rows: list[LedgerRow], results: StudyResults | None = None) -> str:
+    """The first screen: one row per claim with the paper's number beside qkov's (in the paper's units), the
+    verdict (named by setting when the settings disagree), the scope and whether the full preset is expected to
+    change it; every cell whole (the table wraps, nothing is cut)."""
     head = "".join(f"<th>{_e(c)}</th>" for c in content.CLAIM_LINE_COLUMNS)
     body = []
-    for c in content.claim_lines(rows):
+    for c in content.claim_lines(rows, results):
         against = f" <span class=\"meta\">({c.n_against} lines against)</span>" if c.n_against > 1 else ""
         caveat = f'<div class="ev">caveat: {_e(c.caveat)}</div>' if c.caveat else ""
-        body.append(f'<tr id="row-{_e(c.id)}"><td><a href="#claim-{_e(c.id)}"><b>{_e(c.id)}</b></a></td>'
-                    f"<td>{_badge(c.outcome)}{against}</td>"
-                    f"<td>{_e(c.number) or '—'}" + (f' <span class="meta">({_e(c.stage)})</span>' if c.stage else "")
-                    + f"{caveat}</td><td class=\"stagecell\">{_e(c.scope) or '—'}</td>"
+        by_setting = f'<div class="ev">{_e(c.verdict)}</div>' if c.verdict and c.verdict != c.outcome else ""
+        body.append(f'<tr id="row-{_e(c.id)}"><td><a href="#claim-{_e(c.id)}"><b>{_e(c.id)}</b></a>'
+                    f'<div class="ev">{_e(c.wording)}</div></td>'
                     f"<td class=\"stagecell\">{_e(c.paper) or 'no number in the paper'}</td>"
+                    f"<td class=\"stagecell\">{_e(c.qkov) or '—'}{caveat}</td>"
+                    f"<td>{_badge(c.outcome)}{against}{by_setting}</td>"
+                    f"<td class=\"stagecell\">{_e(c.scope) or '—'}</td>"
                     f"<td class=\"stagecell\">{_e(c.full_preset) or '—'}</td></tr>")
     return (f'<table id="claims-table"><caption>{_e(VERDICT_NOTE)}</caption><thead><tr>{head}</tr></thead>'
             f"<tbody>{''.join(body)}</tbody></table>")
@@ -338,11 +341,11 @@ def render_html(results: StudyResults, rows: list[LedgerRow]) -> str:
     real = results.stage("real")
     sections = [
         f"<h1>qkov reproduction report</h1><p class=\"meta\">Built {now} from {_e(results.out.resolve())}"
-        f"{' — cluster ' + _e(cluster) if cluster else ''}.</p>",
-        f"<p>{_e(content.INTRO).replace('*' + content.PAPER_TITLE + '*', '<em>' + content.PAPER_TITLE + '</em>')}"
-        f"</p>{headline_html(rows)}",
+        f"{' — cluster ' + _e(cluster) if cluster else ''}. {_e(content.FIRST_SCREEN)}</p>",
+        f'<h2 id="claims">{content.section_title("claims")}</h2>{first_screen(rows, results)}',
+        f"{headline_html(rows)}<p>{_e(content.INTRO).replace('*' + content.PAPER_TITLE + '*', '<em>' + content.PAPER_TITLE + '</em>')}"
+        "</p>",
         f'<ul class="stages">{stages}</ul>',
-        f'<h2 id="claims">{content.section_title("claims")}</h2>{first_screen(rows)}'
         f'<details><summary>each stage\'s verdict</summary>{claims_table(rows)}</details>',
         f'<h2 id="per-claim">{content.section_title("per-claim")}</h2>' + "\n".join(claim_section(r, results) for r in rows),
         f'<h2 id="derivation">{content.section_title("derivation")}</h2>' + (f"<p>{_e(dtext)}</p>" if dtext else "") + eqs,

@@ -119,12 +119,12 @@ def render_markdown(results: StudyResults, rows: list[LedgerRow]) -> str:
     out = results.out
     now = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
     first = _table(list(content.CLAIM_LINE_COLUMNS),
-                   [[f"[{c.id}](#{c.id})", f"**{_v(c.outcome)}**"
-                     + (f" ({c.n_against} lines against)" if c.n_against > 1 else ""),
-                     (_md(c.number) or "—") + (f" ({_md(c.stage)})" if c.stage else "")
-                     + (f"; caveat: {_md(c.caveat)}" if c.caveat else ""),
-                     _md(c.scope) or "—", _md(c.paper) or "no number in the paper", _md(c.full_preset) or "—"]
-                    for c in content.claim_lines(rows)])
+                   [[f"[{c.id}](#{c.id})", _md(c.paper) or "no number in the paper",
+                     (_md(c.qkov) or "—") + (f"; caveat: {_md(c.caveat)}" if c.caveat else ""),
+                     f"**{_v(c.outcome)}**" + (f" ({c.n_against} lines against)" if c.n_against > 1 else "")
+                     + (f": {_md(c.verdict)}" if c.verdict and c.verdict != c.outcome else ""),
+                     _md(c.scope) or "—", _md(c.full_preset) or "—"]
+                    for c in content.claim_lines(rows, results)])
     table = _table(["claim", "outcome"] + list(STAGE_TITLES.values()),
                    [[f"[{r.id}](#{r.id})", f"**{_v(r.outcome)}**"]
                     + [(f"{_v(sv.verdict)}: {_md(sv.line)}" if sv.verdict else "—")
@@ -134,11 +134,12 @@ def render_markdown(results: StudyResults, rows: list[LedgerRow]) -> str:
                       for d in content.displays(results)) or "_No derivation run yet._"
     parts = [
         "# qkov reproduction report",
-        f"_Built {now} from {_md(out.resolve())}._",
-        content.INTRO,
+        f"_Built {now} from {_md(out.resolve())}. {_md(content.FIRST_SCREEN)}_",
+        f"## {content.section_title('claims')}", first, f"*{_md(VERDICT_NOTE)}*",
         _headline(rows),
+        content.INTRO,
         "\n".join(f"- {_md(x)}" for x in content.stage_lines(results)),
-        f"## {content.section_title('claims')}", first, f"*{_md(VERDICT_NOTE)}*", "### Each stage's verdict", table,
+        "### Each stage's verdict", table,
         f"## {content.section_title('per-claim')}",
         "\n\n".join(_claim_section(r, out) for r in rows),
         f"## {content.section_title('derivation')}", _md(content.derivation_text(results)), eqs,

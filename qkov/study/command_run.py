@@ -88,6 +88,10 @@ def run_command(kind: str, config: dict[str, Any], out: Path, command: str, *, e
     from qkov.core.runstore import is_complete, remove_run
 
     out = Path(out)
+    if executor is None and scheduler:
+        from qkov.study.connect import check_scheduler
+
+        check_scheduler(scheduler)  # malformed / unreachable / not Dask: one line, before the lock and planning
     with results_lock(out, command):  # one writer per results directory, before any work
         plan = engine.plan_study(out, True, None, stages=(command_stage(kind, config, execute),))
         engine.check_run_dirs(plan)

@@ -9,14 +9,16 @@
    ``Scheduler`` (a live port that is not Dask -- an HTTP server, a silent listener, a Dask worker -- is
    told apart here, instead of hanging).
 
-Each failure is a :class:`SchedulerError`, printed by the CLI as
-``qkov: error: scheduler: <addr>: <what went wrong>`` with exit status 2.
+Before any of these, :func:`parse_address` checks the text: a malformed address (``not an address``,
+``tcp://host:notaport``, ``tcp://[::1:8786``) is told apart from an unreachable one. Each failure is a
+:class:`SchedulerError`, printed by the CLI as ``qkov: error: scheduler: <addr>: <what went wrong>`` with exit
+status 2. Importing this module imports no Dask, asyncio or numpy: the CLI parses ``--scheduler`` with it.
 """
 
 from __future__ import annotations
 
-import asyncio
-import concurrent.futures
+import ipaddress
+import re
 import socket
 from typing import Any
 
@@ -30,11 +32,43 @@ class SchedulerError(InputError):
     """The ``--scheduler`` address cannot be used (one line: address and reason)."""
 
 
+SCHEMES = ("tcp", "tls", "ws", "wss", "ucx")
+"""Transports a ``--scheduler`` address may name (Dask's; ``tcp`` when none is given)."""
+ADDRESS_ALLOWED = ("malformed: must be a Dask scheduler address [SCHEME://]HOST:PORT (SCHEME one of "
+                   f"{', '.join(SCHEMES)}; HOST a host name, an IPv4 address or an IPv6 address in brackets; "
+                   "PORT 1-65535), e.g. tcp://127.0.0.1:8786")
+"""What a malformed address is told (one line, before any connection is tried)."""
+
+_ADDRESS = re.compile(r"(?:(?P<scheme>[A-Za-z][A-Za-z0-9+.-]*)://)?(?P<host>\[[^\[\]]*\]|[^:/\[\]\s]+)"
+                      r":(?P<port>[0-9]{1,5})")
+_HOSTNAME = re.compile(r"(?!-)[A-Za-z0-9_-]{1,63}(?<!-)(\.(?!-)[A-Za-z0-9_-]{1,63}(?<!-))*\.?")
+
+
+def parse_address(address: str) -> tuple[str, str, int]:
+    """``(scheme, host, port)`` of a scheduler address (:data:`ADDRESS_ALLOWED`), checked without any system call
+    or network access; a :class:`SchedulerError` ``scheduler: <address>: malformed: ...`` for anything else
+    (``not an address``, ``tcp://host:notaport``, ``tcp://[::1:8786``, port 0 or over 65535). Every command
+    parses ``--scheduler`` with this; :func:`check_scheduler` then says whether a scheduler answers there."""
+    m = _ADDRESS.fullmatch(address) if isinstance(address, str) and len(address) <= 300 else None
+    if m is None:
+        raise _fail(str(address)[:300], ADDRESS_ALLOWED)
+    scheme, host, port = (m["scheme"] or "tcp").lower(), m["host"], int(m["port"])
+    ok = scheme in SCHEMES and 1 <= port <= 65535
+    if ok and host.startswith("["):
+        try:
+            ipaddress.IPv6Address(host[1:-1])
+        except ValueError:
+            ok = False
+        host = host[1:-1]
+    elif ok:
+        ok = bool(_HOSTNAME.fullmatch(host)) and ":" not in host
+    if not ok:
+        raise _fail(address, ADDRESS_ALLOWED)
+    return scheme, host, port
+
+
 def _host_port(address: str) -> tuple[str, str, int]:
-    scheme, _, loc = address.rpartition("://")
-    scheme = scheme or "tcp"
-    host, _, port = loc.rpartition(":")
-    return scheme, host.strip("[]"), int(port)
+    return parse_address(address)
 
 
 def _fail(address: str, why: str) -> SchedulerError:
@@ -42,6 +76,8 @@ def _fail(address: str, why: str) -> SchedulerError:
 
 
 async def _identity(address: str, timeout: float) -> dict[str, Any]:
+    import asyncio
+
     from distributed.comm import connect
 
     comm = await asyncio.wait_for(connect(address, timeout=timeout), timeout)
@@ -53,7 +89,11 @@ async def _identity(address: str, timeout: float) -> dict[str, Any]:
 
 
 def check_scheduler(address: str, timeout: float | None = None) -> None:
-    """Raise :class:`SchedulerError` unless a Dask scheduler answers at ``address`` within the timeout."""
+    """Raise :class:`SchedulerError` unless a Dask scheduler answers at ``address`` within the timeout (a malformed
+    address: :func:`parse_address`'s line, before any connection is tried)."""
+    import asyncio
+    import concurrent.futures
+
     timeout = SCHEDULER_TIMEOUT_S if timeout is None else timeout
     scheme, host, port = _host_port(address)
     if scheme not in ("tcp", "tls"):
@@ -102,4 +142,5 @@ def connect_client(address: str, timeout: float | None = None):
         raise _fail(address, f"the Dask client could not connect within {timeout:g} s ({why[:120]})") from None
 
 
-__all__ = ["SCHEDULER_TIMEOUT_S", "SchedulerError", "check_scheduler", "connect_client"]
+__all__ = ["SCHEDULER_TIMEOUT_S", "SCHEMES", "ADDRESS_ALLOWED", "SchedulerError", "parse_address", "check_scheduler",
+           "connect_client"]

@@ -40,8 +40,7 @@ def derivation_evidence(payload: dict) -> list:
         cid, status = e.get("id"), e.get("status")
         if cid not in CLAIMS or "derive" not in CLAIMS[cid].stages or status not in STATUS_VERDICT:
             continue
-        first = str(e.get("derived", "")).split(". ")[0].strip()
-        first = first if len(first) <= 160 else first[:157] + "..."
+        first = str(e.get("derived", "")).split(". ")[0].strip()   # whole: the report wraps, it never cuts
         order = tuple(e.get("order") or ()) if cid == "sharpness-order" else ()
         typed = et.DerivationEntry(str(status), str(e.get("holds", "") or ""), first, order)
         numbers = f"{status}" + (" (holds in part)" if e.get("holds") == "in part" else "") + (f": {first}" if first else "")

@@ -322,7 +322,7 @@ def failure_reason(exc: BaseException) -> str:
 
 
 def check_run_dirs(plan: "StudyPlan") -> None:
-    """Refuse (one line, before any work) a planned run directory that is a symbolic link.
+    """Refuse (one line, before any work) a planned run directory that is a symbolic link or a file.
 
     A link could point anywhere: removing an incomplete run through it would delete files outside
     ``--out``, and a complete one would make the report read results from elsewhere.
@@ -332,6 +332,8 @@ def check_run_dirs(plan: "StudyPlan") -> None:
             raise InputError(f"out: {run.run_dir}: a symbolic link (to {os.readlink(run.run_dir)}); run "
                              "directories must be real directories inside --out: remove the link, or replace "
                              "it by a copy of its target")
+        if run.run_dir.exists() and not run.run_dir.is_dir():
+            raise InputError(f"out: {run.run_dir}: not a directory (a run directory must be a directory): remove it")
 
 
 def _now() -> str:

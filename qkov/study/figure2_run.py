@@ -41,6 +41,22 @@ def _num(x: float | None) -> str:
     return "n/a" if x is None else f"{x:.3f}"
 
 
+def preset_label(summary: dict[str, Any]) -> str:
+    """What the run's settings are beside the paper's Figure 2 (:class:`Figure2Config`'s defaults: equal rates
+    (QK 0.01, OV 0.01) vs faster QK (QK 0.2, OV 0.01)): ``"paper preset"`` only at the paper's four rates;
+    ``"paper preset at 10x the paper's rates"`` when every rate is one common multiple of the paper's; else
+    ``"paper preset data and model, not the paper's rates"``."""
+    paper = Figure2Config()
+    ours = [(float(s["lr_qk"]), float(s["lr_ov"])) for s in summary["settings"][:2]]
+    ref = [tuple(map(float, x)) for x in (paper.equal_rates, paper.faster_qk_rates)]
+    factors = {round(a / b, 9) for o, r in zip(ours, ref) for a, b in zip(o, r)}
+    if factors == {1.0}:
+        return "paper preset"
+    if len(factors) == 1:
+        return f"paper preset at {factors.pop():g}x the paper's rates"
+    return "paper preset data and model, not the paper's rates"
+
+
 def figure2_evidence(summary: dict[str, Any]) -> et.Figure2:
     """The typed evidence of one parametrization's two settings (equal rates, faster QK): seed means of the final
     and starting distinct attention, its seed range, p_true and the query's share (query position + its id's
@@ -54,7 +70,7 @@ def figure2_evidence(summary: dict[str, Any]) -> et.Figure2:
                                  s["final"]["query"]["mean"] + s["final"]["query_copies"]["mean"])
 
     eq, fq = summary["settings"][0], summary["settings"][1]
-    scope = (f"{summary['param']}, paper preset, SGD, {len(summary['seeds'])} seeds, {summary['steps'][-1]} steps, "
+    scope = (f"{summary['param']}, {preset_label(summary)}, SGD, {len(summary['seeds'])} seeds, {summary['steps'][-1]} steps, "
              f"equal rates (QK {eq['lr_qk']:g}, OV {eq['lr_ov']:g}) vs faster QK (QK {fq['lr_qk']:g}, "
              f"OV {fq['lr_ov']:g})")
     return et.Figure2(summary["param"], setting("equal rates", eq), setting("faster QK", fq), 1.0 / VOCAB, scope)

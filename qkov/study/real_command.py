@@ -8,9 +8,9 @@ on Dask when asked) and summarises it.
     res = validate_real(RealSweep(datasets=("sva",), quick=True), "qkov-results", data_dir="data")
     res.summary["claims"]["real-data"], res.summary_dir
 
-Order of work: everything is checked before anything is written (the device, the data directory, the
-sweep's configurations, every record of every dataset: one :class:`~qkov.core.config.ConfigError` or
-``DataError`` line); ``out``'s lock is taken (one writer per results directory); the runs
+Order of work: everything is checked before anything is written (a ``scheduler`` reachable, the device, the data
+directory, the sweep's configurations, every record of every dataset: one :class:`~qkov.core.config.ConfigError`,
+``SchedulerError`` or ``DataError`` line); ``out``'s lock is taken (one writer per results directory); the runs
 (``OUT/runs/validate-real-<key>/``) are planned by :func:`qkov.study.engine.plan_study`, complete ones
 reused, and the others executed with the command's :class:`~qkov.study.context.RunContext`; then the
 summary run ``OUT/runs/real-sweep-summary-<key>/`` is written.
@@ -142,6 +142,10 @@ def plan_configs(sweep: RealSweep, data: Path) -> list[dict]:
                                            data, **extra)
     except ValueError as exc:     # e.g. a model that does not fit a dataset (minilm is HateXplain's)
         raise ConfigError(str(exc)) from None
+    if sweep.fused and not any(c.fused for c in planned):  # default_config drops it from the SGD runs
+        raise field_error("fused-adamw", "true", "AdamW's fused kernel: only for a sweep with AdamW runs (these "
+                                                 "train with " + ", ".join(sorted({c.optimizer for c in planned}))
+                          + ")")
     configs = [parse_config(RealRunConfig, **c.to_json_dict()) for c in planned]
     for ds in sweep.datasets:  # validate every file before training anything
         load_dataset(ds, str(data))
@@ -168,6 +172,10 @@ def validate_real(sweep: RealSweep, out: str | os.PathLike[str], *, data_dir: st
     from qkov.study.real_summary import summarise
 
     out = Path(out)
+    if executor is None and scheduler:
+        from qkov.study.connect import check_scheduler
+
+        check_scheduler(scheduler)  # malformed / unreachable / not Dask: one line, before any data is loaded
     ctx = _context(sweep, progress, out)
     data = resolve_data_dir(data_dir)
     if data is None:

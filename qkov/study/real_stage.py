@@ -14,7 +14,7 @@ import json
 import warnings
 
 from qkov.core.config import parse_config
-from qkov.core.runstore import RUNS_DIR, RunWriter
+from qkov.core.runstore import RESUME_DIR, RUNS_DIR, RunWriter
 from qkov.study.context import DEFAULT_CONTEXT, RunContext
 
 from validation.real.config import DATASETS, RealRunConfig, default_config, default_ratios, default_seeds
@@ -131,8 +131,6 @@ def execute_group(kind: str, configs: list[dict], run_dirs: list[Path], ctx: Run
                          device=ctx.device)
 
 
-RESUME_DIR = "resume"
-"""``OUT/resume/`` holds the training state of each run still training (:func:`training_state_path`)."""
 
 
 def training_state_path(run_dir: Path) -> Path:

@@ -375,6 +375,8 @@ def summarise_groups(runs: list[dict[str, Any]]) -> dict[str, Any]:  # noqa: C90
                        "best_val": _paired_view(views["best_val"], PAIRED + (tm,)),
                        **{f"matched_loss@{x['level']:.4g}": x["paired"] for x in matched}},
             "bootstrap": boot, "dtap": dtap, "paper": PAPER.get(dataset, ""),
+            "embedding_init": sorted({str(r["metrics"]["embedding_init"]) for r in all_runs
+                                      if r["metrics"].get("embedding_init")}),
         }
     return out
 

@@ -7,9 +7,10 @@
     result.report, result.failed
 
 Order of work: the options are validated (a bad one is a :class:`qkov.core.config.ConfigError`, nothing
-written); ``out``'s lock is taken (:func:`qkov.core.lock.results_lock`: a second study on a busy ``out`` is
+written; a ``scheduler`` is parsed, then checked reachable: one line); ``out``'s lock is taken
+(:func:`qkov.core.lock.results_lock`: a second study on a busy ``out`` is
 refused at once, before any planning); the study is planned (:func:`qkov.study.engine.plan_study`, writes
-nothing); symbolic-link run directories and an unreachable ``scheduler`` are refused (one line); the pending
+nothing); symbolic-link run directories are refused (one line); the pending
 runs execute on Dask (:func:`qkov.study.engine.run_study`; complete runs are reused, incomplete ones redone);
 the report is built from the complete runs. Progress lines go to ``echo``.
 """
@@ -18,7 +19,6 @@ from __future__ import annotations
 
 import dataclasses
 import os
-import re
 from pathlib import Path
 from typing import Annotated, Any, Callable, Sequence
 
@@ -37,10 +37,16 @@ PRESETS: dict[str, bool] = {"quick": True, "full": False}
 
 
 def _scheduler_address(text: str | None) -> str | None:
+    """``text`` when it is a well-formed scheduler address (:func:`qkov.study.connect.parse_address`, the one
+    parser every command uses), else ``ValueError`` with what is allowed."""
+    from qkov.study.connect import ADDRESS_ALLOWED, SchedulerError, parse_address
+
     if text is None:
         return None
-    if not re.fullmatch(r"((tcp|tls|ws|wss|ucx|inproc)://)?[A-Za-z0-9_.\-\[\]:]+:\d{1,5}", text):
-        raise ValueError("must be a Dask scheduler address such as tcp://host:8786")
+    try:
+        parse_address(text)
+    except SchedulerError:
+        raise ValueError(ADDRESS_ALLOWED) from None
     return text
 
 
@@ -177,14 +183,14 @@ def reproduce(preset: str = "quick", out: str | os.PathLike[str] = "qkov-results
     cfg = config_for(preset, out, scheduler=scheduler, workers=workers, retries=retries, stages=selected)
     ctx = run_context(device, bf16, cfg.out)
     data = resolve_data_dir(data_dir)
+    if cfg.scheduler:
+        from qkov.study.connect import check_scheduler
+
+        check_scheduler(cfg.scheduler)  # unreachable / not Dask / unresolvable: one line in seconds, before planning
     with results_lock(cfg.out, "qkov reproduce"):  # before planning: a busy --out is refused at once
         plan = engine.plan_study(cfg.out, cfg.quick, data, stages=study_stages, only=cfg.stages,  # writes nothing
                                  echo=echo, heartbeat_s=heartbeat_s)
         engine.check_run_dirs(plan)  # symbolic links as run directories: refused, one line
-        if cfg.scheduler:
-            from qkov.study.connect import check_scheduler
-
-            check_scheduler(cfg.scheduler)  # unreachable / not Dask / unresolvable: one line within seconds
         return _run(cfg, plan, data, progress, echo, ctx, heartbeat_s)
 
 

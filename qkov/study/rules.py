@@ -534,9 +534,38 @@ def real_data_evidence(groups: Mapping[str, Any]) -> list:
     out = []
     for name, g in groups.items():
         o = judge("real-data", "real", et.RealGroup(str(name), g, str(name)))
+        gap = below_paper_level(g)
+        if gap and o.verdict != INSUFFICIENT:   # this model's own reading, kept in the line; not the paper's claim
+            number = f"{o.verdict} for this model only, not counted ({gap}): {o.number}"
+            out.append(Evidence("real-data", "real", INSUFFICIENT, f"{name}: {number}",
+                                dtap_figure_stem(str(name), g), EVIDENCE_TEXT, number, o.scope,
+                                f"below the paper's level: {gap}"))
+            continue
         out.append(Evidence("real-data", "real", o.verdict, f"{name}: {o.number}", dtap_figure_stem(str(name), g),
                             EVIDENCE_TEXT, o.number, o.scope, ""))
     return out
+
+
+def below_paper_level(g: Mapping[str, Any]) -> str:
+    """Why a real-data group's model cannot speak to the claim at the paper's level ("" when it can): fewer
+    attention layers than the dataset's paper model (registry defaults), or embeddings that started random where
+    its configuration asks for pretrained vectors (GloVe; each run records ``embedding_init``). Its reading is
+    then reported as that model's, with the ``real-data`` verdict ``insufficient`` (never for or against the
+    paper)."""
+    from validation.real.datasets import DATASETS
+
+    raw = g.get("config")
+    config: Mapping[str, Any] = raw if isinstance(raw, Mapping) else {}
+    reasons = []
+    entry = DATASETS.get(str(g.get("dataset")))
+    if entry is not None and isinstance(config.get("layers"), int):
+        paper = entry.defaults.get(("paper", bool(config.get("quick"))), {}).get("layers", 1)
+        if config["layers"] < paper:
+            reasons.append(f"{config['layers']} attention layers where the paper's model has {paper}")
+    inits = [str(x) for x in g.get("embedding_init") or ()]
+    if config.get("glove") and any(x.startswith("random") for x in inits):
+        reasons.append("random embeddings where the paper's model starts from GloVe")
+    return "; ".join(reasons)
 
 
 # -- combining -------------------------------------------------------------------------------------------------

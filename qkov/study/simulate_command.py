@@ -150,6 +150,8 @@ class SimulationResult:
     run_dir: Path | None
     seconds: float
     reused: bool = False
+    figures: tuple[Path, ...] = ()
+    """The figures the run holds (PNG and SVG, with ``plots``), in name order."""
 
 
 def _compute(cfg: SimulateConfig, laws: bool, runs: bool = True) -> tuple[list, list[dict] | None]:
@@ -193,7 +195,10 @@ def simulate(cfg: SimulateConfig, *, laws: bool = False, save_to: Path | None = 
                        scheduler=scheduler, workers=workers)
     saved = read_simulation(done.run_dir, cfg.params)
     tables = _compute(cfg, laws, runs=False)[1]  # the law tables only: the trajectories are the run's
-    return SimulationResult(cfg, saved, tables, done.run_dir, time.perf_counter() - start, done.reused)
+    from qkov.core.runstore import load_run
+
+    figures = tuple(done.run_dir / f for f in load_run(done.run_dir).files if f.endswith((".png", ".svg")))
+    return SimulationResult(cfg, saved, tables, done.run_dir, time.perf_counter() - start, done.reused, figures)
 
 
 __all__ = ["simulate", "SimulationResult", "run_simulation", "run_optimizer_map", "law_table_for", "write_simulation",

@@ -25,11 +25,14 @@ PAPER_DATA = {"eta_ov": 1.0, "dt": 0.5, "float64": False, "test_size": 1000}
 
 
 def build_config(params, ratios, data: str, optimizer: str, steps: int | None, dt: float | None,
-                 init: str | None, seed: int, K: int, M: int) -> SyntheticConfig:
+                 init: str | None, seed: int, K: int, M: int, weight_decay: float = 0.0) -> SyntheticConfig:
     """Validated :class:`SyntheticConfig` from parsed options (``ConfigError`` names the bad field).
 
-    ``steps``/``dt``/``init`` left as ``None`` take the defaults of ``data`` and ``optimizer``.
+    ``steps``/``dt``/``init`` left as ``None`` take the defaults of ``data`` and ``optimizer``; ``weight_decay``:
+    AdamW's (refused for another optimizer, which has none).
     """
+    if weight_decay and optimizer != "adamw":
+        raise field_error("weight-decay", weight_decay, f"does not apply to --optimizer {optimizer} (only to adamw)")
     init = init or ("symmetric" if data in ("population", "paper") else "random")
     if data == "sampled" and init == "symmetric":
         raise field_error("init", "symmetric", "sampled data needs 'random' (its vocabulary is not MODEL.md's)")
@@ -38,6 +41,8 @@ def build_config(params, ratios, data: str, optimizer: str, steps: int | None, d
     values: dict[str, Any] = {"params": tuple(params), "ratios": tuple(ratios), "data": data, "optimizer": optimizer, "init": init,
               "steps": steps, "seed": seed, "K": K, "M": M,
               "dt": extra.pop("dt", DEFAULT_DT[optimizer]) if dt is None else dt, **extra}
+    if weight_decay:
+        values["weight_decay"] = weight_decay
     values["log_every"] = max(1, steps // 200)
     return parse_config(SyntheticConfig, **values)
 

@@ -6,9 +6,12 @@
 * ``thorough``: 300 examples per property, random, shrunk.
 
 Selection: ``pytest --qkov-hypothesis-profile=thorough`` (the pytest plugin :mod:`qkov.testing.pytest_plugin`)
-or ``QKOV_HYPOTHESIS_PROFILE=thorough``; the option wins. The plugin registers both under these names, so
-``pytest --hypothesis-profile=ci`` works too. :func:`property_settings` is the chosen profile as a
-``hypothesis.settings`` decorator, independent of the global profile (what the project's ``tests/property`` use).
+or ``QKOV_HYPOTHESIS_PROFILE=thorough``; the option wins (``qkov-thorough`` is the same). Hypothesis knows them as
+``qkov-ci`` and ``qkov-thorough`` (:data:`HYPOTHESIS_NAMES`; ``pytest --hypothesis-profile=qkov-ci`` works): the
+plugin loads in every pytest run of an environment with qkov installed, so it never registers or replaces a
+profile named ``ci`` or ``thorough``, which a project (or Hypothesis itself, in CI) may define (issue 44).
+:func:`property_settings` is the chosen profile as a ``hypothesis.settings`` decorator, independent of the global
+profile (what the project's ``tests/property`` use).
 
 Importable without Hypothesis (the plugin imports it in every pytest run); the functions that build settings
 need it.
@@ -30,23 +33,31 @@ PROFILES: dict[str, dict[str, Any]] = {
 
 DEFAULT = "ci"
 
+HYPOTHESIS_NAMES: dict[str, str] = {name: f"qkov-{name}" for name in PROFILES}
+"""qkov's profile name -> the name it is registered under with Hypothesis (prefixed: a project's ``ci`` stays its)."""
+
+
+def _short(name: str) -> str:
+    """``qkov-ci`` -> ``ci``: either spelling names qkov's profile."""
+    return name.removeprefix("qkov-") if name.removeprefix("qkov-") in PROFILES else name
+
 _chosen: str | None = None
 
 
 def choose(name: str | None) -> None:
     """Record the profile chosen on the command line (``None``: fall back to :data:`ENV`, then ``ci``)."""
     global _chosen
-    if name is not None and name not in PROFILES:
+    if name is not None and _short(name) not in PROFILES:
         raise ValueError(f"hypothesis profile: {name!r}: must be one of {', '.join(PROFILES)}")
-    _chosen = name
+    _chosen = None if name is None else _short(name)
 
 
 def selected() -> str:
     """The chosen profile's name: the command line's, else ``$QKOV_HYPOTHESIS_PROFILE``, else ``ci``."""
     name = _chosen or os.environ.get(ENV) or DEFAULT
-    if name not in PROFILES:
+    if _short(name) not in PROFILES:
         raise ValueError(f"{ENV}: {name!r}: must be one of {', '.join(PROFILES)}")
-    return name
+    return _short(name)
 
 
 def _kwargs(name: str) -> dict[str, Any]:
@@ -61,13 +72,14 @@ def _kwargs(name: str) -> dict[str, Any]:
 
 
 def register() -> bool:
-    """Register ``ci`` and ``thorough`` with Hypothesis; False (and nothing done) when Hypothesis is absent."""
+    """Register qkov's profiles with Hypothesis as ``qkov-ci`` and ``qkov-thorough`` (:data:`HYPOTHESIS_NAMES`,
+    never a name a project may use); False (and nothing done) when Hypothesis is absent."""
     try:
         from hypothesis import settings
     except ImportError:
         return False
     for name in PROFILES:
-        settings.register_profile(name, **_kwargs(name))
+        settings.register_profile(HYPOTHESIS_NAMES[name], **_kwargs(name))
     return True
 
 
@@ -75,7 +87,7 @@ def property_settings(name: str | None = None) -> Any:
     """The profile ``name`` (default :func:`selected`) as a ``hypothesis.settings`` object, usable as a decorator."""
     from hypothesis import settings
 
-    return settings(**_kwargs(name or selected()))
+    return settings(**_kwargs(_short(name) if name else selected()))
 
 
-__all__ = ["ENV", "PROFILES", "DEFAULT", "choose", "selected", "register", "property_settings"]
+__all__ = ["ENV", "PROFILES", "DEFAULT", "HYPOTHESIS_NAMES", "choose", "selected", "register", "property_settings"]

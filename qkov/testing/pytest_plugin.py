@@ -1,11 +1,14 @@
-"""qkov's pytest plugin: registers the Hypothesis profiles ``ci`` and ``thorough`` and selects one.
+"""qkov's pytest plugin: registers the Hypothesis profiles ``qkov-ci`` and ``qkov-thorough`` and selects one.
 
 Installed as the ``pytest11`` entry point ``qkov.testing.pytest_plugin`` (``pip install "qkov[test]"``), so it
 loads in every pytest run of that environment; ``-p qkov.testing.pytest_plugin`` loads it from a checkout
 without the entry point, ``-p no:qkov.testing.pytest_plugin`` turns it off.
 
-* adds ``--qkov-hypothesis-profile={ci,thorough}``; with it, or with ``$QKOV_HYPOTHESIS_PROFILE`` set, the
-  profile is loaded as Hypothesis's global profile (without either, Hypothesis's own default is left alone)
+* registers qkov's profiles under prefixed names only (:data:`qkov.testing.profiles.HYPOTHESIS_NAMES`): a
+  profile named ``ci`` or ``thorough`` that the project (or Hypothesis, in CI) defines is never registered
+  over or loaded (issue 44: a project's ``ci`` of 50 examples ran qkov's 6);
+* adds ``--qkov-hypothesis-profile={ci,thorough}``; with it, or with ``$QKOV_HYPOTHESIS_PROFILE`` set, qkov's
+  profile is loaded as Hypothesis's global profile (without either, Hypothesis's own choice is left alone)
   and is what :func:`qkov.testing.profiles.property_settings` returns;
 * without Hypothesis it does nothing, except refuse the option with one line naming the extra.
 
@@ -26,9 +29,10 @@ HAVE_HYPOTHESIS = profiles.register()
 
 def pytest_addoption(parser: Any) -> None:
     group = parser.getgroup("qkov", "qkov property tests")
-    group.addoption("--qkov-hypothesis-profile", action="store", default=None, choices=tuple(profiles.PROFILES),
+    group.addoption("--qkov-hypothesis-profile", action="store", default=None,
+                    choices=(*profiles.PROFILES, *profiles.HYPOTHESIS_NAMES.values()),
                     help=f"Hypothesis profile of qkov.testing (default ${profiles.ENV}, else ci): "
-                         "ci = 6 derandomized examples, thorough = 300")
+                         "ci = 6 derandomized examples, thorough = 300 (registered as qkov-ci, qkov-thorough)")
 
 
 def pytest_configure(config: Any) -> None:
@@ -45,7 +49,7 @@ def pytest_configure(config: Any) -> None:
     if chosen is not None:
         from hypothesis import settings
 
-        settings.load_profile(chosen)
+        settings.load_profile(profiles.HYPOTHESIS_NAMES[chosen])
 
 
 def pytest_unconfigure(config: Any) -> None:

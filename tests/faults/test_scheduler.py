@@ -108,3 +108,32 @@ def test_a_dask_worker_address_is_not_a_scheduler(tmp_path, scratch, dask_client
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "is a Worker, not a scheduler" in err[0], err
     assert not out.exists()
+
+
+@pytest.mark.timeout(90)
+@pytest.mark.parametrize("command", [["validate", "synthetic"], ["validate", "real", "--dataset", "sva", "--quick"],
+                                     ["reproduce"]], ids=["validate-synthetic", "validate-real", "reproduce"])
+@pytest.mark.parametrize("case", ["malformed", "refused"])
+def test_malformed_and_unreachable_scheduler_told_apart_in_every_command_before_planning(command, case, tmp_path,
+                                                                                      monkeypatch, capsys):
+    """Promise (issue 44): every command that takes --scheduler parses it the same way: ``tcp://[::1:8786`` is
+    "malformed" (before: "connection refused"; in validate, "not an address" was a 48-line traceback), a
+    well-formed address where nothing listens is "connection refused"; either is one line, exit 2, before any
+    planning, data loading or cluster start, nothing written."""
+    import qkov.study.engine as engine
+    import validation.real.run as real_run
+
+    def boom(*a, **k):
+        raise AssertionError("work started before the refusal")
+
+    for mod, name in ((engine, "plan_study"), (engine, "StudyCluster"), (real_run, "load_dataset")):
+        monkeypatch.setattr(mod, name, boom)
+    monkeypatch.setenv("QKOV_DATA_DIR", str(tmp_path))
+    addr = "tcp://[::1:8786" if case == "malformed" else f"tcp://127.0.0.1:{_free_port()}"
+    out = tmp_path / "out"
+    assert run_cli(cli, [*command, "--scheduler", addr, "--out", str(out)]) == 2
+    lines = [x for x in capsys.readouterr().err.splitlines() if x.strip()]
+    assert len(lines) == 1 and lines[0].startswith(f"qkov: error: scheduler: {addr}: "), lines
+    assert ("malformed" in lines[0]) == (case == "malformed")
+    assert ("connection refused" in lines[0]) == (case == "refused")
+    assert not out.exists()

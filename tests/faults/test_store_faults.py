@@ -277,19 +277,24 @@ def test_corrupt_derivation_cache_entry_is_recomputed(entry, tmp_path, monkeypat
     assert cache.cached_derivation_json(("CACO",), False) == (payload, True)  # the recomputed entry is kept
 
 
-def test_corrupt_pickled_derivation_is_recomputed(tmp_path, monkeypatch):
-    """A pickle in the cache that is not a Derivation of the asked parametrization is a miss, not returned."""
-    import pickle
-
+@pytest.mark.parametrize("entry", [
+    '{"format": 1, "derivation": {"ledger": 7}}', '{"format": 2, "derivation": null}', "not json", "[" * 100_000,
+    '{"format": 1, "derivation": {"__dataclass__": "theory.checks.Check", "fields": {"name": "c", '
+    '"statement": "", "method": "symbolic", "passed": true, "how": "", "claims": {"__tuple__": []}}}}',
+])
+def test_corrupt_or_foreign_derivation_entry_is_recomputed(entry, tmp_path, monkeypatch):
+    """A cache entry that is not JSON, of another format, not decodable, or decodes to something that is not a
+    Derivation of the asked parametrization (here: a Check) is a miss, never returned (and never a pickle)."""
     import theory.derivation as derivation
     from theory import derivation_cache as cache
+    from theory.parametrization import Parametrization
 
     monkeypatch.setenv("QKOV_CACHE_DIR", str(tmp_path))
     sentinel = object()
     monkeypatch.setattr(derivation, "derive", lambda param: sentinel)
-    path = tmp_path / f"derivation-CACO-{cache.source_key(('CACO',), False)}.pickle"
-    path.write_bytes(pickle.dumps({"ledger": 7}))
-    assert cache.cached_derive("CACO") is sentinel
+    path = cache.derivation_path(Parametrization("CACO"))
+    path.write_text(entry)
+    assert cache.cached_derive(Parametrization("CACO")) is sentinel
 
 
 # --- the API as guarded as the CLI --------------------------------------------------------------------

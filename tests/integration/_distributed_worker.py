@@ -25,7 +25,7 @@ def run(rank: int, world: int, port: int, out: str) -> None:
     from theory.errors import InputError
     from validation.distributed import full_params, plain_state_dict
     from validation.update_monitor import UpdateMonitor
-    from validation.user_models import qk_ov_param_groups
+    from validation.user_models import param_groups
 
     torch.set_num_threads(1)
     dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=world)
@@ -34,12 +34,12 @@ def run(rank: int, world: int, port: int, out: str) -> None:
     probe = torch.randint(0, V, (1, 8), generator=torch.Generator().manual_seed(99))
     for mode in ("ddp", "fsdp"):
         model = tiny_gpt2()
-        groups = qk_ov_param_groups(model, 1e-3, 10.0)  # split the plain model
+        groups = param_groups(model, 1e-3, 10.0)  # split the plain model
         if mode == "ddp":
             wrapped = DDP(model)
         else:
             wrapped = FSDP(model, use_orig_params=True, device_id=torch.device("cpu"))
-            groups = qk_ov_param_groups(wrapped, 1e-3, 10.0)  # re-reads the split (collective)
+            groups = param_groups(wrapped, 1e-3, 10.0)  # re-reads the split (collective)
         opt = torch.optim.AdamW(groups, weight_decay=0.0)
         with full_params(wrapped) as inner:
             mon = UpdateMonitor(inner)
@@ -61,16 +61,16 @@ def run(rank: int, world: int, port: int, out: str) -> None:
             torch.save({"state_dict": sd, "logits": ref, "probe": probe}, os.path.join(out, f"{mode}.pt"))
         dist.barrier()
     flat = tiny_gpt2()
-    qk_ov_param_groups(flat, 1e-3, 10.0)
+    param_groups(flat, 1e-3, 10.0)
     flat = FSDP(flat, use_orig_params=False, device_id=torch.device("cpu"))
     try:
-        qk_ov_param_groups(flat, 1e-3, 10.0)
+        param_groups(flat, 1e-3, 10.0)
         results["refusal"] = None
     except InputError as e:
         results["refusal"] = str(e)
     late = DDP(tiny_gpt2())  # wrapped before the split: refused, the parts would not be synchronised
     try:
-        qk_ov_param_groups(late, 1e-3, 10.0)
+        param_groups(late, 1e-3, 10.0)
         results["unsplit"] = None
     except InputError as e:
         results["unsplit"] = str(e)

@@ -1,9 +1,10 @@
-"""docs/tutorials/distributed.md: its three recipes run as written, as scripts, with 2 processes each.
+"""docs/tutorials/distributed.md: its four recipes run as written, as scripts, with 2 processes each.
 
-The accelerate recipe under ``torchrun --nproc_per_node 2``, the DDP and FSDP recipes with
-``python recipe.py`` (they spawn their processes). Each prints the effective Q/V per layer on
-every process: 10 within 1% (AdamW's first step; entries whose gradient is near eps pull it
-below 10 by up to ~0.5%).
+The accelerate recipe under ``torchrun --nproc_per_node 2``, the DDP, FSDP and FSDP2 recipes with
+``python recipe.py`` (they spawn their processes). The FSDP2 recipe runs in the ``slow`` tier:
+tests/integration/test_hf_fsdp2.py runs the same order (and more) in the default one. Each prints
+the effective Q/V per layer on every process: 10 within 1% (AdamW's first step; entries whose
+gradient is near eps pull it below 10 by up to ~0.5%).
 """
 
 import os
@@ -19,7 +20,7 @@ from tests.paths import DOCS, ROOT
 
 pytestmark = pytest.mark.integration
 TUTORIAL = DOCS / "tutorials" / "distributed.md"
-RECIPES = {"accelerate": 0, "ddp": 1, "fsdp": 2}
+RECIPES = {"accelerate": 0, "ddp": 1, "fsdp": 2, "fsdp2": 3}
 
 
 def _free_port() -> int:
@@ -28,12 +29,12 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-def test_the_page_has_three_recipes():
-    assert len(python_blocks(TUTORIAL.read_text())) == 3
+def test_the_page_has_four_recipes():
+    assert len(python_blocks(TUTORIAL.read_text())) == 4
 
 
 @pytest.mark.timeout(240)
-@pytest.mark.parametrize("name", list(RECIPES))
+@pytest.mark.parametrize("name", [pytest.param(n, marks=pytest.mark.slow) if n == "fsdp2" else n for n in RECIPES])
 def test_distributed_recipe_runs_as_written(name, tmp_path):
     pytest.importorskip("transformers", reason="transformers not installed (pip install qkov[hf])")
     if name == "accelerate":

@@ -15,7 +15,7 @@ from validation.attention_layouts import (  # noqa: E402
     UnknownAttentionLayout,
     register_attention_layout,
 )
-from validation.user_models import merge_all, merged_copy, qk_ov_param_groups  # noqa: E402
+from validation.user_models import merge_all, merged_copy, param_groups  # noqa: E402
 
 T = transformers
 
@@ -55,7 +55,7 @@ SAVE = {
 @pytest.mark.parametrize("arch", list(SAVE))
 def test_save_pretrained_from_pretrained_round_trip_of_a_split_model(arch, tmp_path):
     model = SAVE[arch]()
-    groups = qk_ov_param_groups(model, LR, RATIO)
+    groups = param_groups(model, LR, RATIO)
     opt = torch.optim.AdamW(groups)
     model.train()
     model(input_ids=IDS, labels=IDS).loss.backward()
@@ -70,7 +70,7 @@ def test_save_pretrained_from_pretrained_round_trip_of_a_split_model(arch, tmp_p
         torch.testing.assert_close(fresh.eval()(input_ids=IDS).logits, want, rtol=0, atol=0)
     # into a split model too (how a Trainer resumes), from the same standard keys
     again = SAVE[arch]()
-    qk_ov_param_groups(again, LR, RATIO)
+    param_groups(again, LR, RATIO)
     res = again.load_state_dict(model.state_dict())
     assert not res.missing_keys and not res.unexpected_keys
     with torch.no_grad():
@@ -79,7 +79,7 @@ def test_save_pretrained_from_pretrained_round_trip_of_a_split_model(arch, tmp_p
 
 def test_export_never_breaks_the_live_model():
     model = SAVE["gpt2"]()
-    qk_ov_param_groups(model, LR, RATIO)
+    param_groups(model, LR, RATIO)
     with torch.no_grad():
         want = model(input_ids=IDS).logits
     for export in (merged_copy(model), merge_all(copy.deepcopy(model))):
@@ -89,7 +89,7 @@ def test_export_never_breaks_the_live_model():
         assert not [n for n, _ in export.named_parameters() if "parametrizations" in n]
     assert [n for n, _ in model.named_parameters() if "parametrizations" in n]  # still split, optimizer intact
     enc = torch.nn.TransformerEncoder(torch.nn.TransformerEncoderLayer(16, 2, 32, dropout=0.0, batch_first=True), 2)
-    qk_ov_param_groups(enc, LR, RATIO)
+    param_groups(enc, LR, RATIO)
     x = torch.randn(2, 5, 16)
     y = enc(x)
     merged_copy(enc)
@@ -140,7 +140,7 @@ def test_fused_layouts_get_q_v_and_k_v_at_the_ratio(arch):
     labels = roles(w.shape[0])
     assert len(labels) == w.shape[0]
     tensors = {r: (f"{child}.weight", torch.tensor([lab == r for lab in labels])) for r in "qkv"}
-    rates = _adamw_rates(model, qk_ov_param_groups(model, LR, RATIO), tensors)
+    rates = _adamw_rates(model, param_groups(model, LR, RATIO), tensors)
     # AdamW's first step is lr * g / (|g| + eps) = +-lr: the median entry moves by its rate
     assert rates["q"] / rates["v"] == pytest.approx(RATIO, rel=0.01), rates
     assert rates["k"] / rates["v"] == pytest.approx(RATIO, rel=0.01), rates
@@ -153,7 +153,7 @@ def test_albert_output_projection_is_in_the_ov_circuit():
     tensors = {r: (f"{att}.{c}.weight", slice(None)) for r, c in
                (("q", "query"), ("k", "key"), ("v", "value"), ("o", "dense"))}
     # lr_other != lr: a W_O left in "other" (as before ALBERT's own dense was recognised) would show
-    rates = _adamw_rates(model, qk_ov_param_groups(model, LR, RATIO, lr_other=LR / 3), tensors)
+    rates = _adamw_rates(model, param_groups(model, LR, RATIO, lr_other=LR / 3), tensors)
     for r in "qk":
         assert rates[r] / rates["v"] == pytest.approx(RATIO, rel=0.01), rates
     assert rates["o"] / rates["v"] == pytest.approx(1.0, rel=0.01), rates
@@ -165,7 +165,7 @@ def test_a_layout_contradicted_by_the_forward_is_refused_in_one_line():
     register_attention_layout(cls, AttentionLayout(qkv="c_attn", o="c_proj"))  # contiguous: wrong for multi_query=False
     try:
         with pytest.raises(UnknownAttentionLayout) as err:
-            qk_ov_param_groups(build(), LR, RATIO)
+            param_groups(build(), LR, RATIO)
     finally:
         register_attention_layout(cls, None)
     msg = str(err.value)

@@ -12,7 +12,7 @@ transformers = pytest.importorskip("transformers", reason="transformers not inst
 pytest.importorskip("accelerate", reason="accelerate not installed (pip install qkov[hf])")
 
 from validation.attention_layouts import UnknownAttentionLayout  # noqa: E402
-from validation.user_models import describe_param_groups, qk_ov_param_groups  # noqa: E402
+from validation.user_models import describe_param_groups, param_groups  # noqa: E402
 
 pytestmark = pytest.mark.integration
 V = 50
@@ -40,9 +40,9 @@ def _by_circuit(groups):
 @pytest.mark.parametrize("kind", ["gpt2", "neox", "bigcode", "bigcode-mq"])
 def test_second_call_on_a_split_model_returns_the_same_groups(kind):
     model = _fused(kind)
-    first = qk_ov_param_groups(model, 1e-3, 10.0)
+    first = param_groups(model, 1e-3, 10.0)
     plan = describe_param_groups(model, 1e-3, 10.0)  # after the split: no probe of split tensors
-    second = qk_ov_param_groups(model, 1e-3, 10.0)
+    second = param_groups(model, 1e-3, 10.0)
     assert _by_circuit(second) == _by_circuit(first)
     assert [g["lr"] for g in second] == [g["lr"] for g in first]
     assert "(split)" in plan and "nan" not in plan.lower()
@@ -53,7 +53,7 @@ def test_qkov_trainer_on_an_already_split_model_trains(tmp_path):
     from validation.hf_trainer import QKOVTrainer
 
     model = _fused("gpt2")
-    qk_ov_param_groups(model, 1e-3, 10.0)
+    param_groups(model, 1e-3, 10.0)
     ids = torch.randint(0, V, (4, 8), generator=torch.Generator().manual_seed(1))
     args = transformers.TrainingArguments(output_dir=str(tmp_path), max_steps=1, per_device_train_batch_size=2,
                                           learning_rate=1e-3, report_to=[], use_cpu=True, save_strategy="no",
@@ -114,7 +114,7 @@ def test_lora_on_fused_c_attn_is_refused_in_one_line_naming_it():
     peft = pytest.importorskip("peft", reason="peft not installed (pip install qkov[peft])")
     model = peft.get_peft_model(_fused("gpt2"), peft.LoraConfig(r=2, target_modules=["c_attn"], fan_in_fan_out=True))
     with pytest.raises(UnknownAttentionLayout) as e:
-        qk_ov_param_groups(model, 1e-3, 10.0)
+        param_groups(model, 1e-3, 10.0)
     msg = str(e.value)
     assert "\n" not in msg and "transformer.h.0.attn.c_attn" in msg and "fused" in msg
 
@@ -129,7 +129,7 @@ def test_falcon_new_decoder_architecture_gqa_gets_the_exact_ratio(kv):
         new_decoder_architecture=True, bos_token_id=0, eos_token_id=0))
     qkv = model.transformer.h[0].self_attention.query_key_value
     before = qkv.weight.detach().clone()
-    opt = torch.optim.AdamW(qk_ov_param_groups(model, 1e-3, 10.0), weight_decay=0.0)
+    opt = torch.optim.AdamW(param_groups(model, 1e-3, 10.0), weight_decay=0.0)
     ids = torch.randint(0, V, (2, 8), generator=torch.Generator().manual_seed(1))
     model(input_ids=ids, labels=ids).loss.backward()
     opt.step()

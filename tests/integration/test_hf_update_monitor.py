@@ -12,7 +12,7 @@ import torch
 transformers = pytest.importorskip("transformers", reason="transformers not installed (pip install qkov[hf])")
 
 from validation.update_monitor import UpdateMonitor  # noqa: E402
-from validation.user_models import qk_ov_param_groups  # noqa: E402
+from validation.user_models import param_groups  # noqa: E402
 
 pytestmark = pytest.mark.integration
 V = 40
@@ -27,7 +27,7 @@ def _gpt2():
 
 def test_plain_loop_measures_the_rate_ratio_under_adamw_and_not_under_sgd(tmp_path):
     model = _gpt2()
-    opt = torch.optim.AdamW(qk_ov_param_groups(model, 1e-3, 10.0), weight_decay=0.0)
+    opt = torch.optim.AdamW(param_groups(model, 1e-3, 10.0), weight_decay=0.0)
     mon = UpdateMonitor(model)
     for step in range(1, 4):
         opt.zero_grad()
@@ -43,7 +43,7 @@ def test_plain_loop_measures_the_rate_ratio_under_adamw_and_not_under_sgd(tmp_pa
     assert (tmp_path / "updates.png").stat().st_size > 0 and len(fig.axes) == 2
 
     sgd_model = _gpt2()  # SGD: the update is lr * g, so the effective ratio follows the gradients
-    sgd = torch.optim.SGD(qk_ov_param_groups(sgd_model, 1e-2, 10.0))
+    sgd = torch.optim.SGD(param_groups(sgd_model, 1e-2, 10.0))
     mon2 = UpdateMonitor(sgd_model)
     sgd_model(input_ids=IDS, labels=IDS).loss.backward()
     with mon2.step(1):
@@ -64,7 +64,7 @@ def test_trainer_callback_logs_the_effective_ratio(tmp_path):
     from validation.update_monitor import UpdateMonitorCallback
 
     model = _gpt2()
-    qk_ov_param_groups(model, 1e-3, 10.0)  # split before building the monitor (QKOVTrainer re-uses it)
+    param_groups(model, 1e-3, 10.0)  # split before building the monitor (QKOVTrainer re-uses it)
     cb = UpdateMonitorCallback(model)
     args = transformers.TrainingArguments(output_dir=str(tmp_path), max_steps=2, per_device_train_batch_size=4,
                                           learning_rate=1e-3, lr_scheduler_type="constant", weight_decay=0.0,
@@ -93,10 +93,10 @@ def test_lightning_callback_and_a_second_fit(tmp_path):
             return self.model(input_ids=batch, labels=batch).loss
 
         def configure_optimizers(self):  # called on every fit: the split model's groups again
-            return torch.optim.AdamW(qk_ov_param_groups(self.model, 1e-3, 10.0), weight_decay=0.0)
+            return torch.optim.AdamW(param_groups(self.model, 1e-3, 10.0), weight_decay=0.0)
 
     module = Module()
-    qk_ov_param_groups(module.model, 1e-3, 10.0)
+    param_groups(module.model, 1e-3, 10.0)
     ratios = []
     for fit in range(2):
         cb = lightning_callback(module.model)

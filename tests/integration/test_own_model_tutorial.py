@@ -13,7 +13,7 @@ TUTORIAL = DOCS / "tutorials" / "own-model.md"
 
 def test_tutorial_code_runs(capsys, tmp_path, monkeypatch):
     pytest.importorskip("transformers", reason="transformers not installed (pip install qkov[hf])")
-    assert len(python_blocks(TUTORIAL.read_text())) == 7
+    assert len(python_blocks(TUTORIAL.read_text())) == 8
     monkeypatch.chdir(tmp_path)  # whatever the page writes stays out of the checkout
     namespace = run_page(TUTORIAL)
     out = capsys.readouterr().out
@@ -25,7 +25,10 @@ def test_tutorial_code_runs(capsys, tmp_path, monkeypatch):
     assert "(2, 4, 4, 12, 12)" in out and "(1, 4, 1, 12, 12)" in out and "(2, 2, 4, 7, 7)" in out
     assert re.search(r"rollout mass 0\.\d{3}, AC \d\.\d\d", out)
     # the declared custom layout: q, k parts of wvqk (weight, bias) in QK; its v part and wo in OV
-    assert "[('qk', 4), ('ov', 4), ('other', 2)]" in out
+    assert "[('ov', 4), ('qk', 4), ('other', 2)]" in out
+    # Qwen3 with whole_circuit: the q norm's line, and its q/k norms in QK
+    assert re.search(r"0\.003\s+qk\s+model\.layers\.0\.self_attn\.q_norm\.weight\s+all \(acts only on the scores\)", out)
+    assert "[('ov', 4), ('qk', 8), ('other', 13)]" in out
     from validation.attention_layouts import AttentionLayout, UnknownAttentionLayout, register_attention_layout
 
     cls = namespace["MyAttention"]
@@ -34,7 +37,7 @@ def test_tutorial_code_runs(capsys, tmp_path, monkeypatch):
         with pytest.raises(UnknownAttentionLayout, match=re.escape(
                 "0 (MyAttention): wvqk.weight: the forward puts rows [16:48] of 48 in the attention scores and "
                 "[0:16] only in the output; no known layout matches")):
-            namespace["qk_ov_param_groups"](torch.nn.Sequential(cls()), 1e-3, 10.0,
-                                            example_inputs=torch.randn(2, 5, 16))
+            namespace["qkov"].param_groups(torch.nn.Sequential(cls()), 1e-3, 10.0,
+                                           example_inputs=torch.randn(2, 5, 16))
     finally:
         register_attention_layout(cls, None)

@@ -31,9 +31,9 @@ def test_profile():
 
 
 def _pytest(tmp_path: Path, *args: str, env: dict[str, str] | None = None, pythonpath: str = str(ROOT)):
-    # Hypothesis loads its profile named "ci" by itself when it sees a CI environment ($CI, $GITHUB_ACTIONS, ...),
-    # and the plugin's "ci" profile then takes that name's place: the child runs outside CI so that "nothing
-    # chosen" means Hypothesis's own default, on a developer's machine and in CI alike.
+    # Hypothesis loads its own profile named "ci" by itself when it sees a CI environment ($CI, $GITHUB_ACTIONS,
+    # ...): the child runs outside CI so that "nothing chosen" means Hypothesis's default, on a developer's machine
+    # and in CI alike.
     ci_vars = set(getattr(__import__("hypothesis._settings", fromlist=["_CI_VARS"]), "_CI_VARS", {"CI": None}))
     full = {k: v for k, v in os.environ.items() if k != "QKOV_HYPOTHESIS_PROFILE" and k not in ci_vars}
     full.update(env or {}, PYTHONPATH=pythonpath)
@@ -54,11 +54,39 @@ def test_pyproject_declares_the_plugin_entry_point_and_the_extras():
     (("--qkov-hypothesis-profile=thorough",), {}, 300, 300),
     ((), {"QKOV_HYPOTHESIS_PROFILE": "ci"}, 6, 6),
     (("--qkov-hypothesis-profile=thorough",), {"QKOV_HYPOTHESIS_PROFILE": "ci"}, 300, 300),   # the option wins
-    (("--hypothesis-profile=ci",), {}, 6, 6),                               # registered under Hypothesis's names too
-], ids=["default", "option", "env", "option-over-env", "hypothesis-option"])
+    (("--hypothesis-profile=qkov-ci",), {}, 6, 6),                          # registered with Hypothesis as qkov-ci
+    (("--qkov-hypothesis-profile=qkov-thorough",), {}, 300, 300),           # either spelling
+], ids=["default", "option", "env", "option-over-env", "hypothesis-option", "prefixed"])
 def test_plugin_registers_and_selects_the_profiles(tmp_path, args, env, expect_global, expect_qkov):
     (tmp_path / "test_profile.py").write_text(PROFILE_TEST)
     run = _pytest(tmp_path, *args, env={**env, "EXPECT_GLOBAL": str(expect_global), "EXPECT_QKOV": str(expect_qkov)})
+    assert run.returncode == 0, run.stdout + run.stderr
+
+
+PROJECT_CONFTEST = '''
+from hypothesis import settings
+settings.register_profile("ci", max_examples=50)
+settings.register_profile("thorough", max_examples=77)
+settings.load_profile("ci")
+'''
+
+
+@pytest.mark.parametrize("args, expect", [((), 50), (("--hypothesis-profile=ci",), 50),
+                                          (("--hypothesis-profile=thorough",), 77)])
+def test_a_project_keeps_its_own_ci_and_thorough_profiles(tmp_path, args, expect):
+    """Issue 44: the plugin (loaded in every pytest run where qkov is installed) replaced a project's own
+    Hypothesis profile named ``ci`` (a project loading ``ci`` with 50 examples ran 6). It registers ``qkov-ci`` and
+    ``qkov-thorough`` only, so the project's ``ci``/``thorough`` are what the project gets, and qkov's own
+    settings are still there for qkov's properties."""
+    (tmp_path / "conftest.py").write_text(PROJECT_CONFTEST)
+    (tmp_path / "test_profile.py").write_text(PROFILE_TEST + '''
+
+def test_qkov_registers_no_unprefixed_profile():
+    from qkov.testing import profiles
+    assert settings.get_profile("qkov-ci").max_examples == 6
+    assert settings.get_profile("ci").max_examples == 50 and settings.get_profile("thorough").max_examples == 77
+''')
+    run = _pytest(tmp_path, *args, env={"EXPECT_GLOBAL": str(expect), "EXPECT_QKOV": "6"})
     assert run.returncode == 0, run.stdout + run.stderr
 
 
@@ -116,9 +144,9 @@ def test_the_entry_point_loads_the_plugin_and_p_does_not_load_it_twice(tmp_path)
     (tmp_path / "test_profile.py").write_text(PROFILE_TEST)
     path = f"{dist.parent}{os.pathsep}{ROOT}"
     env = {"EXPECT_GLOBAL": "300", "EXPECT_QKOV": "300"}
-    # Hypothesis loads its profile named "ci" by itself when it sees a CI environment ($CI, $GITHUB_ACTIONS, ...),
-    # and the plugin's "ci" profile then takes that name's place: the child runs outside CI so that "nothing
-    # chosen" means Hypothesis's own default, on a developer's machine and in CI alike.
+    # Hypothesis loads its own profile named "ci" by itself when it sees a CI environment ($CI, $GITHUB_ACTIONS,
+    # ...): the child runs outside CI so that "nothing chosen" means Hypothesis's default, on a developer's machine
+    # and in CI alike.
     ci_vars = set(getattr(__import__("hypothesis._settings", fromlist=["_CI_VARS"]), "_CI_VARS", {"CI": None}))
     full = {k: v for k, v in os.environ.items() if k != "QKOV_HYPOTHESIS_PROFILE" and k not in ci_vars}
     full.update(env, PYTHONPATH=path)

@@ -10,7 +10,7 @@ transformers = pytest.importorskip("transformers", reason="transformers not inst
 from validation.metrics.sharpness import sharpness_summary  # noqa: E402
 from validation.sharpness_log import SharpnessLogger  # noqa: E402
 from validation.user_attention import read_attention  # noqa: E402
-from validation.user_models import qk_ov_param_groups  # noqa: E402
+from validation.user_models import param_groups  # noqa: E402
 
 V, L = 40, 8
 
@@ -31,7 +31,7 @@ def test_plain_loop_records_match_a_direct_computation_and_restore_train_mode():
     relevant = torch.zeros(4, L, dtype=torch.bool)
     relevant[:, :2] = True
     log = SharpnessLogger({"input_ids": IDS, "attention_mask": mask}, every=2, relevant=relevant, query=5)
-    opt = torch.optim.AdamW(qk_ov_param_groups(model, 1e-2, 10.0))
+    opt = torch.optim.AdamW(param_groups(model, 1e-2, 10.0))
     for step in range(1, 5):
         opt.zero_grad()
         model(input_ids=IDS, labels=IDS).loss.backward()

@@ -70,6 +70,8 @@ def test_plot_writes_complete_run(tmp_path):
     assert out.name.startswith("simulate-")
     for stem in ("trajectories", "phase_portraits", "residual_vs_ratio", "phase_diagram"):
         assert (out / f"{stem}.png").stat().st_size > 1000 and (out / f"{stem}.svg").is_file()
+        for ext in ("png", "svg"):   # every figure written is named on stdout
+            assert f"figure: {(out / f'{stem}.{ext}').resolve()}" in res.stdout
     assert is_complete(out)
 
 

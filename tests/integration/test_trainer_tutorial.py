@@ -13,7 +13,7 @@ TUTORIAL = DOCS / "tutorials" / "trainer.md"
 def test_trainer_tutorial_runs(capsys, tmp_path, monkeypatch):
     pytest.importorskip("transformers", reason="transformers not installed (pip install qkov[hf])")
     pytest.importorskip("accelerate", reason="accelerate not installed (pip install qkov[hf])")
-    assert len(python_blocks(TUTORIAL.read_text())) == 5
+    assert len(python_blocks(TUTORIAL.read_text())) == 7
     monkeypatch.chdir(tmp_path)  # whatever the page writes stays out of the checkout
     namespace = run_page(TUTORIAL)
     out = capsys.readouterr().out
@@ -21,6 +21,8 @@ def test_trainer_tutorial_runs(capsys, tmp_path, monkeypatch):
     assert "[0, 5, 10, 15, 20]" in out and "(5, 2, 4)" in out
     assert re.search(r"normalised entropy \d\.\d\d -> \d\.\d\d", out)
     assert "set() set()" in out and "same logits: True" in out
+    assert "ratio 10.0, W_Q/W_K at 0.03" in out
+    assert re.search(r"learning_rate 0\.003, qk 0\.03, effective Q/V (9\.9\d|10\.0\d)", out)
     assert "[10, 20]" in out
     from pathlib import Path
 

@@ -11,7 +11,7 @@ import torch
 transformers = pytest.importorskip("transformers", reason="transformers not installed (pip install qkov[hf])")
 
 from validation.user_attention import attention_metrics, read_attention  # noqa: E402
-from validation.user_models import describe_param_groups, merge_all, qk_ov_param_groups  # noqa: E402
+from validation.user_models import describe_param_groups, merge_all, param_groups  # noqa: E402
 
 E, NH, V, L, B = 16, 2, 40, 6, 3
 LR, RATIO = 1e-3, 10.0
@@ -105,7 +105,7 @@ def _grads(model, batch):
 def test_groups_cover_exactly_the_hand_listed_qk_and_ov_tensors(arch):
     model = _model(arch)
     ref = {n: p.detach().clone() for n, p in model.named_parameters()}
-    groups = qk_ov_param_groups(model, LR, RATIO)
+    groups = param_groups(model, LR, RATIO)
     by = {g["circuit"]: g for g in groups}
     assert by["qk"]["lr"] == pytest.approx(RATIO * LR) and by["ov"]["lr"] == LR
     # mark each group's parameters, fold the split back, and compare with the hand-written roles
@@ -128,7 +128,7 @@ def test_one_step_moves_qk_at_ratio_times_the_ov_rate(arch, opt_name):
     before = {n: p.detach().clone() for n, p in model.named_parameters()}
     batch = _batch(arch)
     g0 = _grads(copy.deepcopy(model), batch)  # gradient of the unsplit model
-    groups = qk_ov_param_groups(model, LR, RATIO, lr_other=LR)
+    groups = param_groups(model, LR, RATIO, lr_other=LR)
     opt = torch.optim.SGD(groups) if opt_name == "sgd" else torch.optim.AdamW(groups, weight_decay=0.0)
     opt.zero_grad()
     model(**batch).loss.backward()

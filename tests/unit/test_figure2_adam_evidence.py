@@ -121,3 +121,19 @@ def test_the_ledgers_adam_ratio_entry_gives_derive_evidence():
     assert (e.claim, e.stage, e.verdict) == ("adam-ratio", "derive", "supports") and e.numbers.startswith("refined")
     (e,) = derivation_evidence({"ledger": [entry | {"status": "unverified"}]})
     assert e.verdict == "inconclusive"
+
+
+def test_the_preset_label_is_true_of_the_rates():
+    """'paper preset' only at the paper's four rates (QK 0.01/OV 0.01 vs QK 0.2/OV 0.01); the quick study's 10x rates
+    say so; other rates do not claim the paper's."""
+    paper = fig2_summary(0.35, 0.9)
+    assert figure2_run.preset_label(paper) == "paper preset"
+    assert figure2_run.figure2_evidence(paper).scope.startswith("CACO, paper preset, SGD")
+    quick = fig2_summary(0.35, 0.9)
+    for s in quick["settings"]:
+        s["lr_qk"], s["lr_ov"] = s["lr_qk"] * 10, s["lr_ov"] * 10
+    assert figure2_run.preset_label(quick) == "paper preset at 10x the paper's rates"
+    assert "paper preset at 10x the paper's rates, SGD" in figure2_run.evidence(quick)[0].scope
+    odd = fig2_summary(0.35, 0.9)
+    odd["settings"][1]["lr_qk"] = 0.5
+    assert figure2_run.preset_label(odd) == "paper preset data and model, not the paper's rates"

@@ -86,3 +86,25 @@ def test_the_docs_command_checks(tmp_path, monkeypatch):
     assert "1 rewritten: n" in res.output
     res = CliRunner().invoke(cli, ["docs", "--check", "--root", str(tmp_path)], standalone_mode=False)
     assert res.return_value in (0, None) and "match their records" in res.output
+
+
+def test_readme_findings_is_one_generated_row_per_claim_and_short_paragraphs():
+    """README's "What qkov finds": the generated table (the paper's number, qkov's, the verdict, the scope and the
+    reproducing command per claim) and no paragraph over 150 words around it."""
+    import re
+
+    from theory.claims import CLAIMS
+
+    text = (ROOT / "README.md").read_text()
+    section = text[text.index("## What qkov finds"):]
+    section = section[:section.index("\n## ", 3)]
+    block = section[section.index("<!-- generated:findings -->"):section.index("<!-- /generated:findings -->")]
+    rows = [line for line in block.splitlines() if line.startswith("| **")]
+    assert block.splitlines()[1].startswith("| claim | the paper | qkov | verdict | scope | reproduce")
+    assert [re.match(r"\| \*\*([a-z-]+)\*\*", r).group(1) for r in rows] == list(CLAIMS)
+    assert all("`qkov reproduce --quick`" in r or "docs/real-data.md" in r for r in rows)
+    prose = section.replace(block, "")
+    for para in re.split(r"\n\s*\n", prose):
+        assert len(para.split()) <= 150, para[:80]
+    for marker in ("<!-- main-command -->", "<!-- test-command -->", "<!-- docs-test:"):   # read by other tests
+        assert marker in text

@@ -141,6 +141,32 @@ def test_real_data_evidence_is_one_record_per_group_each_with_its_own_line(monke
     assert [e.verdict for e in rules.real_data_evidence({})] == [N]
 
 
+@pytest.mark.parametrize("config, inits, gap", [
+    ({"layers": 2, "quick": True, "glove": True}, ["random (GloVe vectors unavailable)"],
+     "2 attention layers where the paper's model has 6; random embeddings where the paper's model starts from GloVe"),
+    ({"layers": 6, "quick": True, "glove": True}, ["random (GloVe vectors unavailable)"],
+     "random embeddings where the paper's model starts from GloVe"),
+    ({"layers": 2, "quick": True, "glove": True}, ["glove 6B 50d"], "2 attention layers where the paper's model has 6"),
+    ({"layers": 6, "quick": False, "glove": True}, ["glove 6B 50d"], ""),
+    ({"layers": 6, "quick": False, "glove": False}, ["random"], ""),       # random was asked for: the model's own
+])
+def test_a_model_below_the_papers_level_is_scoped_not_counted(monkeypatch, config, inits, gap):
+    """A decoder with fewer layers than the paper's, or random embeddings where GloVe was asked for, reads for its
+    own model only: its contradiction (or support) is kept in the line and the real-data verdict is insufficient."""
+    import qkov.study.real_summary as rs
+
+    assert rules.below_paper_level({"dataset": "squad", "config": config, "embedding_init": inits}) == gap
+    monkeypatch.setattr(rs, "judge_group", lambda g: (C, "ratio 20 vs 1 at best_val: f1 -2.7 [95% t -7.2, +1.8], n=3"))
+    (e,) = rules.real_data_evidence({"squad/adamw/small/quick": {"dataset": "squad", "claim_ratio": 20.0, "dtap": {},
+                                                                 "config": config, "embedding_init": inits}})
+    if gap:
+        assert e.verdict == N and e.caveat == f"below the paper's level: {gap}"
+        assert e.number.startswith(f"contradicts for this model only, not counted ({gap}): ratio 20 vs 1")
+    else:
+        assert e.verdict == C and e.caveat == ""
+    assert e.scope == "squad/adamw/small/quick"           # the report's real-data table keys on it
+
+
 def test_real_data_rule_refuses_a_verdict_a_group_cannot_have(monkeypatch):
     import qkov.study.real_summary as rs
 

@@ -9,7 +9,7 @@ import pytest
 
 
 def test_submodules_are_attributes_after_a_plain_import():
-    code = ("import validation; assert validation.user_models.qk_ov_param_groups; "
+    code = ("import validation; assert validation.user_models.param_groups; "
             "print(validation.user_models.__name__)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "validation.user_models"

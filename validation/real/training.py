@@ -169,6 +169,45 @@ def state_key(cfg: RealRunConfig, n: int, device: torch.device | None, bf16: boo
                        "bf16": bool(bf16)}, sort_keys=True, default=str)
 
 
+def _restore(saved: dict, model: nn.Module, opt: torch.optim.Optimizer, sched: Any, gen: torch.Generator,
+             on_checkpoint: Any, hist: TrainHistory, device: torch.device | None) -> None:
+    """Load a checked training state (:func:`validation.real.resume.state_problem`) into the run's objects;
+    ``hist.seconds`` gets the training time it records."""
+    model.load_state_dict(saved["model"])
+    opt.load_state_dict(saved["optimizer"])
+    sched.load_state_dict(saved["scheduler"])
+    gen.set_state(saved["data_order"])
+    if (restore := getattr(on_checkpoint, "load_state_dict", None)) is not None:
+        restore(saved["callback"])
+    done = saved["history"]
+    hist.epoch_loss, hist.checkpoints = list(done["epoch_loss"]), list(done["checkpoints"])
+    hist.checkpoint_seconds, hist.state_seconds = done["checkpoint_seconds"], done["state_seconds"]
+    hist.seconds = done["seconds"]
+    training_state.set_rng_state(saved["rng"], device)
+
+
+def _fresh_start(model: nn.Module, opt: torch.optim.Optimizer, sched: Any, gen: torch.Generator, on_checkpoint: Any,
+                 device: torch.device | None) -> Callable[[], None]:
+    """What a run holds before it loads a training state (weights, optimizer and scheduler states, data order,
+    the callback's state, the global random states), as a function that puts it all back when loading fails
+    half-way: the run then starts from the beginning, as if there had been no state."""
+    import copy
+
+    snap = copy.deepcopy({"model": model.state_dict(), "opt": opt.state_dict(), "sched": sched.state_dict(),
+                          "gen": gen.get_state(), "rng": training_state.rng_state(device),
+                          "cb": on_checkpoint.state_dict() if hasattr(on_checkpoint, "state_dict") else None})
+
+    def back() -> None:
+        model.load_state_dict(snap["model"])
+        opt.load_state_dict(snap["opt"])
+        sched.load_state_dict(snap["sched"])
+        gen.set_state(snap["gen"])
+        if snap["cb"] is not None:
+            on_checkpoint.load_state_dict(snap["cb"])
+        training_state.set_rng_state(snap["rng"], device)
+    return back
+
+
 def train(model: ModelT, data, cfg: RealRunConfig,
           loss_fn: Callable[[ModelT, Any], torch.Tensor], *, progress: bool = True,
           desc: str = "train", on_checkpoint: Callable[[int, float], dict] | None = None,
@@ -198,7 +237,14 @@ def train(model: ModelT, data, cfg: RealRunConfig,
                                                                         cfg.warmup_steps))
     marks = {round(per_epoch * (k + 1) / cfg.checkpoints_per_epoch) for k in range(cfg.checkpoints_per_epoch)}
     key = state_key(cfg, n, device, bf16)
-    saved = training_state.load(resume, key) if resume is not None else None
+    saved = None
+    if resume is not None:
+        def fits(state: dict) -> str | None:
+            return training_state.state_problem(state, epochs=cfg.epochs, model=model.state_dict(), optimizer=opt,
+                                                data_order=gen.get_state(),
+                                                callback=getattr(on_checkpoint, "state_problem", None))
+
+        saved = training_state.load(resume, key, check=fits)
     start = 0 if saved is None else int(saved["epoch"])
 
     def checkpoint(step: int) -> None:
@@ -219,22 +265,23 @@ def train(model: ModelT, data, cfg: RealRunConfig,
         hist.state_seconds += time.perf_counter() - t
 
     t0 = time.perf_counter()
+    if saved is not None and resume is not None:
+        fresh = _fresh_start(model, opt, sched, gen, on_checkpoint, device)
+        try:
+            _restore(saved, model, opt, sched, gen, on_checkpoint, hist, device)
+        except Exception as exc:  # noqa: BLE001 - what state_problem did not foresee: set aside, start afresh
+            training_state.set_aside(resume, f"does not fit this run ({type(exc).__name__}: "
+                                             f"{(str(exc).splitlines() or [''])[0][:160]})")
+            fresh()
+            hist, saved, start = TrainHistory(), None, 0
+        else:
+            hist.resumed_from_epoch = start
+            t0 -= hist.seconds + hist.checkpoint_seconds + hist.state_seconds   # the time trained before counts
+            hist.seconds = 0.0
+        del fresh
     if saved is None:
         checkpoint(0)
-    else:
-        model.load_state_dict(saved["model"])
-        opt.load_state_dict(saved["optimizer"])
-        sched.load_state_dict(saved["scheduler"])
-        gen.set_state(saved["data_order"])
-        if (restore := getattr(on_checkpoint, "load_state_dict", None)) is not None:
-            restore(saved["callback"])
-        done = saved["history"]
-        hist.epoch_loss, hist.checkpoints = list(done["epoch_loss"]), list(done["checkpoints"])
-        hist.checkpoint_seconds, hist.state_seconds = done["checkpoint_seconds"], done["state_seconds"]
-        hist.resumed_from_epoch = start
-        t0 -= done["seconds"] + hist.checkpoint_seconds + hist.state_seconds   # the time trained before counts
-        training_state.set_rng_state(saved["rng"], device)
-        del saved
+    del saved
     model.train()
     bar = tqdm(total=total, initial=start * per_epoch, desc=desc, disable=not progress, leave=False,
                mininterval=1.0)

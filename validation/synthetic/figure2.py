@@ -4,7 +4,9 @@ r"""The paper's Figure 2 as one run per parametrization: settings x seeds of :fu
 (0.01, 0.01) against faster QK (0.2, 0.01), 10^5 SGD steps). :func:`train_figure2` trains in segments of
 ``segment`` steps (each resumes the previous one exactly, :func:`paper_fast.train_paper` with ``resume``)
 and, given a ``checkpoint`` path, saves the state after each segment and continues from it when called
-again with the same configuration, so a long run that is killed keeps its progress.
+again with the same configuration, so a long run that is killed keeps its progress. A checkpoint holds tensors
+and plain values only, read with ``weights_only=True`` and checked against the configuration before use
+(:func:`read_checkpoint`): a planted, foreign or damaged file is not used and never executed.
 :func:`figure2_summary` reduces the result to plain JSON (seed means and spreads of the held-out attention
 split, true-token probability and test loss); :func:`attention_split_figure` and
 :func:`paper_fast.dtap_panels_figure` draw it.
@@ -13,6 +15,7 @@ split, true-token probability and test loss); :func:`attention_split_figure` and
 from __future__ import annotations
 
 import io
+import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any
@@ -67,18 +70,131 @@ def _merge(a: PaperRunResult, b: PaperRunResult) -> PaperRunResult:
     return b
 
 
-def train_figure2(cfg: Figure2Config, checkpoint: Path | None = None, threads: int | None = None) -> PaperRunResult:
-    """Train ``cfg`` in segments; with ``checkpoint``, save after each and resume a saved one (same ``cfg``)."""
+CHECKPOINT_FORMAT = 1
+"""The layout of a Figure 2 checkpoint (:func:`checkpoint_bytes`); a file of another format is not used."""
+
+
+class CheckpointIgnoredWarning(UserWarning):
+    """A Figure 2 checkpoint that is not used (unreadable, another configuration, wrong contents): the run starts
+    from step 0 and overwrites it."""
+
+
+def _tensors(arrays: dict[str, np.ndarray]) -> dict[str, Any]:
     import torch
 
-    done: PaperRunResult | None = None
-    if checkpoint is not None and checkpoint.is_file():
-        try:
-            saved = torch.load(checkpoint, weights_only=False)
-            if saved.get("config") == cfg.to_json_dict():
-                done = saved["result"]
-        except Exception:  # noqa: BLE001 - an unreadable checkpoint is ignored: the run starts afresh
-            done = None
+    return {k: torch.from_numpy(np.ascontiguousarray(v)) for k, v in arrays.items()}
+
+
+def checkpoint_bytes(cfg: Figure2Config, res: PaperRunResult) -> bytes:
+    """``res`` (the run of ``cfg`` so far) as one ``torch.save`` of tensors and plain values only, so that
+    ``torch.load(..., weights_only=True)`` reads it back and nothing in it can run code (issue 44: it was a
+    pickle of the result)."""
+    import torch
+
+    payload = {"format": CHECKPOINT_FORMAT, "config": json.dumps(cfg.to_json_dict(), sort_keys=True),
+               "param": str(res.param), "settings": [[float(a), float(b)] for a, b in res.settings],
+               "seeds": [int(s) for s in res.seeds], "steps": [int(s) for s in res.steps],
+               "wall_s": float(res.wall_s), "split": _tensors(res.split), "final": _tensors(res.final),
+               "dtap": None if res.dtap is None else torch.from_numpy(np.ascontiguousarray(res.dtap)),
+               "state": {"w": {k: v.detach().cpu() for k, v in res.state["w"].items()},
+                         "gens": [g.cpu() for g in res.state["gens"]], "step": int(res.state["step"])}}
+    buf = io.BytesIO()
+    torch.save(payload, buf)
+    return buf.getvalue()
+
+
+def _shape_problem(name: str, x: Any, shape: tuple[int, ...], float_: bool = True) -> str | None:
+    import torch
+
+    if not isinstance(x, torch.Tensor) or tuple(x.shape) != shape:
+        return f"{name}: not a tensor of shape {shape}"
+    if float_ and not (x.is_floating_point() and bool(torch.isfinite(x).all())):
+        return f"{name}: not finite floats"
+    return None
+
+
+def checkpoint_problem(saved: Any, cfg: Figure2Config) -> str | None:
+    """``None`` when ``saved`` (what :func:`checkpoint_bytes` wrote, read back) is a checkpoint of ``cfg``: its
+    configuration, format and every shape (``n = 2 * len(seeds)`` models of 50x50 matrices, one generator
+    state per seed, ``(n, logs)`` splits), a step within ``[1, cfg.steps]`` at the last log; else one line."""
+    import torch
+
+    from validation.synthetic import paper_preset as pp
+
+    if not isinstance(saved, dict) or saved.get("format") != CHECKPOINT_FORMAT:
+        return "not a checkpoint of this format"
+    if saved.get("config") != json.dumps(cfg.to_json_dict(), sort_keys=True):
+        return "written for another configuration"
+    n, v = len(cfg.settings) * len(cfg.seeds), pp.VOCAB
+    state, steps = saved.get("state"), saved.get("steps")
+    if not (isinstance(state, dict) and isinstance(state.get("w"), dict) and isinstance(state.get("gens"), list)):
+        return "state: must hold w and gens"
+    step = state.get("step")
+    if type(step) is not int or not 1 <= step <= cfg.steps:
+        return f"state.step: {str(step)[:40]}: must be an integer in [1, {cfg.steps}]"
+    if not (isinstance(steps, list) and steps and all(type(s) is int for s in steps) and steps[-1] == step
+            and all(a < b for a, b in zip(steps, steps[1:]))):
+        return "steps: must be increasing integers ending at state.step"
+    names = set(Parametrization(cfg.param).qk.factors + Parametrization(cfg.param).ov.factors)
+    if set(state["w"]) != names:
+        return f"state.w: must hold {', '.join(sorted(names))}"
+    ref = torch.Generator().get_state()
+    if len(state["gens"]) != len(cfg.seeds) or any(
+            not (isinstance(g, torch.Tensor) and g.dtype == ref.dtype and g.shape == ref.shape) for g in state["gens"]):
+        return f"state.gens: must be {len(cfg.seeds)} generator states"
+    split, final = saved.get("split"), saved.get("final")
+    if not (isinstance(split, dict) and set(split) == {*SPLIT_PARTS, "p_true", "test_loss"}):
+        return "split: wrong parts"
+    if not (isinstance(final, dict) and set(final) == {"W_KQ", "W_OV"}):
+        return "final: must hold W_KQ and W_OV"
+    if saved.get("dtap") is not None and (p := _shape_problem("dtap", saved["dtap"], (n, 5, 5))):
+        return p
+    if not (isinstance(saved.get("wall_s"), float) and saved["wall_s"] >= 0):
+        return "wall_s: not a duration"
+    checks: list[tuple[str, Any, tuple[int, ...]]] = [(f"state.w.{k}", x, (n, v, v)) for k, x in state["w"].items()]
+    checks += [(f"split.{k}", x, (n, len(steps))) for k, x in split.items()]
+    checks += [(f"final.{k}", x, (n, v, v)) for k, x in final.items()]
+    return next((p for p in (_shape_problem(*c) for c in checks) if p), None)
+
+
+def read_checkpoint(path: Path, cfg: Figure2Config) -> PaperRunResult | None:
+    """The run of ``cfg`` saved at ``path``, or ``None`` (absent: silently; else with a
+    :class:`CheckpointIgnoredWarning` naming the file and what is wrong). Read with ``weights_only=True``,
+    never through a symbolic link, and checked against ``cfg`` (:func:`checkpoint_problem`) before use."""
+    import warnings
+
+    import torch
+
+    from theory.files import read_nofollow
+
+    try:
+        raw = read_nofollow(path)
+    except FileNotFoundError:
+        return None
+    try:
+        with warnings.catch_warnings():  # torch notes a foreign file's pickle protocol: the one line below says it
+            warnings.filterwarnings("ignore", "Detected pickle protocol", UserWarning)
+            saved = torch.load(io.BytesIO(raw), map_location="cpu", weights_only=True)
+        problem = checkpoint_problem(saved, cfg)
+    except Exception as exc:  # noqa: BLE001 - unreadable, foreign (a pickle of objects): not used, never run
+        problem = f"not read ({type(exc).__name__})"
+    if problem is not None:
+        warnings.warn(f"figure2 checkpoint: {path}: {problem}; training starts from step 0",
+                      CheckpointIgnoredWarning, stacklevel=2)
+        return None
+    st = saved["state"]
+    res = PaperRunResult(saved["param"], [tuple(s) for s in saved["settings"]], list(saved["seeds"]),
+                         list(saved["steps"]), split={k: v.numpy() for k, v in saved["split"].items()},
+                         dtap=None if saved["dtap"] is None else saved["dtap"].numpy(), wall_s=saved["wall_s"],
+                         final={k: v.numpy() for k, v in saved["final"].items()},
+                         state={"w": dict(st["w"]), "gens": list(st["gens"]), "step": st["step"]})
+    return res
+
+
+def train_figure2(cfg: Figure2Config, checkpoint: Path | None = None, threads: int | None = None) -> PaperRunResult:
+    """Train ``cfg`` in segments; with ``checkpoint``, save after each and resume a saved one (same ``cfg``,
+    checked: :func:`read_checkpoint`)."""
+    done: PaperRunResult | None = read_checkpoint(checkpoint, cfg) if checkpoint is not None else None
     while done is None or done.state["step"] < cfg.steps:
         first = 0 if done is None else done.state["step"]
         n = min(cfg.segment, cfg.steps - first)
@@ -87,9 +203,7 @@ def train_figure2(cfg: Figure2Config, checkpoint: Path | None = None, threads: i
                           resume=None if done is None else done.state)
         done = res if done is None else _merge(done, res)
         if checkpoint is not None and done.state["step"] < cfg.steps:
-            buf = io.BytesIO()
-            torch.save({"config": cfg.to_json_dict(), "result": done}, buf)
-            atomic_write_bytes(checkpoint, buf.getvalue())
+            atomic_write_bytes(checkpoint, checkpoint_bytes(cfg, done))
     if checkpoint is not None:
         checkpoint.unlink(missing_ok=True)
     return done
@@ -163,4 +277,5 @@ def attention_split_figure(summary: dict[str, Any]):
     return fig
 
 
-__all__ = ["Figure2Config", "PAPER_SEEDS", "train_figure2", "figure2_summary", "attention_split_figure"]
+__all__ = ["Figure2Config", "PAPER_SEEDS", "train_figure2", "read_checkpoint", "checkpoint_bytes", "checkpoint_problem",
+           "CheckpointIgnoredWarning", "figure2_summary", "attention_split_figure"]

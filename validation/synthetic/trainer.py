@@ -25,9 +25,7 @@ from validation.attention import QKOVAttention
 from validation.param_groups import make_optimizer, model_param_groups
 from validation.synthetic.data import Batch
 
-TRAIN_OPTIMIZERS = ("gd", "sgd", "adamw")
-"""The torch optimizers the synthetic runs train with (``SyntheticConfig.optimizer``); the reduced optimizer maps
-they are compared with are :data:`simulation.optimizer_maps.OPTIMIZERS`."""
+from validation.synthetic.optimizers import TRAIN_OPTIMIZERS  # declared there (imports nothing); kept here too
 
 
 @dataclass

@@ -46,7 +46,7 @@ def test_real_data_section_opens_on_the_paper_vs_qkov_table(chromium, tmp_path, 
     assert len(got["rows"]) == 7                                           # SQuAD 3 metrics, HateXplain 4
     ac = next(r for r in got["rows"] if r[1].startswith("AC"))
     assert ac[0].startswith("squad") and ac[2].startswith("about 12% -> 43% (ratio 1 -> 20)")
-    assert ac[3].startswith("10 ± 0% -> 40 ± 0%")
+    assert ac[3].startswith("10% ± 0% -> 40% ± 0%")
     assert len(got["verdicts"]) == 2
     assert [v.split()[:2] for v in got["verdicts"]] == [["contradicts", "squad"], ["supports", "hatexplain"]]
     for line in got["verdicts"]:

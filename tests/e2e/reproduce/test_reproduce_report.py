@@ -84,7 +84,7 @@ def test_markdown_twin_links_figures_relative(study):
     md = md_path.read_text()
     links = re.findall(r"!\[[^\]]*\]\(([^)]+)\)", md)
     assert links and all((md_path.parent / link).is_file() for link in links)
-    assert "| claim | outcome | the number behind it | scope | paper | --full expected to change it |" in md
+    assert "| claim | paper | qkov | verdict | scope | --full expected to change it |" in md
     assert "| claim | outcome | derivation | simulation | synthetic training | real data |" in md
     assert "```math\n\\frac{e^{u}}{e^{u} + 19}\n```" in md
     assert re.search(r"\| 1\.0 \| 3 \| 0\.9\d+ ± 0\.0\d+", md)  # real-data mean ± std

@@ -143,8 +143,94 @@ def test_a_damaged_or_linked_state_file_is_not_read_and_the_link_is_not_followed
         _, _, hist = _tiny_decoder_run(state, calls)
     assert hist.resumed_from_epoch is None and len(calls) == EPOCHS * (28 // 8 + 1) and written == [1, 1, 2, 3]
     assert not state.is_symlink() and state.is_file()
+    aside = tmp_path / "run.pt.rejected"   # set aside, so that a rerun never meets it again (issue 44)
+    assert aside.is_symlink() if bad == "link" else aside.is_file()
     if bad == "link":
         assert target.read_bytes() == before
+
+
+def _wrong_shapes(st: dict) -> dict:
+    k = next(iter(st["model"]))
+    return {**st, "model": {**st["model"], k: torch.zeros(3, 3, 3)}}
+
+
+def _wrong_optimizer_shapes(st: dict) -> dict:
+    opt = st["optimizer"]
+    pid = next(iter(opt["state"]))
+    return {**st, "optimizer": {**opt, "state": {**opt["state"], pid: {**opt["state"][pid],
+                                                                        "exp_avg": torch.zeros(7)}}}}
+
+
+BAD_STATES = {
+    "wrong shapes": (_wrong_shapes, "model: "),
+    "optimizer shapes": (_wrong_optimizer_shapes, "optimizer: exp_avg"),
+    "epoch two": (lambda st: {**st, "epoch": "two"}, "epoch: 'two'"),
+    "epoch 10**6": (lambda st: {**st, "epoch": 10**6}, "must be an integer in \\[1, 3\\]"),
+    "no optimizer": (lambda st: {k: v for k, v in st.items() if k != "optimizer"}, "no optimizer"),
+    "no history": (lambda st: {k: v for k, v in st.items() if k != "history"}, "no history"),
+    "short history": (lambda st: {**st, "history": {**st["history"], "epoch_loss": []}}, "epoch_loss must be 1"),
+    "callback weights": (lambda st: {**st, "callback": {**st["callback"], "best_state": {"x": torch.zeros(1)}}},
+                         "callback.best_state"),
+}
+
+
+@pytest.mark.parametrize("case", list(BAD_STATES))
+def test_a_state_with_the_right_key_but_wrong_contents_is_set_aside_and_the_run_starts_afresh(case, tmp_path,
+                                                                                              interrupt_after):
+    """Issue 44: a state for this run's key whose contents do not fit (other shapes, epoch "two", no optimizer,
+    no history, epoch 10**6 of 3 configured, ...) failed the run with RuntimeError/KeyError on every rerun, or
+    (10**6) made a complete run with no training. Now it is moved to <file>.rejected with one warning line
+    naming it and why, and the run trains from the beginning: bitwise the run that never had a state."""
+    ref_model, _, ref_hist = _tiny_decoder_run(None, [])
+    state = tmp_path / "resume" / "run.pt"
+    state.parent.mkdir()
+    interrupt_after(1)
+    with pytest.raises(Interrupted):
+        _tiny_decoder_run(state, [])
+    mutate, why = BAD_STATES[case]
+    torch.save(mutate(torch.load(state, weights_only=True)), state)
+    interrupt_after(None)
+    calls: list[int] = []
+    with pytest.warns(training_state.ResumeIgnoredWarning, match=f"run.pt: does not fit this run \\(.*{why}") as seen:
+        model, _, hist = _tiny_decoder_run(state, calls)
+    assert len([w for w in seen if issubclass(w.category, training_state.ResumeIgnoredWarning)]) == 1
+    assert "\n" not in str(seen[0].message) and "moved to run.pt.rejected" in str(seen[0].message)
+    assert (tmp_path / "resume" / "run.pt.rejected").is_file()
+    assert hist.resumed_from_epoch is None and len(calls) == EPOCHS * (28 // 8 + 1)
+    assert hist.epoch_loss == ref_hist.epoch_loss
+    assert all(torch.equal(ref_model.state_dict()[k], v) for k, v in model.state_dict().items())
+
+
+def test_a_state_the_checks_miss_fails_in_loading_and_still_starts_afresh(tmp_path, interrupt_after, monkeypatch):
+    """Belt and braces: with the content check switched off, loading a wrong-shaped model fails half-way; the
+    state is set aside and the run's weights, optimizer, data order and random states are put back, so it
+    trains from the beginning, bitwise the run that never had a state."""
+    ref_model, _, ref_hist = _tiny_decoder_run(None, [])
+    state = tmp_path / "run.pt"
+    interrupt_after(1)
+    with pytest.raises(Interrupted):
+        _tiny_decoder_run(state, [])
+    torch.save(_wrong_shapes(torch.load(state, weights_only=True)), state)
+    interrupt_after(None)
+    monkeypatch.setattr(training_state, "state_problem", lambda *a, **k: None)
+    with pytest.warns(training_state.ResumeIgnoredWarning, match="RuntimeError"):
+        model, _, hist = _tiny_decoder_run(state, [])
+    assert hist.resumed_from_epoch is None and hist.epoch_loss == ref_hist.epoch_loss
+    assert all(torch.equal(ref_model.state_dict()[k], v) for k, v in model.state_dict().items())
+
+
+def test_temporary_files_of_a_killed_write_are_removed_at_the_next_start(tmp_path):
+    """A SIGKILL during the state write leaves ``.run.pt.*.tmp`` (up to ~1 MB each): removed when the run starts
+    again (another run's temporaries, and a link with the pattern's name, are left alone)."""
+    d = tmp_path / "resume"
+    d.mkdir()
+    for name in (".run.pt.abc123.tmp", ".run.pt.x.tmp", ".other.pt.abc.tmp"):
+        (d / name).write_bytes(b"x" * 1000)
+    (tmp_path / "keep").write_text("k")
+    (d / ".run.pt.link.tmp").symlink_to(tmp_path / "keep")
+    assert training_state.load(d / "run.pt", "k") is None
+    assert sorted(p.name for p in d.iterdir()) == [".other.pt.abc.tmp", ".run.pt.link.tmp"]
+    assert (tmp_path / "keep").read_text() == "k"
 
 
 def test_a_link_in_place_of_the_state_directory_is_refused(tmp_path):
@@ -205,6 +291,28 @@ def test_an_interrupted_sweep_run_resumes_where_it_stopped(dataset, tmp_path, mo
     assert m == m_ref and x == x_ref
     assert a.keys() == a_ref.keys() and all(np.array_equal(a[k], a_ref[k], equal_nan=a[k].dtype.kind == "f")
                                             for k in a)
+
+
+def test_a_sweep_rerun_sets_a_wrong_state_aside_and_trains_from_scratch(tmp_path, monkeypatch, interrupt_after):
+    """Issue 44, through the command's entry point: the state of an interrupted run is replaced by one claiming
+    epoch 10**6 (3 configured; before: a complete run with no training) and a rerun of the same sweep sets it
+    aside as OUT/resume/<run>.pt.rejected and trains all three epochs, ending as the uninterrupted run."""
+    ref = _sweep("sva", tmp_path / "uninterrupted", monkeypatch)
+    written = interrupt_after(1)
+    out = tmp_path / "interrupted"
+    with pytest.raises(RunsFailed):
+        _sweep("sva", out, monkeypatch)
+    state = study.training_state_path(out / "runs" / ref.name)
+    torch.save({**torch.load(state, weights_only=True), "epoch": 10**6}, state)
+    interrupt_after(None)
+    del written[:]
+    with pytest.warns(training_state.ResumeIgnoredWarning, match=r"epoch: 1000000.*moved to .*\.pt\.rejected"):
+        run = _sweep("sva", out, monkeypatch)
+    assert written == [1, 2, 3] and is_complete(run)
+    assert json.loads((run / "manifest.json").read_text())["resumed_from_epoch"] is None
+    assert state.with_name(state.name + ".rejected").is_file() and not state.exists()
+    (m, a, _), (m_ref, a_ref, _) = _results(run), _results(ref)
+    assert m == m_ref and all(np.array_equal(a[k], a_ref[k], equal_nan=a[k].dtype.kind == "f") for k in a)
 
 
 def test_a_run_into_a_results_directory_not_made_yet_leaves_no_state(tmp_path):

@@ -7,7 +7,7 @@ from torch import nn
 
 from tests.unit.metrics.toy_attention import attend
 from validation.attention_layouts import UnknownAttentionLayout, neox_labels
-from validation.user_models import describe_param_groups, merge_all, plan_qk_ov, qk_ov_param_groups
+from validation.user_models import describe_param_groups, merge_all, plan_qk_ov, param_groups
 
 E, H = 6, 2
 D = E // H
@@ -142,7 +142,7 @@ def test_fused_copy_computes_the_same_function_and_split_keeps_it_bitwise(kind):
     # float64, same products summed in the same order up to the q|k|v packing: 1e-12 is
     # ~1e4 ulps of O(1) outputs.
     torch.testing.assert_close(y, sep(x), rtol=0, atol=1e-12)
-    qk_ov_param_groups(fused, LR, RATIO, example_inputs=x)
+    param_groups(fused, LR, RATIO, example_inputs=x)
     torch.testing.assert_close(fused(x), y, rtol=0, atol=0)  # the split only copies entries
 
 
@@ -150,8 +150,8 @@ def test_fused_copy_computes_the_same_function_and_split_keeps_it_bitwise(kind):
 @pytest.mark.parametrize("steps", [1, 3])
 def test_adamw_on_split_fused_equals_adamw_on_unfused_copy(kind, steps):
     sep, fused = _pair(kind)
-    opt_s = torch.optim.AdamW(qk_ov_param_groups(sep, LR, RATIO, weight_decay=WD))
-    opt_f = torch.optim.AdamW(qk_ov_param_groups(fused, LR, RATIO, weight_decay=WD, example_inputs=_x()))
+    opt_s = torch.optim.AdamW(param_groups(sep, LR, RATIO, weight_decay=WD))
+    opt_f = torch.optim.AdamW(param_groups(fused, LR, RATIO, weight_decay=WD, example_inputs=_x()))
     for t in range(steps):
         x = _x(10 + t)
         for m, opt in ((sep, opt_s), (fused, opt_f)):
@@ -172,7 +172,7 @@ def test_adamw_on_split_fused_equals_adamw_on_unfused_copy(kind, steps):
     torch.testing.assert_close(b[1], sep.k_proj.bias, rtol=0, atol=2 * RATIO * LR * steps)
     # and the QK rows really moved ratio x farther than under a ratio-1 run (not a no-op)
     sep1, fused1 = _pair(kind)
-    opt1 = torch.optim.AdamW(qk_ov_param_groups(fused1, LR, 1.0, weight_decay=WD, example_inputs=_x()))
+    opt1 = torch.optim.AdamW(param_groups(fused1, LR, 1.0, weight_decay=WD, example_inputs=_x()))
     opt1.zero_grad()
     (fused1(_x(10)) ** 2).sum().backward()
     opt1.step()
@@ -215,14 +215,14 @@ class Falconish(nn.Module):
 def test_unknown_layouts_raise_one_error_listing_what_was_found():
     model = nn.Sequential(Separate(), MysteryAttention())
     with pytest.raises(UnknownAttentionLayout, match=r"1 attention module.*1 \(MysteryAttention: wq:Linear, wkv:Linear"):
-        qk_ov_param_groups(model, LR, RATIO)
-    groups = qk_ov_param_groups(model, LR, RATIO, strict=False)  # the opt-out leaves it at lr_other
+        param_groups(model, LR, RATIO)
+    groups = param_groups(model, LR, RATIO, strict=False)  # the opt-out leaves it at lr_other
     assert sum(len(g["params"]) for g in groups if g["circuit"] == "qk") == 4
     with pytest.raises(UnknownAttentionLayout, match="no attention module found.*Linear"):
-        qk_ov_param_groups(nn.Sequential(nn.Linear(3, 3)), LR, RATIO)
+        param_groups(nn.Sequential(nn.Linear(3, 3)), LR, RATIO)
     # a fused projection whose rows cannot be checked (no inputs to run it on): no guess, an error
     with pytest.raises(UnknownAttentionLayout, match=r"^0 \(Falconish\): query_key_value.weight is a fused .*example_inputs"):
-        qk_ov_param_groups(nn.Sequential(Falconish()), LR, RATIO)
+        param_groups(nn.Sequential(Falconish()), LR, RATIO)
 
 
 class WithEmbedding(nn.Module):
@@ -242,7 +242,7 @@ def test_dry_run_plan_matches_the_groups_built(kind, qk_bias, embeddings):
     model = WithEmbedding(kind)
     ids = torch.randint(0, 11, (2, 5), generator=torch.Generator().manual_seed(0))
     before = plan_qk_ov(model, qk_bias=qk_bias, embeddings=embeddings, example_inputs=ids)
-    groups = qk_ov_param_groups(model, LR, RATIO, qk_bias=qk_bias, embeddings=embeddings, example_inputs=ids)
+    groups = param_groups(model, LR, RATIO, qk_bias=qk_bias, embeddings=embeddings, example_inputs=ids)
     circuit_of = {id(p): g["circuit"] for g in groups for p in g["params"]}
     params = dict(model.named_parameters())
     after = plan_qk_ov(model, qk_bias=qk_bias, embeddings=embeddings)

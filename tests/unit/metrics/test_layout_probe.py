@@ -12,7 +12,7 @@ from validation.attention_layouts import (
     UnknownAttentionLayout,
     register_attention_layout,
 )
-from validation.user_models import qk_ov_param_groups
+from validation.user_models import param_groups
 
 E, H = 8, 2
 LR, RATIO = 1e-3, 10.0
@@ -60,12 +60,12 @@ def test_unknown_row_order_is_refused_in_one_line_naming_the_module():
     torch.manual_seed(0)
     model = nn.Sequential(VQKAttention())
     with pytest.raises(UnknownAttentionLayout) as err:
-        qk_ov_param_groups(model, LR, RATIO, example_inputs=_x())
+        param_groups(model, LR, RATIO, example_inputs=_x())
     msg = str(err.value)
     assert "\n" not in msg and msg.startswith("0 (VQKAttention): qkv_proj.weight: the forward puts rows [8:24]")
     assert "only in the output" in msg and "register_attention_layout" in msg
     # unchecked (verify=False) it takes the contiguous [q; k; v] guess: the wrong rates
-    rates = _role_rates(model[0], qk_ov_param_groups(model, LR, RATIO, verify=False))
+    rates = _role_rates(model[0], param_groups(model, LR, RATIO, verify=False))
     assert rates["v"] == pytest.approx(RATIO, rel=0.01) and rates["k"] == pytest.approx(1.0, rel=0.01)
 
 
@@ -75,7 +75,7 @@ def test_declared_layout_is_honoured(declared):
     model = nn.Sequential(VQKAttention())
     x = _x()
     y0 = model(x)
-    groups = qk_ov_param_groups(model, LR, RATIO, example_inputs=x)
+    groups = param_groups(model, LR, RATIO, example_inputs=x)
     torch.testing.assert_close(model(x), y0, rtol=0, atol=0)
     rates = _role_rates(model[0], groups)
     # AdamW's first step is lr * g / (|g| + eps) ~ lr per entry (|g| >> eps here): 1% margin
@@ -87,17 +87,17 @@ def test_declared_layout_is_honoured(declared):
 def test_a_wrong_declaration_is_caught_by_the_probe(declared):
     register_attention_layout(VQKAttention, AttentionLayout(qkv="qkv_proj", o="o_proj", order="qkv"))
     with pytest.raises(UnknownAttentionLayout, match=r"^<root> \(VQKAttention\): qkv_proj.weight: the forward puts"):
-        qk_ov_param_groups(VQKAttention(), LR, RATIO, example_inputs=_x())
+        param_groups(VQKAttention(), LR, RATIO, example_inputs=_x())
     with pytest.raises(UnknownAttentionLayout, match="order='qkv', groups=5 does not divide"):
         register_attention_layout(VQKAttention, AttentionLayout(qkv="qkv_proj", groups=5))
-        qk_ov_param_groups(VQKAttention(), LR, RATIO, example_inputs=_x())
+        param_groups(VQKAttention(), LR, RATIO, example_inputs=_x())
 
 
 def test_strict_false_leaves_what_it_cannot_place_at_lr_other():
     model = nn.Sequential(VQKAttention())
     with pytest.warns(UserWarning, match="left at lr_other"):
-        groups = qk_ov_param_groups(model, LR, RATIO, lr_other=3e-4, example_inputs=_x(), strict=False)
+        groups = param_groups(model, LR, RATIO, lr_other=3e-4, example_inputs=_x(), strict=False)
     assert [(g["circuit"], g["lr"]) for g in groups] == [("other", 3e-4)]
     with pytest.warns(UserWarning, match="no recognised attention"):
-        groups = qk_ov_param_groups(nn.Linear(3, 3), LR, RATIO, lr_other=3e-4, strict=False)
+        groups = param_groups(nn.Linear(3, 3), LR, RATIO, lr_other=3e-4, strict=False)
     assert [(g["circuit"], len(g["params"])) for g in groups] == [("other", 2)]

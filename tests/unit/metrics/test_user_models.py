@@ -8,7 +8,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from validation.user_models import (is_split, merge_all, merge_mha_in_proj, qk_ov_parameters,
-                                    qkov_param_groups, split_mha_in_proj)
+                                    param_groups, split_mha_in_proj)
 
 E, H, LR, RATIO = 8, 2, 1e-3, 10.0
 
@@ -54,7 +54,7 @@ def test_transformer_encoder_output_unchanged_train_and_eval_fast_path():
     with torch.no_grad():
         y_eval = enc(x)
     enc.train()
-    groups = qkov_param_groups(enc, LR, RATIO)
+    groups = param_groups(enc, LR, RATIO)
     torch.testing.assert_close(enc(x), y_train, rtol=1e-6, atol=1e-6)
     enc.eval()
     with torch.no_grad():
@@ -114,7 +114,7 @@ def test_sgd_step_realises_the_ratio_per_slice():
     gb = ref.in_proj_bias.grad
     w0 = m.in_proj_weight.detach().clone()
     b0 = m.in_proj_bias.detach().clone()
-    opt = torch.optim.SGD(qkov_param_groups(m, lr_ov=LR, ratio=RATIO))
+    opt = torch.optim.SGD(param_groups(m, lr=LR, ratio=RATIO))
     _loss(_attn_out(m, x)).backward()
     opt.step()
     scale = torch.tensor([RATIO * LR] * (2 * E) + [LR] * E)
@@ -139,7 +139,7 @@ def _adamw_mean_abs_update(m, x, groups):
 
 def test_adamw_first_step_scales_by_ratio():
     m = _mha()
-    dq, dk, dv, d = _adamw_mean_abs_update(m, _x(), qkov_param_groups(m, lr_ov=LR, ratio=RATIO))
+    dq, dk, dv, d = _adamw_mean_abs_update(m, _x(), param_groups(m, lr=LR, ratio=RATIO))
     # Adam's first step moves each element by lr * g / (|g| + eps) ~ lr
     assert dq == pytest.approx(RATIO * LR, rel=1e-3) and dk == pytest.approx(RATIO * LR, rel=1e-3)
     assert dv == pytest.approx(LR, rel=1e-3)
@@ -159,7 +159,7 @@ def test_adamw_several_steps_match_separate_weights():
     oracle = OracleMHA(m)
     x = _x()
     torch.testing.assert_close(oracle(x), _attn_out(m, x), rtol=1e-6, atol=1e-6)
-    opt = torch.optim.AdamW(qkov_param_groups(m, lr_ov=LR, ratio=RATIO), weight_decay=0.01)
+    opt = torch.optim.AdamW(param_groups(m, lr=LR, ratio=RATIO), weight_decay=0.01)
     oopt = torch.optim.AdamW([
         {"params": [oracle.wq, oracle.wk, oracle.bq, oracle.bk], "lr": RATIO * LR},
         {"params": [oracle.wv, oracle.bv, *oracle.out_proj.parameters()], "lr": LR}], weight_decay=0.01)
@@ -213,7 +213,7 @@ class TinyHFModel(nn.Module):
 @pytest.mark.parametrize("optimizer", ["sgd", "adamw"])
 def test_hf_style_module_groups_and_first_step(optimizer):
     model = TinyHFModel().double()  # float64: the update of a tiny gradient is resolved exactly
-    groups = qkov_param_groups(model, lr_ov=LR, ratio=RATIO, lr_other=3e-4)
+    groups = param_groups(model, lr=LR, ratio=RATIO, lr_other=3e-4)
     by = {g["circuit"]: g for g in groups}
     assert len(by["qk"]["params"]) == 8 and len(by["ov"]["params"]) == 8
     assert {id(p) for p in by["other"]["params"]} == {id(p) for p in [*model.embed.parameters(),
@@ -245,11 +245,11 @@ def test_separate_kdim_mha_and_errors():
     assert m.q_proj_weight in [*qk] and m.v_proj_weight in [*ov]
     assert len(qk) == 4 and len(ov) == 4  # q, k weights + bias slices; v weight + bias slice + out_proj
     with pytest.raises(ValueError, match="no attention module"):
-        qkov_param_groups(nn.Linear(3, 3), LR, RATIO)
+        param_groups(nn.Linear(3, 3), LR, RATIO)
     with pytest.raises(TypeError):
         split_mha_in_proj(nn.Linear(3, 3))
     model = nn.Sequential(_mha(), nn.Linear(E, 2))
-    qkov_param_groups(model, LR, RATIO)
+    param_groups(model, LR, RATIO)
     merge_all(model)
     assert not is_split(model[0])
 
@@ -257,6 +257,6 @@ def test_separate_kdim_mha_and_errors():
 def test_tied_projections_are_grouped_once():
     model = TinyHFModel()
     model.layers[1].q_proj = model.layers[0].q_proj  # weight sharing across layers
-    groups = qkov_param_groups(model, LR, RATIO)
+    groups = param_groups(model, LR, RATIO)
     ids = [id(p) for g in groups for p in g["params"]]
     assert len(ids) == len(set(ids)) == len(list(model.parameters()))

@@ -10,7 +10,7 @@ from torch import nn
 
 from theory.errors import InputError
 from validation.attention_layouts import UnknownAttentionLayout
-from validation.user_models import describe_param_groups, qk_ov_param_groups
+from validation.user_models import describe_param_groups, param_groups
 
 pytestmark = pytest.mark.unit
 E, H, L = 8, 2, 5
@@ -94,11 +94,11 @@ def _circuit_of(groups):
 def test_hybrid_second_mixer_in_no_layout_is_refused_in_one_line_naming_it():
     model = Hybrid(TokenMixer())
     with pytest.raises(UnknownAttentionLayout) as e:
-        qk_ov_param_groups(model, 1e-3, 10.0, example_inputs=X)
+        param_groups(model, 1e-3, 10.0, example_inputs=X)
     msg = str(e.value)
     assert "\n" not in msg and msg.startswith("second (TokenMixer") and "computes attention scores" in msg
     with pytest.warns(UserWarning, match="second \\(TokenMixer"):  # strict=False: warned, left at lr_other
-        groups = qk_ov_param_groups(model, 1e-3, 10.0, example_inputs=X, strict=False)
+        groups = param_groups(model, 1e-3, 10.0, example_inputs=X, strict=False)
     assert _circuit_of(groups)[id(model.second.a.weight)] == "other"
     assert _circuit_of(groups)[id(model.first.q_proj.weight)] == "qk"
 
@@ -111,7 +111,7 @@ def test_hybrid_second_mixer_in_a_known_layout_gets_the_ratio(second, qk, ov):
     model = Hybrid(second())
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        groups = qk_ov_param_groups(model, 1e-3, 10.0, example_inputs=X)
+        groups = param_groups(model, 1e-3, 10.0, example_inputs=X)
     where = _circuit_of(groups)
     for n in qk:
         assert where[id(getattr(model.second, n).weight)] == "qk", n
@@ -124,18 +124,18 @@ def test_hybrid_second_mixer_in_a_known_layout_gets_the_ratio(second, qk, ov):
 def test_timm_fused_qkv_is_confirmed_by_the_forward_and_split():
     model = Hybrid(TimmAttention())
     out0 = model(X)
-    groups = qk_ov_param_groups(model, 1e-3, 10.0, example_inputs=X)
+    groups = param_groups(model, 1e-3, 10.0, example_inputs=X)
     torch.testing.assert_close(model(X), out0, rtol=0, atol=0)  # the split computes the same function
     pl = model.second.qkv.parametrizations.weight
     where = _circuit_of(groups)
     assert [where[id(getattr(pl, f"original{i}"))] for i in range(3)] == ["qk", "qk", "ov"]
     assert where[id(model.second.proj.weight)] == "ov"
-    qk_ov_param_groups(model, 1e-3, 10.0, example_inputs=X)  # re-entrant
+    param_groups(model, 1e-3, 10.0, example_inputs=X)  # re-entrant
 
 
 def test_timm_qkv_without_example_inputs_is_refused_in_one_line():
     with pytest.raises(UnknownAttentionLayout, match=r"^second \(TimmAttention\): qkv.weight is a fused") as e:
-        qk_ov_param_groups(Hybrid(TimmAttention()), 1e-3, 10.0)
+        param_groups(Hybrid(TimmAttention()), 1e-3, 10.0)
     assert "\n" not in str(e.value)
 
 
@@ -148,7 +148,7 @@ def test_bad_rates_raise_before_the_model_is_touched(field, kw):
     before = {n for n, _ in model.named_parameters()}
     args = {"lr": 1e-3, "ratio": 10.0, **kw}
     with pytest.raises(InputError, match=f"^{field}: "):
-        qk_ov_param_groups(model, **args)
+        param_groups(model, **args)
     assert {n for n, _ in model.named_parameters()} == before  # not re-parametrized
     with pytest.raises(InputError, match=f"^{field}: "):
         describe_param_groups(model, **args)
@@ -157,7 +157,7 @@ def test_bad_rates_raise_before_the_model_is_touched(field, kw):
 @pytest.mark.parametrize("model", [None, object(), "gpt2"])
 def test_a_model_that_is_no_module_is_refused_in_one_line(model):
     with pytest.raises(InputError, match="^model: a .*: must be a torch.nn.Module$"):
-        qk_ov_param_groups(model, 1e-3, 10.0)
+        param_groups(model, 1e-3, 10.0)
     with pytest.raises(InputError, match="^model: "):
         describe_param_groups(model, 1e-3, 10.0)
 
@@ -165,14 +165,15 @@ def test_a_model_that_is_no_module_is_refused_in_one_line(model):
 def test_an_optimizer_built_before_the_split_raises_naming_the_fix():
     model = nn.TransformerEncoderLayer(E, H, dim_feedforward=16, batch_first=True)
     stale = torch.optim.AdamW(model.parameters(), lr=1e-3)
-    groups = qk_ov_param_groups(model, 1e-3, 10.0)
+    groups = param_groups(model, 1e-3, 10.0)
     model(X).sum().backward()
-    with pytest.raises(RuntimeError, match="built before the split.*qk_ov_param_groups"):
+    with pytest.raises(RuntimeError, match="built before the split.*param_groups"):
         stale.step()
     fresh = torch.optim.AdamW(groups)
     fresh.step()  # the right one steps
-    later = torch.optim.AdamW(model.parameters(), lr=1e-3)  # model.parameters() after the split is fine too
-    later.step()
+    later = torch.optim.AdamW(model.parameters(), lr=1e-3)  # model.parameters() after the split: no stale tensor,
+    with pytest.warns(UserWarning, match="in one group"):   # but W_Q/W_K and W_V/W_O at one rate: a warning
+        later.step()
 
 
 def test_every_qk_weight_frozen_and_no_adapter_warns():
@@ -180,7 +181,7 @@ def test_every_qk_weight_frozen_and_no_adapter_warns():
     for n in ("q_proj", "k_proj"):
         getattr(model[0], n).requires_grad_(False)
     with pytest.warns(UserWarning, match="every W_Q/W_K found .* is frozen"):
-        groups = qk_ov_param_groups(model, 1e-3, 10.0)
+        groups = param_groups(model, 1e-3, 10.0)
     assert not any(g["circuit"] == "qk" for g in groups)
 
 
@@ -203,7 +204,7 @@ class CodeGen457Attention(nn.Module):
 
 def test_codegen_4x_groups_found_without_an_mp_num_attribute():
     model = Hybrid(CodeGen457Attention())
-    groups = qk_ov_param_groups(model, 1e-3, 10.0, example_inputs=X)
+    groups = param_groups(model, 1e-3, 10.0, example_inputs=X)
     pl = model.second.qkv_proj.parametrizations.weight
     assert pl[0].roles == ("q", "k", "v")
     where = _circuit_of(groups)

@@ -84,14 +84,18 @@ def test_an_older_mixed_verdict_reads_as_a_contradiction():
     assert row.outcome == "contradicted" and len(row.against) == 1 and "3/4 pairs" in headline([row])
 
 
-def test_headline_cuts_a_long_line_of_numbers_between_clauses_not_inside_a_number():
-    from qkov.report.content import _short
-
-    numbers = "attention at loss 1e-2, paper's equations: 0.12, 0.22; derived flow: 0.09, 0.11; max gap 0.44"
-    assert _short(numbers, len(numbers)) == numbers
-    cut = _short(numbers, 90)   # the limit falls inside '0.44'
-    assert cut == "attention at loss 1e-2, paper's equations: 0.12, 0.22; derived flow: 0.09, 0.11 ..."
-    assert not any(_short(numbers, n).endswith(("0 ...", "0. ...", "0....")) for n in range(20, len(numbers)))
+def test_nothing_is_cut_short():
+    """A contradicting line is shown whole, scope and caveat included (the page wraps): the quick study's Figure 2
+    line was cut mid-parenthesis at 'equal rates (QK 0.1 ...'."""
+    scope = ("CACO, paper preset at 10x the paper's rates, SGD, 2 seeds, 10000 steps, equal rates (QK 0.1, OV 0.1) "
+             "vs faster QK (QK 2, OV 0.1)")
+    numbers = scope + ": held-out distinct attention equal rates 0.404 -> faster QK 0.044 (difference -0.361, " * 3
+    caco = Evidence("sharpness-ratio", "synthetic", "contradicts", numbers, scope=scope, caveat="x " * 200)
+    (row,) = [r for r in _rows([run("fig2", "synthetic", [caco])]).values() if r.id == "sharpness-ratio"]
+    h = headline([row])
+    assert numbers in h and scope in h and ("x " * 200).strip() in h and " ..." not in h
+    (line,) = [c for c in claim_lines([row]) if c.id == "sharpness-ratio"]
+    assert line.qkov == numbers and line.scope == scope
 
 
 def test_first_screen_states_which_part_holds_for_a_claim_that_holds_in_part():
@@ -100,9 +104,14 @@ def test_first_screen_states_which_part_holds_for_a_claim_that_holds_in_part():
             run("s", "simulate", [Evidence("growth-rates", "simulate", "supports", "12/12", number="v exp 0.3",
                                            scope="reduced flow, K=6, M=9")])]
     (line,) = [c for c in claim_lines(list(_rows(runs).values())) if c.id == "growth-rates"]
-    assert (line.outcome, line.number, line.stage, line.scope) == ("holds in part", "v exp 0.3", "simulation",
-                                                                   "reduced flow, K=6, M=9")
-    assert line.caveat == "in part: derivation: holds in part: a limit only"
+    assert (line.outcome, line.number, line.stage) == ("holds in part", "v exp 0.3", "simulation")
+    # the settings disagree (supports / in part): each is named, its number prefixed, its scope without the name
+    assert line.verdict == "holds for reduced flow (simulation); holds in part for derivation"
+    assert line.qkov == "reduced flow: v exp 0.3; refined" and line.scope == "K=6, M=9"
+    assert line.caveat == "holds in part: a limit only"
+    runs[0] = run("d", "derive", [Evidence("growth-rates", "derive", "supports in part", "refined")])
+    (line,) = [c for c in claim_lines(list(_rows(runs).values())) if c.id == "growth-rates"]
+    assert line.caveat == "in part: derivation: refined"
 
 
 def test_an_undecided_effect_is_named_below_the_contradictions_never_counted_as_one():

@@ -23,6 +23,18 @@ def test_short_subscripts_are_sub_tags_code_names_stay_and_markup_is_escaped():
                    "u_of_t &lt;b&gt;&amp;")
 
 
+@pytest.mark.parametrize("text, html", [
+    ("asymptotically (u -> oo), as 1/r", "asymptotically (u → ∞), as 1/r"),
+    ("eps->oo; M -> oo; boo, zoo, too, oo.", "eps→∞; M → ∞; boo, zoo, too, ∞."),
+    ("dW/dt = -eta (W1 W1^T G + G W2^T W2) with W1^T W1 - W2 W2^T conserved",
+     "dW/dt = -eta (W₁ W₁ᵀ G + G W₂ᵀ W₂) with W₁ᵀ W₁ - W₂ W₂ᵀ conserved"),
+    ("A1 B, FACO, W10, 2^T, (AB)^T", "A₁ B, FACO, W10, 2^T, (AB)ᵀ"),
+    ("the OV line direction P E_d^T", "the OV line direction P E<sub>d</sub>ᵀ"),
+])
+def test_infinity_arrows_and_matrix_products_read_as_math(text, html):
+    assert html_text(text) == html
+
+
 @pytest.mark.parametrize("latex, html", [
     (r"\frac{d}{dt}\,C_{QK} = 0", "d/dt C<sub>QK</sub> = 0"),
     (r"\rho_{OV} = s_O^2 + s_V^2 = \sqrt{\delta^2 + 4u^2}",

@@ -90,7 +90,7 @@ def test_table_sets_the_papers_numbers_beside_qkovs_and_each_verdict_names_compa
                                                       "squad/adamw/small/quick": "contradicts"}
     ac = next(r for r in rows if r.dataset == "squad" and "attention_confidence" in r.metric)
     assert ac.paper == "about 12% -> 43% (ratio 1 -> 20)" and "PAPER.md" in ac.source
-    assert ac.qkov == "10 ± 0% -> 40 ± 0% (ratio 1 -> 20; n = 3 and 3 seeds)"     # percent, as the paper
+    assert ac.qkov == "10% ± 0% -> 40% ± 0% (ratio 1 -> 20; n = 3 and 3 seeds)"     # percent, as the paper
     assert "exploratory" in ac.comparison
     mass = next(r for r in rows if r.dataset == "hatexplain" and r.metric == "relevant_mass_mean")
     expect = Comparison("relevant_mass_mean", "best_val", 30.0, (0.11, 0.15, 0.19), 0.01).describe()
