@@ -99,6 +99,10 @@ _BLOCK_DIFFERENCES: tuple[str, ...] = (
     "a LayerNorm before the head (qkov's paper classifier), its weight and bias at 1x: PAPER.md lists no LayerNorm "
     "among the notebook's optimizer groups",
     "b_Q, b_K, b_V, b_O start at zero (their initialisation is not in PAPER.md)",
+    "the positional embedding is qkov's learned embedding of each word's distance to [CLS] (the last token, which "
+    "the head reads); PAPER.md names a positional embedding, not its form",
+    "words: qkov's word-level vocabulary of the training split (lowercased, minimum frequency 2, at most 20,000 "
+    "words); the notebook's tokenizer and vocabulary are not in PAPER.md",
 )
 HATEXPLAIN_DIFFERENCES: tuple[str, ...] = _BLOCK_DIFFERENCES + (
     "weight decay 1e-3 on every optimizer group, embeddings, biases and LayerNorm included (PAPER.md gives one "
@@ -107,7 +111,8 @@ HATEXPLAIN_DIFFERENCES: tuple[str, ...] = _BLOCK_DIFFERENCES + (
     "of the official 1,922 validation posts); PAPER.md states 30 epochs and no stopping rule, so the fixed-epoch "
     "(epoch 30) view is the notebook's and is reported beside",
     "warm-up share 10 % of the steps (not in PAPER.md); seeds 0-4, not 1234-1238",
-    "rebuilt data (same labels, union rationales, official division)",
+    "rebuilt data (same labels, union rationales, official division); posts cut to their first 191 words (192 "
+    "positions with [CLS]; no length in PAPER.md)",
 )
 """What the HateXplain preset cannot reproduce here, or reads where PAPER.md is silent. Matching PAPER.md (not
 listed): W_Q, W_K and the word embedding at 30x; b_Q, b_K, the positional embedding, W_V, W_O, b_V, b_O and the
@@ -118,7 +123,8 @@ SVA_DIFFERENCES: tuple[str, ...] = _BLOCK_DIFFERENCES + (
     "are our reading for SVA",
     "'biases and embedding at 100x' read as every bias (b_Q, b_K, b_V, b_O, the LayerNorm's and the head's) and the "
     "word embedding; the positional (distance) embedding at 1x as in the HateXplain notebook",
-    "epochs 30, batch 32, a constant rate, no weight decay, at most 64 words: not in PAPER.md (qkov's)",
+    "epochs 30, batch 32, a constant rate, no weight decay, sentences cut to 63 words (64 positions with [CLS]): "
+    "not in PAPER.md (qkov's)",
     "data: the 5,000 Linzen-derived Edinburgh wiki-dev/test items (about 1 % of the Linzen et al. corpus), split by "
     "sentence hash",
     "the verdict reads each run's best-validation checkpoint (qkov's early stopping on 10 % of the training "
