@@ -114,6 +114,23 @@ THRESHOLDS: dict[str, Threshold] = {t.name: t for t in (
     Threshold("left-start-fraction", 0.05,
               "a figure marks a run 'did not train' when its (test) loss fell by less than 5% of its first logged "
               "value: a loss that barely moved carries no attention-vs-loss curve worth reading", "bound"),
+    Threshold("real-alpha", 0.025,
+              "one-sided level of every real-data test (issue 45: one level for tests, intervals and MDEs): a one-sided "
+              "test at 2.5 % rejects exactly when the two-sided 95 % t-interval over seeds clears its null, so a verdict "
+              "and the interval printed beside it never disagree; a conjunction of legs (an intersection-union test, "
+              "Berger 1982) needs no adjustment, a union (any leg) is Holm-adjusted at this level", "level"),
+    Threshold("real-power", 0.8,
+              "power at which the minimum detectable effect of a real-data comparison is printed and seeds are planned "
+              "(the usual 80 %)", "level"),
+    Threshold("real-attention-margin", 0.01,
+              "smallest change of the mean relevant attention mass (a fraction of the attention) that counts: 1 point "
+              "of mass, about a tenth of the seed-to-seed spread of one run on HateXplain", "margin"),
+    Threshold("real-task-margin-accuracy", 0.01,
+              "'no worse' / 'better' margin of accuracy (a fraction): 1 point", "margin"),
+    Threshold("real-task-margin-f1", 1.0,
+              "'no worse' / 'better' margin of SQuAD F1 (in percent points): 1 point", "margin"),
+    Threshold("real-untrained-f1", 1.0,
+              "a SQuAD baseline whose best-validation F1 is below 1 point did not train", "bound"),
     Threshold("chance-margin", 0.05,
               "a model predicts beyond chance once its held-out p_true exceeds chance 1/K by 5 points (absolute): "
               "well beyond the sampling error of 500 held-out sequences (~0.01)"),
@@ -262,8 +279,11 @@ CLAIMS: dict[str, Claim] = {c.id: c for c in (
           "hurting accuracy.", "paper, claim 4 (experiments)", ("real",), "dtap",
           (),
           (("real", "per dataset and configuration: the registry's claim ratio vs 1 at best validation, mass and task "
-                    "metric, seed-level t-intervals, Holm over those 2 tests (qkov.study.real_inference.judge_real)"),),
-          (), ""),
+                    "metric, seed-level 95 % t-intervals, each test one-sided at real-alpha: supports = both legs "
+                    "reject (intersection-union), contradicts = a reversed leg rejects after Holm over the 2 "
+                    "(qkov.study.real_inference.judge_real)"),),
+          ("real-alpha", "real-power", "real-attention-margin", "real-task-margin-accuracy", "real-task-margin-f1",
+           "real-untrained-f1"), ""),
 )}
 """The table, in the report's order."""
 

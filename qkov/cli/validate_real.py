@@ -101,14 +101,16 @@ def _check_applies(optimizers: tuple | None, fused: bool) -> None:
                    "(SVA: and the biases) also train at the QK rate.")
 @click.option("--rates", "rates", type=Rates(), default=None,
               help="Rate factors (times the OV rate) per parameter group, e.g. qk=30,embedding=30; groups: qk, ov, "
-                   "embedding, bias, mlp, other; each factor in [1e-6, 1e6] like --ratios; set on top of "
+                   "position (at the embedding's factor unless set), embedding, bias, mlp, other; each factor in "
+                   "[1e-6, 1e6] like --ratios; set on top of "
                    "--recipe; qk=F is the same as --ratios F. Recorded in each run's config.")
 @click.option("--preset", type=Choice(PRESETS), default="sized", show_default=True,
               help="sized: qkov's defaults; official: the official code's settings (SQuAD: context cut to 200 "
                    "characters either side of the answer, d_model 300, 6 heads, 6 layers, AdamW 5e-5; HateXplain: "
-                   "frozen MLP, weight decay 1e-3; see docs/real-data.md); powered: MiniLM on the full HateXplain, AdamW 3e-5 "
-                   "with warm-up, ratios 1,3,10, 10 seeds (derived for a 0.1 mass change at power 0.8). Recorded in "
-                   "each run's config.")
+                   "PAPER.md's optimizer groups, frozen MLP, weight decay 1e-3, no clipping; SVA: SGD momentum 0.99, "
+                   "QK, embedding and biases x100; each difference listed, see docs/real-data.md); powered: MiniLM on "
+                   "the full HateXplain, AdamW 3e-5 with warm-up, ratios 1,3,10, 11 seeds (derived for a 0.1 mass "
+                   "change against the 0.01 margin at power 0.8). Recorded in each run's config.")
 @click.option("--stacked", is_flag=True,
               help="Train the seeds x ratios of each configuration together in this process (torch.func.vmap; "
                    "paper and small classifiers, CPU or one device); each run still gets its own directory.")

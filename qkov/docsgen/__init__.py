@@ -38,11 +38,14 @@ class GeneratedBlock:
 
 def _registry() -> dict[str, GeneratedBlock]:
     from qkov.docsgen.adam_tables import _blocks as adam_blocks
+    from qkov.docsgen.family_tables import BLOCKS as FAMILY
     from qkov.docsgen.findings_table import BLOCKS as FINDINGS
+    from qkov.docsgen.official_tables import BLOCKS as OFFICIAL
+    from qkov.docsgen.preregistered_tables import BLOCKS as PREREGISTERED
     from qkov.docsgen.real_tables import BLOCKS as REAL
 
     blocks: dict[str, GeneratedBlock] = {}
-    for b in (*FINDINGS, *REAL, *adam_blocks()):
+    for b in (*FINDINGS, *REAL, *PREREGISTERED, *FAMILY, *OFFICIAL, *adam_blocks()):
         if b.id in blocks:
             raise ValueError(f"generated block {b.id!r} declared twice")
         blocks[b.id] = b

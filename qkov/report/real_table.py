@@ -92,7 +92,21 @@ def setting_text(g: dict[str, Any]) -> str:
              "quick preset" if c.get("quick") else "full preset", f"recipe {c.get('recipe', 'ratio-only')}"]
     if isinstance(c.get("rates"), dict) and c["rates"]:
         parts.append("rates " + ", ".join(f"{k}={v}" for k, v in sorted(c["rates"].items(), key=str)))
-    return ", ".join(parts) + f"; read at {READING_TEXT}"
+    preset = c.get("preset", "sized")
+    if preset != "sized":
+        parts.append(f"preset {preset}")
+    text = ", ".join(parts) + f"; read at {READING_TEXT}"
+    diffs = _preset_differences(c) if preset == "official" else ()
+    return text + ("; differs from the paper's settings (validation.real.official): " + "; ".join(diffs)
+                   if diffs else "")
+
+
+def _preset_differences(c: dict[str, Any]) -> tuple[str, ...]:
+    """The official preset's listed differences from PAPER.md for the group's dataset (none for an unknown one)."""
+    from validation.real.datasets import DATASETS
+
+    entry = DATASETS.get(str(c.get("dataset")))
+    return entry.official_differences if entry is not None else ()
 
 
 def _verdicts(run: RunRecord) -> dict[str, tuple[str, str]]:

@@ -292,8 +292,8 @@ def _tables(runs: list[RunRecord], what: str) -> str:
 REAL_NOTE = ("Paper: its number as spec/PAPER.md records it (source per row; none = the paper gives no number "
              "there). qkov: the real-data summary's groups (dataset x configuration), read where the verdict reads "
              "them. The verdict reads one pre-declared comparison per group (claim ratio vs 1, relevant mass and the "
-             "task metric, per-seed differences, t-interval over seeds, MDE at one-sided 2.5 % and power 0.8; "
-             "qkov.study.real_inference); the other metrics are exploratory.")
+             "task metric, per-seed differences, 95 % t-interval over seeds, each test one-sided 2.5 %, MDE against "
+             "the null tested at power 0.8; qkov.study.real_inference); the other metrics are exploratory.")
 
 
 def real_data_html(results: StudyResults) -> str:

@@ -1,5 +1,5 @@
 r"""The ``real-data`` verdict: one pre-declared primary comparison per dataset, judged from seed-level
-intervals with Holm over exactly the tests the verdict reads (a pure function of typed evidence).
+intervals at **one stated level** (a pure function of typed evidence).
 
 **The primary comparison** (declared here, before any run is read): the dataset registry's claim ratio
 (:attr:`validation.real.datasets.Dataset.paper_ratio`: HateXplain 30, SVA 100, SQuAD 20; a preset may declare its own, e.g. `powered` 10: ``config.claim_ratio``) against ratio 1,
@@ -7,11 +7,18 @@ paired by seed, at the **best-validation checkpoint** of each run (:data:`READIN
 early-stopped model), on two metrics: the mean relevant attention mass (:data:`ATTENTION_METRIC`) and the
 dataset's task metric (its registry ``summary_metric``: accuracy, SQuAD F1 in points).
 
+**One level** (issue 45; the numbers live in :data:`theory.claims.THRESHOLDS`, ``real-*``): every test is
+one-sided at :data:`ALPHA` = 2.5 %, every printed interval is the two-sided :data:`LEVEL` = 95 % t-interval over
+seeds (whose ends are exactly the one-sided 2.5 % bounds), and every minimum detectable effect is the true mean
+at which that one-sided 2.5 % test **against the null it is actually tested against** (the margin, not 0) has
+power :data:`POWER`. So a leg rejects iff its interval clears its null: no verdict is printed beside an
+interval that contradicts it. (Before issue 45 the tests ran at one-sided 5 % beside 95 % intervals and the
+MDE was computed against 0: "supports" could sit beside an interval whose lower end was below the margin.)
+
 **The unit is the seed.** For each metric the per-seed differences :math:`d_s` (claim ratio minus ratio 1)
-give a t-interval over seeds (:func:`validation.metrics.stats.seed_interval`, :data:`LEVEL`), one-sided
-t-tests against the margins (:func:`~validation.metrics.stats.one_sided_p`) and the minimum detectable
-effect at that ``n`` (:func:`~validation.metrics.stats.min_detectable_effect`, one-sided level
-:math:`\alpha/2` = Holm's first step, power :data:`POWER`). Margins: attention :data:`ATTENTION_MARGIN`
+give a t-interval over seeds (:func:`validation.metrics.stats.seed_interval`), one-sided t-tests against the
+nulls (:func:`~validation.metrics.stats.one_sided_p`) and the MDE at that ``n``
+(:func:`~validation.metrics.stats.min_detectable_effect`). Margins: attention :data:`ATTENTION_MARGIN`
 (1 point of mass), task :data:`TASK_MARGIN` (1 point).
 
 **The rule** (:func:`judge_real_evidence`):
@@ -20,79 +27,114 @@ effect at that ``n`` (:func:`~validation.metrics.stats.min_detectable_effect`, o
   seeds, a baseline that did not train (ratio 1's best-validation task metric within the margin of the
   majority-class share; SQuAD F1 below :data:`UNTRAINED_F1`), or attention that never left uniform at
   either ratio (best-validation mass within the margin of the uniform-attention mass at both);
-- ``supports``: both one-sided tests of the *supports* family reject after Holm (m = 2) at
-  :data:`ALPHA` -- the mass rises by more than its margin (:math:`H_0: \mu \le +0.01`) and the task metric is
-  no worse than its margin (:math:`H_0: \mu \le -m`) -- and neither interval straddles both of its margins;
-- ``contradicts``: a test of the *contradicts* family rejects after Holm (m = 2): the mass rose by less
-  than its margin (:math:`H_0: \mu \ge +0.01`: it fell, or did not move) or the task metric is worse than
-  its margin (:math:`H_0: \mu \ge -m`);
-- ``inconclusive`` otherwise (in particular whenever the attention interval straddles both its margins).
+- ``supports``: **both** legs reject at one-sided :data:`ALPHA` -- the mass rises by more than its margin
+  (:math:`H_0: \mu \le +0.01`) and the task metric is no worse than its margin (:math:`H_0: \mu \le -m`, the
+  non-inferiority test: the 95 % interval's lower end above :math:`-m`). A conjunction is an
+  intersection-union test (Berger 1982): its error is at most :data:`ALPHA` with no adjustment, so each leg's
+  interval is the one that decides;
+- ``contradicts``: a reversed leg rejects after Holm over the 2 (a union needs the adjustment): the mass rose
+  by less than its margin (:math:`H_0: \mu \ge +0.01`: it fell, or did not move) or the task metric is worse
+  than its margin (:math:`H_0: \mu \ge -m`);
+- ``inconclusive`` otherwise (in particular whenever an interval straddles both its margins).
 
-The two families are complementary (each test of one is the other's with the inequality reversed), so a
-comparison cannot both support and contradict. Every other comparison (other ratios and views, matched
-training loss) is *exploratory*: reported beside the verdict with its own interval, never read by it.
+A comparison cannot both support and contradict (a leg's interval cannot lie both above and below its null).
+Every other comparison (other ratios and views, matched training loss, the fixed epoch) is *exploratory*:
+reported beside the verdict with its own interval, never read by it. The groups of one report are each their
+own question (a dataset, a model, a recipe): the claim's overall verdict (``combine_outcomes``) says
+``supports`` only when every judged group supports, an intersection-union again; reading one group out of
+several as a finding is a selection, so :func:`family_verdicts` also gives each group's verdict after Holm over
+the groups (the family across the real-data claims).
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
-from typing import Iterable
+from dataclasses import dataclass, field, replace
+from typing import Iterable, Mapping, Sequence
 
+from theory.claims import THRESHOLDS
 from validation.metrics.stats import holm, min_detectable_effect, one_sided_p, seed_interval
 
 READING = "best_val"
 """The declared reading point of the primary comparison: each run's best-validation checkpoint."""
 ATTENTION_METRIC = "relevant_mass_mean"
-ALPHA = 0.05
-LEVEL = 0.95
-"""Level of the printed two-sided t-intervals (their ends are the one-sided 2.5 % bounds)."""
-POWER = 0.8
-ATTENTION_MARGIN = 0.01
+ALPHA = THRESHOLDS["real-alpha"].bound
+"""One-sided level of every real-data test (2.5 %)."""
+LEVEL = 1.0 - 2.0 * ALPHA
+"""Level of the printed two-sided t-intervals (95 %: their ends are the one-sided :data:`ALPHA` bounds)."""
+POWER = THRESHOLDS["real-power"].bound
+ATTENTION_MARGIN = THRESHOLDS["real-attention-margin"].bound
 """Smallest change of the mean relevant mass that counts (1 point)."""
-TASK_MARGIN = {"accuracy": 0.01, "f1": 1.0}
+TASK_MARGIN = {"accuracy": THRESHOLDS["real-task-margin-accuracy"].bound, "f1": THRESHOLDS["real-task-margin-f1"].bound}
 """'No worse' margin of the task metric: 1 point (accuracy as a fraction, SQuAD F1 in percent)."""
-UNTRAINED_F1 = 1.0
+UNTRAINED_F1 = THRESHOLDS["real-untrained-f1"].bound
 """A SQuAD baseline whose best-validation F1 is below 1 point did not train."""
 VERDICTS = ("supports", "contradicts", "inconclusive", "insufficient")
+ALTERNATIVES = ("greater", "less")
 
 
 @dataclass(frozen=True)
 class Comparison:
     """Per-seed paired differences ``diffs[s] = metric(claim ratio, seed s) - metric(ratio 1, seed s)`` of one
     ``metric`` at one ``reading`` point (``best_val``, ``fixed_epoch``, ``matched_loss@L``), with the
-    ``margin`` that counts as a relevant change."""
+    ``margin`` that counts as a relevant change, and the test it is read by: ``H0: mu <= null`` against
+    ``alternative="greater"`` or ``H0: mu >= null`` against ``"less"`` (``null`` ``None``: ``+margin``)."""
 
     metric: str
     reading: str
     ratio: float
     diffs: tuple[float, ...]
     margin: float
+    null: float | None = None
+    alternative: str = "greater"
+
+    def __post_init__(self) -> None:
+        if self.alternative not in ALTERNATIVES:
+            raise ValueError(f"alternative: {self.alternative!r}: must be one of {', '.join(ALTERNATIVES)}")
 
     @property
     def n(self) -> int:
         return len(self.diffs)
 
+    @property
+    def h0(self) -> float:
+        """The null's boundary of this comparison's test (``null``, else ``+margin``)."""
+        return self.margin if self.null is None else self.null
+
+    def tested(self, null: float, alternative: str) -> "Comparison":
+        """The same differences read by another one-sided test (``H0: mu <= null`` for ``"greater"``)."""
+        return replace(self, null=null, alternative=alternative)
+
     def interval(self) -> dict[str, float]:
         """The two-sided :data:`LEVEL` t-interval over seeds (``n``, ``mean``, ``sd``, ``lo``, ``hi``)."""
         return seed_interval(self.diffs, LEVEL)
 
-    def mde(self, alpha: float = ALPHA / 2) -> float:
-        """Minimum detectable effect at this ``n`` and spread (one-sided ``alpha``, power :data:`POWER`)."""
-        iv = self.interval()
-        return min_detectable_effect(iv["sd"], self.n, alpha, POWER)
+    def p(self, reverse: bool = False) -> float:
+        """One-sided p of this comparison's test at its null (``reverse``: the opposite alternative)."""
+        alt = self.alternative if not reverse else ("less" if self.alternative == "greater" else "greater")
+        return one_sided_p(self.diffs, self.h0, alt)
+
+    def mde(self, alpha: float = ALPHA) -> float:
+        r"""The minimum detectable effect **against the null tested**: the true mean at which the one-sided
+        ``alpha`` test of ``H0: mu <= null`` (``"greater"``; ``>=`` for ``"less"``) rejects with probability
+        :data:`POWER` at this ``n`` and spread, :math:`	ext{null} \pm \delta` with :math:`\delta` the
+        noncentral-t distance (:func:`~validation.metrics.stats.min_detectable_effect`)."""
+        delta = min_detectable_effect(self.interval()["sd"], self.n, alpha, POWER)
+        return self.h0 + delta if self.alternative == "greater" else self.h0 - delta
 
     def straddles_both_margins(self) -> bool:
         iv = self.interval()
         return iv["lo"] < -self.margin and iv["hi"] > self.margin
 
     def describe(self, scale: float = 1.0) -> str:
-        """``"+0.150 [95% t +0.050, +0.250], n=3, MDE 0.13"``."""
+        """``"+0.150 [95% t +0.050, +0.250], n=3, MDE +0.21 against +0.01"``: the mean, the interval, n and the
+        MDE against the null of this comparison's test (one-sided :data:`ALPHA`, power :data:`POWER`; below the null
+        for a ``"less"`` test)."""
         iv = self.interval()
         if self.n < 2:
             return f"{iv['mean'] * scale:+.3g}, n={self.n} (no interval)" if self.n else "n=0"
         return (f"{iv['mean'] * scale:+.3g} [{LEVEL:.0%} t {iv['lo'] * scale:+.3g}, {iv['hi'] * scale:+.3g}], "
-                f"n={self.n}, MDE {self.mde() * scale:.2g}")
+                f"n={self.n}, MDE {self.mde() * scale:+.2g} against {self.h0 * scale:+.3g}")
 
 
 @dataclass(frozen=True)
@@ -125,11 +167,24 @@ class RealVerdict:
     verdict: str
     line: str
     tests: tuple[dict, ...] = field(default_factory=tuple)
+    interaction: str = ""
+    """A 2 x 2 rule's reading of the interaction (:data:`INTERACTION_READINGS`); "" elsewhere."""
 
 
 def _family(tests: list[tuple[str, float]]) -> list[dict]:
+    """Holm over ``tests`` (``(name, p)``): each ``{"test", "p", "p_holm"}``."""
     adj = holm([p for _, p in tests])
     return [{"test": name, "p": p, "p_holm": a} for (name, p), a in zip(tests, adj)]
+
+
+def _conjunction(tests: list[tuple[str, float]]) -> list[dict]:
+    """An intersection-union family: each leg at its own p (``p_holm`` = ``p``: no adjustment; Berger 1982)."""
+    return [{"test": name, "p": p, "p_holm": p} for name, p in tests]
+
+
+def _ps(decided: Sequence[dict], adjusted: bool) -> str:
+    key, label = ("p_holm", "p_Holm") if adjusted else ("p", "p")
+    return ", ".join(f"{x['test']} {label}={x[key]:.2g}" for x in decided)
 
 
 def judge_real_evidence(ev: RealEvidence, alpha: float = ALPHA) -> RealVerdict:
@@ -147,26 +202,31 @@ def judge_real_evidence(ev: RealEvidence, alpha: float = ALPHA) -> RealVerdict:
         return RealVerdict(ev.dataset, ev.group, "insufficient",
                            f"{head}: ratio {r} vs 1 at {READING}: {which} comparison has {n} paired seed(s) "
                            f"(needs 2) -> insufficient")
+    a = a.tested(+a.margin, "greater")
+    t = t.tested(-t.margin, "greater")
     reading = f"ratio {r} vs 1 at {a.reading}"
     desc = f"{a.metric} {a.describe()}; {t.metric} {t.describe()}"
     if ev.untrained:
         return RealVerdict(ev.dataset, ev.group, "insufficient",
                            f"{head}: {reading}: {ev.untrained}; {desc} -> insufficient")
-    sup = _family([(f"{a.metric} rises by > {a.margin:g}", one_sided_p(a.diffs, a.margin, "greater")),
-                   (f"{t.metric} no worse than -{t.margin:g}", one_sided_p(t.diffs, -t.margin, "greater"))])
-    con = _family([(f"{a.metric} rises by < {a.margin:g}", one_sided_p(a.diffs, a.margin, "less")),
-                   (f"{t.metric} worse than -{t.margin:g}", one_sided_p(t.diffs, -t.margin, "less"))])
+    sup = _conjunction([(f"{a.metric} rises by > {a.margin:g}", a.p()),
+                        (f"{t.metric} no worse than -{t.margin:g}", t.p())])
+    con = _family([(f"{a.metric} rises by < {a.margin:g}", a.p(reverse=True)),
+                   (f"{t.metric} worse than -{t.margin:g}", t.p(reverse=True))])
     wide = [c.metric for c in (a, t) if c.straddles_both_margins()]
-    if all(x["p_holm"] < alpha for x in sup) and not wide:
-        verdict, decided = "supports", sup
+    level = f"one-sided {alpha:g}"
+    if all(x["p"] < alpha for x in sup):
+        verdict, how = "supports", f"both legs at {level} (intersection-union: {_ps(sup, False)})"
+        decided = sup
     elif any(x["p_holm"] < alpha for x in con):
-        verdict, decided = "contradicts", con
+        verdict, how = "contradicts", f"Holm over the 2 reversed legs at {level} ({_ps(con, True)})"
+        decided = con
     else:
-        verdict, decided = "inconclusive", sup
-    ps = ", ".join(f"{x['test']} p_Holm={x['p_holm']:.2g}" for x in decided)
+        verdict, how = "inconclusive", f"both legs needed at {level} ({_ps(sup, False)})"
+        decided = sup
     extra = f"; interval straddles both margins: {', '.join(wide)}" if wide and verdict == "inconclusive" else ""
     beside = "".join(f"; exploratory: {c.metric} at {c.reading} {c.describe()}" for c in ev.exploratory)
-    line = f"{head}: {reading}: {desc}; Holm over these 2 tests ({ps}){extra} -> {verdict}{beside}"
+    line = f"{head}: {reading}: {desc}; {how}{extra} -> {verdict}{beside}"
     return RealVerdict(ev.dataset, ev.group, verdict, line, tuple(decided))
 
 
@@ -174,6 +234,37 @@ def judge_real(evidence: Iterable[RealEvidence], alpha: float = ALPHA) -> list[R
     """:func:`judge_real_evidence` of each dataset's evidence, in order: the ``real-data`` claim's rule
     (one verdict and one Evidence line per dataset/configuration; combining them is the claims module's)."""
     return [judge_real_evidence(e, alpha) for e in evidence]
+
+
+def family_verdicts(evidence: Sequence[RealEvidence], alpha: float = ALPHA) -> dict[str, str]:
+    r"""Each group's verdict in **one family across the groups** of a report: the group's ``supports`` p-value
+    (its intersection-union p, the larger of its two legs' p) and its ``contradicts`` p-value (its Holm-adjusted
+    smallest reversed leg) each Holm-adjusted over the ``k`` judged groups; ``supports`` / ``contradicts`` where
+    the adjusted p is below ``alpha``, else ``inconclusive``; the per-group ``insufficient`` stay. ``{group:
+    verdict}``. What a reader may quote when picking one group out of several as a finding."""
+    own = {e.group: judge_real_evidence(e, alpha) for e in evidence}
+    judged = [g for g, v in own.items() if v.verdict != "insufficient"]
+    p_sup, p_con = {}, {}
+    for e in evidence:
+        if e.group not in judged or e.attention is None or e.task is None:
+            continue
+        a, t = e.attention.tested(+e.attention.margin, "greater"), e.task.tested(-e.task.margin, "greater")
+        p_sup[e.group] = max(a.p(), t.p())
+        p_con[e.group] = min(1.0, 2.0 * min(a.p(reverse=True), t.p(reverse=True)))
+    names = sorted(p_sup)
+    hs = dict(zip(names, holm([p_sup[g] for g in names])))
+    hc = dict(zip(names, holm([p_con[g] for g in names])))
+    out = {}
+    for g, v in own.items():
+        if g not in hs:
+            out[g] = v.verdict
+        elif hs[g] < alpha:
+            out[g] = "supports"
+        elif hc[g] < alpha:
+            out[g] = "contradicts"
+        else:
+            out[g] = "inconclusive"
+    return out
 
 
 def untrained_reason(task_metric: str, baseline_task: float | None, majority: float | None,
@@ -202,7 +293,7 @@ def untrained_reason(task_metric: str, baseline_task: float | None, majority: fl
     return ""
 
 
-def factorial_effects(cells: dict[tuple[float, float], dict[int, dict[str, float]]], metric: str, margin: float,
+def factorial_effects(cells: Mapping[tuple[float, float], Mapping[int, Mapping[str, float]]], metric: str, margin: float,
                       low: float = 1.0, high: float = 30.0) -> dict[str, Comparison]:
     r"""The paired-by-seed effects of a 2 x 2 design on ``metric``: ``cells[(a, b)][seed][metric]`` with factor
     A (the QK factor) and B (e.g. the embedding's factor) each at ``low`` / ``high``.
@@ -224,64 +315,118 @@ def factorial_effects(cells: dict[tuple[float, float], dict[int, dict[str, float
     return out
 
 
-DECOUPLING_TESTS = (("A|B=low", "attention", "greater"), ("B|A=low", "attention", "less"), ("B|A=low", "task", "greater"))
-"""The decoupling statement's *supports* family, declared before any run is read: (1) the QK factor alone (at
-the slow embedding) raises the mass by more than its margin; (2) the embedding's factor alone (at the slow QK)
-raises the mass by *less* than its margin; (3) the embedding's factor alone raises the task metric by more than
-its margin (the arm that predicts better)."""
+@dataclass(frozen=True)
+class Leg:
+    """One one-sided test of a 2 x 2 rule: the ``effect`` of :func:`factorial_effects` (``"A|B=low"``...) on the
+    ``side`` (``"attention"``: the mass, ``"task"``: the task metric), ``H0: mu <= null`` against
+    ``alternative="greater"`` (``>=`` against ``"less"``; ``null`` ``None``: ``+`` the comparison's margin).
+    ``reversed_means``: what the reversed test rejecting says (``"contradicts"`` or ``"insufficient"``)."""
+
+    id: str
+    effect: str
+    side: str
+    alternative: str
+    label: str
+    reversed_means: str = "contradicts"
+    null: float | None = None
+
+    def __post_init__(self) -> None:
+        for name, value, allowed in (("side", self.side, ("attention", "task")),
+                                     ("alternative", self.alternative, ALTERNATIVES),
+                                     ("reversed_means", self.reversed_means, ("contradicts", "insufficient"))):
+            if value not in allowed:
+                raise ValueError(f"leg {self.id}: {name}: {value!r}: must be one of {', '.join(allowed)}")
+
+    def of(self, c: Comparison) -> Comparison:
+        """``c`` read by this leg's test."""
+        return c.tested(c.margin if self.null is None else self.null, self.alternative)
+
+    def name(self, reverse: bool = False) -> str:
+        up = (self.alternative == "greater") != reverse
+        return f"{self.id} {self.label} {'>' if up else '<'} {'+margin' if self.null is None else f'{self.null:+g}'}"
+
+
+DECOUPLING_LEGS: tuple[Leg, ...] = (
+    Leg("H1", "A|B=low", "attention", "greater", "QK alone raises the mass"),
+    Leg("H2", "B|A=low", "task", "greater", "embedding alone raises the task metric", "insufficient"),
+    Leg("H3", "B|A=low", "attention", "less", "embedding alone raises the mass"),
+)
+"""The decoupling statement's legs ("sharpening is not a by-product of better prediction"), declared before any
+run is read: H1 the QK factor alone (at the slow embedding) raises the mass by more than its margin; H2 the
+embedding's factor alone (at the slow QK) raises the task metric by more than its margin (the arm that predicts
+better); H3 it raises the mass by *less* than its margin. ``supports``: all three reject (intersection-union);
+``contradicts``: H1 or H3 reversed rejects after Holm over the 2; ``insufficient``: H2 reversed rejects (the
+design has no better prediction to separate sharpening from)."""
+DECOUPLING_TESTS = tuple((leg.effect, leg.side, leg.alternative) for leg in DECOUPLING_LEGS)
+INTERACTION_READINGS = ("positive", "negative", "additive", "undetermined", "insufficient")
+"""The interaction contrast on the mass (:math:`y_{hh} - y_{hl} - y_{lh} + y_{ll}`) read against +-margin at the
+one level: ``positive`` (the 95 % interval above +margin: H0 mu <= +margin rejected), ``negative`` (below
+-margin), ``additive`` (inside (-margin, +margin): both one-sided equivalence tests reject), ``undetermined``
+otherwise, ``insufficient`` with fewer than 2 seeds."""
+
+
+def interaction_reading(c: Comparison | None, margin: float, alpha: float = ALPHA) -> str:
+    """The reading of one interaction contrast (:data:`INTERACTION_READINGS`); pure."""
+    if c is None or c.n < 2:
+        return "insufficient"
+    if one_sided_p(c.diffs, +margin, "greater") < alpha:
+        return "positive"
+    if one_sided_p(c.diffs, -margin, "less") < alpha:
+        return "negative"
+    if one_sided_p(c.diffs, +margin, "less") < alpha and one_sided_p(c.diffs, -margin, "greater") < alpha:
+        return "additive"
+    return "undetermined"
 
 
 def judge_decoupling(mass: dict[str, Comparison], task: dict[str, Comparison], dataset: str = "",
-                     alpha: float = ALPHA) -> RealVerdict:
+                     alpha: float = ALPHA, legs: Sequence[Leg] = DECOUPLING_LEGS,
+                     interaction_margin: float = ATTENTION_MARGIN) -> RealVerdict:
     r"""The verdict on "sharpening is not a by-product of better prediction" from a QK-factor x embedding-factor
     2 x 2 design (:func:`factorial_effects` of the mass, ``mass``, and of the task metric, ``task``; paired by
-    seed at best validation).
+    seed at best validation), every test one-sided at ``alpha``:
 
-    - ``insufficient``: an effect of :data:`DECOUPLING_TESTS` missing or with fewer than 2 seeds, or the
-      embedding arm shown *not* to predict better (test (3) reversed rejects: then the design has no
-      "better prediction" to separate sharpening from);
-    - ``contradicts``: test (1) or (2) reversed rejects after Holm (m = 2): the QK factor alone raises the mass
-      by less than the margin, or the embedding's factor alone raises it by more (sharpening follows prediction);
-    - ``supports``: the three tests of :data:`DECOUPLING_TESTS` reject after Holm (m = 3);
+    - ``insufficient``: a leg's effect missing or with fewer than 2 seeds, or (not contradicting) a leg whose
+      reversal means ``insufficient`` rejects reversed (H2: the embedding arm shown *not* to predict better);
+    - ``contradicts``: a leg whose reversal contradicts (H1, H3) rejects reversed after Holm over those legs;
+    - ``supports``: every leg rejects at ``alpha`` (an intersection-union test: no adjustment);
     - ``inconclusive`` otherwise.
+
+    The interaction on the mass is read beside it (:func:`interaction_reading`, ``RealVerdict.interaction``):
+    a positive interaction means the two rates' mass effects are not additive, so the simple effects hold at the
+    slow level of the other factor and do not decompose the joint effect.
     """
     head = f"decoupling{f' ({dataset})' if dataset else ''}"
     src = {"attention": mass, "task": task}
-    found = [(name, src[side].get(name), side, alt) for name, side, alt in DECOUPLING_TESTS]
-    short = [f"{side} {name}" for name, c, side, _ in found if c is None or c.n < 2]
-    comps = [(name, c, side, alt) for name, c, side, alt in found if c is not None]
+    found = [(leg, src[leg.side].get(leg.effect)) for leg in legs]
+    inter = mass.get("interaction")
+    reading = interaction_reading(inter, interaction_margin, alpha)
+    short = [f"{leg.id} ({leg.side} {leg.effect})" for leg, c in found if c is None or c.n < 2]
     if short:
         return RealVerdict(dataset, "decoupling", "insufficient",
-                           f"{head}: {', '.join(short)} missing or with fewer than 2 paired seeds -> insufficient")
-    labels = {("A|B=low", "attention"): "QK alone raises the mass", ("B|A=low", "attention"): "embedding alone raises the mass",
-              ("B|A=low", "task"): "embedding alone raises the task metric"}
-    desc = "; ".join(f"{labels[(name, side)]}: {c.metric} {c.describe()}" for name, c, side, _ in comps)
-
-    def p(c: Comparison, alt: str) -> float:
-        return one_sided_p(c.diffs, c.margin, alt)
-
-    def flip(alt: str) -> str:
-        return "less" if alt == "greater" else "greater"
-
-    sup = _family([(f"{labels[(n, sd)]} {'>' if alt == 'greater' else '<'} {c.margin:g}", p(c, alt))
-                   for n, c, sd, alt in comps])
-    con = _family([(f"{labels[(n, sd)]} {'<' if alt == 'greater' else '>'} {c.margin:g}", p(c, flip(alt)))
-                   for n, c, sd, alt in comps[:2]])
-    _, c3, _, alt3 = comps[2]
-    no_better = p(c3, flip(alt3)) < alpha
+                           f"{head}: {', '.join(short)} missing or with fewer than 2 paired seeds -> insufficient",
+                           interaction=reading)
+    comps = [(leg, leg.of(c)) for leg, c in found if c is not None]
+    desc = "; ".join(f"{leg.id} {leg.label}: {c.metric} {c.describe()}" for leg, c in comps)
+    sup = _conjunction([(leg.name(), c.p()) for leg, c in comps])
+    con = _family([(leg.name(reverse=True), c.p(reverse=True)) for leg, c in comps if leg.reversed_means == "contradicts"])
+    no = [leg.name(reverse=True) for leg, c in comps if leg.reversed_means == "insufficient" and c.p(reverse=True) < alpha]
+    level = f"one-sided {alpha:g}"
     if any(x["p_holm"] < alpha for x in con):
-        verdict, decided = "contradicts", con
-    elif all(x["p_holm"] < alpha for x in sup):
-        verdict, decided = "supports", sup
-    elif no_better:
+        verdict, decided, how = "contradicts", con, f"Holm over {len(con)} reversed legs at {level} ({_ps(con, True)})"
+    elif all(x["p"] < alpha for x in sup):
+        verdict, decided, how = "supports", sup, f"all {len(sup)} legs at {level} (intersection-union: {_ps(sup, False)})"
+    elif no:
         verdict, decided = "insufficient", sup
+        how = f"all {len(sup)} legs needed at {level} ({_ps(sup, False)}); rejected reversed: {', '.join(no)}"
     else:
-        verdict, decided = "inconclusive", sup
-    ps = ", ".join(f"{x['test']} p_Holm={x['p_holm']:.2g}" for x in decided)
-    why = "; the embedding arm did not predict better" if verdict == "insufficient" else ""
-    return RealVerdict(dataset, "decoupling", verdict, f"{head}: {desc}; Holm over {len(decided)} tests ({ps}){why} -> {verdict}",
-                       tuple(decided))
+        verdict, decided, how = "inconclusive", sup, f"all {len(sup)} legs needed at {level} ({_ps(sup, False)})"
+    inter_txt = (f"; interaction on the mass {inter.describe()}: {reading}" if inter is not None and inter.n >= 2
+                 else f"; interaction: {reading}")
+    return RealVerdict(dataset, "decoupling", verdict, f"{head}: {desc}; {how} -> {verdict}{inter_txt}",
+                       tuple(decided), reading)
 
 
-__all__ = ["factorial_effects", "judge_decoupling", "DECOUPLING_TESTS", "Comparison", "RealEvidence", "RealVerdict", "judge_real", "judge_real_evidence", "untrained_reason",
-           "READING", "ATTENTION_METRIC", "ATTENTION_MARGIN", "TASK_MARGIN", "ALPHA", "LEVEL", "POWER"]
+__all__ = ["factorial_effects", "judge_decoupling", "interaction_reading", "family_verdicts", "Leg", "DECOUPLING_LEGS",
+           "DECOUPLING_TESTS", "INTERACTION_READINGS", "Comparison", "RealEvidence", "RealVerdict", "judge_real",
+           "judge_real_evidence", "untrained_reason", "READING", "ATTENTION_METRIC", "ATTENTION_MARGIN", "TASK_MARGIN",
+           "ALPHA", "LEVEL", "POWER"]

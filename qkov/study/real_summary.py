@@ -35,13 +35,13 @@ import json
 import math
 from collections import defaultdict
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any, Iterable, Mapping
 
 import numpy as np
 from qkov.core.runstore import RunWriter, load_run
 from qkov.study.claims import write_evidence
 from qkov.study.real_inference import (ATTENTION_MARGIN, ATTENTION_METRIC, READING, TASK_MARGIN, Comparison,
-                                       RealEvidence, RealVerdict, judge_real, untrained_reason)
+                                       RealEvidence, RealVerdict, family_verdicts, judge_real, untrained_reason)
 from validation.metrics.dtap import plot_dtap
 from validation.metrics.stats import BOOT_SEED, N_BOOT, bootstrap_diff, holm, paired  # noqa: F401 (re-exported)
 from theory.parametrization import BASELINE
@@ -409,8 +409,10 @@ def _comparison(g: dict[str, Any], reading: str, metric: str, ratio: float | Non
         return None
     seeds = sorted(set(base) & set(other), key=int)
     diffs = tuple(other[s][metric] - base[s][metric] for s in seeds if metric in base[s] and metric in other[s])
-    margin = ATTENTION_MARGIN if metric == ATTENTION_METRIC else TASK_MARGIN.get(metric, 0.01)
-    return Comparison(metric, reading, float(r), diffs, margin)
+    if metric == ATTENTION_METRIC:
+        return Comparison(metric, reading, float(r), diffs, ATTENTION_MARGIN)
+    margin = TASK_MARGIN.get(metric, 0.01)
+    return Comparison(metric, reading, float(r), diffs, margin, null=-margin)   # the non-inferiority test
 
 
 def _means(rows: list[dict[str, Any]], key: str) -> dict[float, float]:
@@ -469,15 +471,17 @@ def judge(groups: dict[str, Any]) -> dict[str, Any]:
     if not groups:
         return {"verdict": "insufficient", "evidence": "no completed real-data runs", "groups": {}, "lines": {}}
     vs = verdicts(groups)
+    family = family_verdicts([group_evidence(name, g) for name, g in groups.items()])
     return {"verdict": combine_outcomes(v.verdict for v in vs), "evidence": "; ".join(v.line for v in vs),
-            "groups": {v.group: v.verdict for v in vs}, "lines": {v.group: v.line for v in vs}}
+            "groups": {v.group: v.verdict for v in vs}, "lines": {v.group: v.line for v in vs}, "family": family}
 
 
 EVIDENCE_TEXT = ("Per dataset and configuration one pre-declared comparison: the registry's claim ratio vs 1 at the "
-                 "best-validation checkpoint, mean relevant mass and the task metric, paired over seeds; seed-level "
-                 "t-intervals with n and the minimum detectable effect (one-sided 2.5 %, power 0.8); supports = mass "
-                 "up by more than 0.01 and task no worse than its margin, both after Holm over these 2 tests; "
-                 "contradicts = mass up by less than 0.01 or task worse than its margin, after Holm; a baseline "
+                 "best-validation checkpoint, mean relevant mass and the task metric, paired over seeds; one level: "
+                 "every test one-sided 2.5 %, every interval the 95 % t-interval over seeds, every minimum detectable "
+                 "effect against the null tested (power 0.8); supports = mass up by more than 0.01 and task no worse "
+                 "than its margin, each leg at 2.5 % (intersection-union); "
+                 "contradicts = mass up by less than 0.01 or task worse than its margin, after Holm over the 2; a baseline "
                  "that did not train, attention that never left uniform, conflicting runs or fewer than 2 seeds: "
                  "insufficient. Matched-loss readings (interpolated, before best validation) are exploratory.")
 
@@ -494,23 +498,27 @@ def _figure_stem(stem: str) -> str:
 
 
 def sweep_markdown(groups: dict[str, Any]) -> str:
-    """Per group a compact ratio sweep at best validation: per ratio the seeds, the task metric, the mass and AC
-    (mean ± sd over seeds), each ratio's paired difference with ratio 1 (95 % t-interval over seeds, n, MDE;
-    exploratory except at the claim ratio), and the group's ``real-data`` verdict line."""
+    """Per group a compact ratio sweep at best validation and, beside it, at the fixed last epoch: per ratio the
+    seeds, the task metric, the mass and AC (mean ± sd over seeds), each ratio's paired difference with ratio 1
+    (95 % t-interval over seeds, n, MDE; exploratory except at the claim ratio at best validation), and the group's
+    ``real-data`` verdict line."""
     lines: list[str] = []
     for name, g in groups.items():
         tm = g["task_metric"]
-        lines += [f"**{name}** (claim ratio {g['claim_ratio']:g}; best validation)", "",
-                  f"| ratio | seeds | {tm} | mass | AC % | mass vs ratio 1 (paired) | {tm} vs ratio 1 (paired) |",
-                  "| --- | --- | --- | --- | --- | --- | --- |"]
-        for row in g.get("best_val", {}).get("rows", []):
-            r = row["ratio"]
-            cells = [_fmt(row.get(k), sc) for k, sc in ((tm, 1.0), (ATTENTION_METRIC, 1.0), ("attention_confidence", 100.0))]
-            comps = [_comparison(g, READING, m, r) if r != 1.0 else None for m in (ATTENTION_METRIC, tm)]
-            lines.append(f"| {r:g} | {row['n_seeds']} | " + " | ".join(cells) + " | "
-                         + " | ".join(c.describe() if c is not None else "-" for c in comps) + " |")
+        lines += [f"**{name}** (claim ratio {g['claim_ratio']:g})", ""]
+        for view, label, rows in ((READING, "best validation: the verdict's reading", g.get("best_val", {}).get("rows", [])),
+                                  ("fixed_epoch", "fixed last epoch: exploratory", g.get("rows", []))):
+            lines += [f"| ratio ({label}) | seeds | {tm} | mass | AC % | mass vs ratio 1 (paired) | "
+                      f"{tm} vs ratio 1 (paired) |", "| --- | --- | --- | --- | --- | --- | --- |"]
+            for row in rows:
+                r = row["ratio"]
+                cells = [_fmt(row.get(k), sc) for k, sc in ((tm, 1.0), (ATTENTION_METRIC, 1.0), ("attention_confidence", 100.0))]
+                comps = [_comparison(g, view, m, r) if r != 1.0 else None for m in (ATTENTION_METRIC, tm)]
+                lines.append(f"| {r:g} | {row['n_seeds']} | " + " | ".join(cells) + " | "
+                             + " | ".join(c.describe() if c is not None else "-" for c in comps) + " |")
+            lines.append("")
         verdict, line = judge_group(g, name)
-        lines += ["", f"**{verdict}** — {line}", ""]
+        lines += [f"**{verdict}** — {line}", ""]
     return "\n".join(lines)
 
 
@@ -556,25 +564,84 @@ def decoupling_markdown_of(runs: list[dict[str, Any]], factor: str = "embedding"
     cells = decoupling_cells(runs, factor)
     tm = task_metric(runs[0]["config"]["dataset"]) if runs else "accuracy"
     lines = [f"| QK factor | {factor} factor | seeds | {tm} | mass | AC % |", "| --- | --- | --- | --- | --- | --- |"]
-    def cell(seeds: dict[int, dict[str, float]], k: str, scale: float = 1.0, digits: int = 3) -> str:
-        v = np.array([x[k] for x in seeds.values() if k in x], float) * scale
-        return (f"{v.mean():.{digits}f} ± {v.std(ddof=1):.{digits}f}" if v.size > 1
-                else (f"{v[0]:.{digits}f}" if v.size else "-"))
-
     for (a, b), seeds in sorted(cells.items()):
-        lines.append(f"| {a:g} | {b:g} | {','.join(map(str, sorted(seeds)))} | {cell(seeds, tm)} | "
-                     f"{cell(seeds, ATTENTION_METRIC)} | {cell(seeds, 'attention_confidence', 100, 1)} |")
-    names = {"A|B=low": f"QK {high:g}x vs {low:g}x at {factor} {low:g}x", "A|B=high": f"QK {high:g}x vs {low:g}x at {factor} {high:g}x",
-             "B|A=low": f"{factor} {high:g}x vs {low:g}x at QK {low:g}x", "B|A=high": f"{factor} {high:g}x vs {low:g}x at QK {high:g}x",
-             "interaction": "interaction (difference of differences)"}
-    lines += ["", f"| effect (paired by seed, best validation) | mass | {tm} |", "| --- | --- | --- |"]
+        lines.append(f"| {a:g} | {b:g} | {','.join(map(str, sorted(seeds)))} | {_cell(seeds, tm)} | "
+                     f"{_cell(seeds, ATTENTION_METRIC)} | {_cell(seeds, 'attention_confidence', 100, 1)} |")
+    names = effect_names(factor, low, high)
     mass = factorial_effects(cells, ATTENTION_METRIC, ATTENTION_MARGIN, low, high)
     task = factorial_effects(cells, tm, TASK_MARGIN.get(tm, 0.01), low, high)
-    for k, label in names.items():
-        if k in mass and k in task:
-            lines.append(f"| {label} | {mass[k].describe()} | {task[k].describe()} |")
+    lines += ["", *effects_table(mass, task, names, tm, "best validation")]
+    fixed = decoupling_cells(runs, factor, "fixed_epoch")
+    lines += ["", *effects_table(factorial_effects(fixed, ATTENTION_METRIC, ATTENTION_MARGIN, low, high),
+                                 factorial_effects(fixed, tm, TASK_MARGIN.get(tm, 0.01), low, high), names, tm,
+                                 "fixed last epoch; exploratory, not read by the verdict")]
     v = judge_decoupling(mass, task, runs[0]["config"]["dataset"] if runs else "")
-    lines += ["", f"**Decoupling verdict: {v.verdict}** (qkov.study.real_inference.judge_decoupling) — {v.line}"]
+    lines += ["", f"**Decoupling verdict (exploratory rule): {v.verdict}; interaction on the mass: {v.interaction}** "
+              f"(qkov.study.real_inference.judge_decoupling) — {v.line}"]
+    return "\n".join(lines)
+
+
+def _cell(seeds: Mapping[int, Mapping[str, float]], k: str, scale: float = 1.0, digits: int = 3) -> str:
+    """``mean ± sd`` over seeds of ``k`` (``-`` when absent)."""
+    v = np.array([x[k] for x in seeds.values() if k in x], float) * scale
+    return (f"{v.mean():.{digits}f} ± {v.std(ddof=1):.{digits}f}" if v.size > 1
+            else (f"{v[0]:.{digits}f}" if v.size else "-"))
+
+
+def effect_names(factor: str, low: float, high: float) -> dict[str, str]:
+    """Row labels of the five effects of :func:`qkov.study.real_inference.factorial_effects`."""
+    return {"A|B=low": f"QK {high:g}x vs {low:g}x at {factor} {low:g}x",
+            "A|B=high": f"QK {high:g}x vs {low:g}x at {factor} {high:g}x",
+            "B|A=low": f"{factor} {high:g}x vs {low:g}x at QK {low:g}x",
+            "B|A=high": f"{factor} {high:g}x vs {low:g}x at QK {high:g}x",
+            "interaction": "interaction (difference of differences)"}
+
+
+def effects_table(mass: dict[str, Comparison], task: dict[str, Comparison], names: dict[str, str], tm: str,
+                  view: str) -> list[str]:
+    """Markdown rows: each effect's mean, 95 % t-interval over seeds, n and MDE (against +margin) on the mass and
+    the task metric at ``view``."""
+    out = [f"| effect (paired by seed, {view}) | mass | {tm} |", "| --- | --- | --- |"]
+    out += [f"| {label} | {mass[k].describe()} | {task[k].describe()} |" for k, label in names.items()
+            if k in mass and k in task]
+    return out
+
+
+def preregistered_markdown(plan: Any, runs: list[dict[str, Any]], wall_s: Mapping[str, float] | None = None) -> str:
+    """The confirmatory section of a pre-registered 2 x 2 (:mod:`qkov.study.preregistered`): what completed (seeds,
+    runs and, given ``wall_s`` ``{run name: seconds}``, each run's wall time), the cells at best validation over the
+    complete seeds, the effects at best validation (the verdict's) and at the fixed last epoch (exploratory), and
+    the rule's verdict."""
+    from qkov.study.preregistered import complete_seeds, judge_preregistered, plan_cells, plan_effects
+
+    views, problems, ignored = plan_cells(plan, runs)
+    best = views["best_val"]
+    done = complete_seeds(plan, best)
+    n_runs = sum(len(by) for by in best.values())
+    lines = [f"**Pre-registered plan `{plan.id}`** (docs/preregistration/{plan.id}.md; code {plan.code_commit[:7]}): "
+             f"{len(done)} of {plan.n} seeds complete ({', '.join(map(str, done)) or 'none'}); "
+             f"{n_runs} of {4 * plan.n} runs present" + (f"; ignored: {'; '.join(ignored)}" if ignored else ""), ""]
+    if wall_s:
+        mine = [r for r in runs if r["dir"].name in wall_s and r["config"].get("dataset") == plan.dataset]
+        rates = [(int(r["config"]["seed"]), float((r["metrics"].get("rates") or {}).get("qk", r["config"]["ratio"])),
+                  float((r["metrics"].get("rates") or {}).get(plan.factor, 1.0)), wall_s[r["dir"].name]) for r in mine]
+        lines += [f"Wall time per run (seed, QK x {plan.factor} factor; from each record's provenance): " + "; ".join(f"{s} {a:g}x{b:g} {w / 60:.0f} min" for s, a, b, w in sorted(rates)),
+                  ""]
+    tm = plan.task_metric
+    keep = set(done)
+    lines += [f"| QK factor | {plan.factor} factor | seeds | {tm} | mass | AC % |", "| --- | --- | --- | --- | --- | --- |"]
+    for (a, b), by in sorted(best.items()):
+        seeds = {s: v for s, v in by.items() if s in keep}
+        lines.append(f"| {a:g} | {b:g} | {len(seeds)} | {_cell(seeds, tm)} | {_cell(seeds, ATTENTION_METRIC)} | "
+                     f"{_cell(seeds, 'attention_confidence', 100, 1)} |")
+    names = effect_names(plan.factor, plan.low, plan.high)
+    mass, task = plan_effects(plan, best, done)
+    fm, ft = plan_effects(plan, views["fixed_epoch"], done)
+    lines += ["", *effects_table(mass, task, names, tm, "best validation; the verdict's"), "",
+              *effects_table(fm, ft, names, tm, "fixed last epoch; exploratory, not read by the verdict")]
+    v = judge_preregistered(plan, best, problems)
+    lines += ["", f"**Confirmatory verdict: {v.verdict}; interaction on the mass: {v.interaction or 'not read'}** "
+              f"(qkov.study.preregistered.judge_preregistered) — {v.line}"]
     return "\n".join(lines)
 
 
@@ -634,6 +701,12 @@ def markdown_tables(groups: dict[str, Any], tests: list[dict[str, Any]] | None =
         lines += [f"**real-data verdict: {claim['verdict']}** (one pre-declared comparison per dataset and "
                   "configuration; qkov.study.real_inference)", ""]
         lines += [f"- **{claim['groups'][n]}** — {line}" for n, line in claim.get("lines", {}).items()]
+        fam = claim.get("family") or {}
+        if len(fam) > 1:
+            lines += ["", f"One family across the {len(fam)} groups (each group's supports / contradicts p Holm-adjusted "
+                      "over the groups; what a reader may quote when picking one group out: "
+                      "qkov.study.real_inference.family_verdicts): "
+                      + "; ".join(f"{n} **{v}**" for n, v in fam.items())]
         lines.append("")
     return "\n".join(lines)
 

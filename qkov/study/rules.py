@@ -493,8 +493,9 @@ def calibration_rule(ev: et.Calibration) -> Outcome:
 def real_group_rule(ev: et.RealGroup) -> Outcome:
     """``real-data`` (real): one group, by :func:`qkov.study.real_summary.judge_group`, the pre-declared
     comparison of :mod:`qkov.study.real_inference` (claim ratio vs 1 at best validation, relevant mass and the
-    task metric, seed-level t-intervals, Holm over those 2 tests only); its line names the comparison, n, the
-    intervals and the minimum detectable effects, and is the one number."""
+    task metric, seed-level 95 % t-intervals, each leg one-sided at 2.5 %, Holm over the 2 reversed legs for
+    contradicts); its line names the comparison, n, the intervals and the minimum detectable effects, and is the one
+    number."""
     from qkov.study.real_summary import judge_group
 
     verdict, line = judge_group(ev.group)

@@ -75,4 +75,26 @@ def pooled_sd(sds: list[float] | tuple[float, ...], n: int) -> tuple[float, int]
     return float(math.sqrt(sum(s * s for s in sds) / len(sds))), len(sds) * (n - 1)
 
 
-__all__ = ["seeds_for_power", "sd_upper_bound", "pooled_sd", "MAX_SEEDS"]
+def power_at(sd: float, n: int, delta: float, alpha: float = 0.025) -> float:
+    r"""The power of the one-sided one-sample t-test at level ``alpha`` over ``n`` seeds of spread ``sd`` when the
+    true mean lies ``delta`` beyond the null: :math:`P(T'_{n-1,\ \delta\sqrt n/sd} > t_{1-\alpha,\,n-1})`
+    (noncentral t; the inverse view of :func:`~validation.metrics.stats.min_detectable_effect`). 1 for ``sd = 0``
+    and ``delta > 0``; NaN for ``n < 2``."""
+    if n < 2 or not math.isfinite(sd):
+        return math.nan
+    if sd == 0:
+        return 1.0 if delta > 0 else 0.0
+    df = n - 1
+    return float(stats.nct.sf(stats.t.ppf(1 - alpha, df), df, delta * math.sqrt(n) / sd))
+
+
+def sd_from_interval(lo: float, hi: float, n: int, level: float = 0.95) -> float:
+    r"""The sample SD of ``n`` paired differences whose two-sided ``level`` t-interval is ``[lo, hi]``:
+    :math:`s = (hi - lo)\sqrt n / (2\, t_{(1+\text{level})/2,\,n-1})` (to recover a planning SD from a printed
+    interval when the runs are not at hand; good to the interval's printed digits)."""
+    if n < 2 or not hi >= lo:
+        raise ValueError(f"sd_from_interval: [{lo}, {hi}] over {n} seeds: needs hi >= lo and n >= 2")
+    return float((hi - lo) * math.sqrt(n) / (2 * stats.t.ppf(0.5 + level / 2, n - 1)))
+
+
+__all__ = ["seeds_for_power", "sd_upper_bound", "pooled_sd", "power_at", "sd_from_interval", "MAX_SEEDS"]

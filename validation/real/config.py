@@ -34,13 +34,15 @@ PresetName = Literal[_official.PRESETS]  # type: ignore[valid-type]  # the prese
 OPTIMIZERS = ("adamw", "sgd")
 MODELS = ("paper", "small", "minilm")
 RECIPES = ("ratio-only", "paper")
-RATE_GROUPS = ("qk", "ov", "embedding", "bias", "mlp", "other")
+RATE_GROUPS = ("qk", "ov", "position", "embedding", "bias", "mlp", "other")
 """Named parameter groups, each with its own rate factor (:func:`group_rates`): the QK circuit, the OV
-circuit, the embeddings (every ``nn.Embedding``: words, positions/distances), the biases (every other
-``*bias``), the MLPs (parameters under a module named ``mlp``/``ffn``/``feed_forward``/``intermediate``)
-and everything else (heads, norms' weights); the first group that claims a parameter keeps it, in this order
-(:func:`validation.real.training.named_parameter_groups`)."""
-RateGroup = Literal["qk", "ov", "embedding", "bias", "mlp", "other"]
+circuit, the position embeddings (an ``nn.Embedding`` named in :data:`validation.real.training.POSITION_MODULES`:
+the classifiers' distance-to-``[CLS]`` embedding, the decoder's positions; at the ``embedding`` factor unless set,
+so ``embedding`` moves both as before issue 45), the embeddings (every other ``nn.Embedding``: words), the biases
+(every other ``*bias``), the MLPs (parameters under a module named ``mlp``/``ffn``/``feed_forward``/
+``intermediate``) and everything else (heads, norms' weights); the first group that claims a parameter keeps it,
+in this order (:func:`validation.real.training.named_parameter_groups`)."""
+RateGroup = Literal["qk", "ov", "position", "embedding", "bias", "mlp", "other"]
 FACTOR_MIN, FACTOR_MAX = 1e-6, 1e6
 """Bounds of a rate factor (the ratio ``eta_QK/eta_OV`` and every ``rates`` factor), the same as ``--ratios``'
 (:data:`qkov.cli.options.RATIO_MIN`): a factor of 1e300 overflowed float32 after minutes of data loading
@@ -94,7 +96,7 @@ class RealRunConfig(Spec):
     answer_len: Annotated[int, Ge(1), Le(64)] = 8
     glove: bool = True
     init_std: Annotated[float, Ge(0.0)] = 0.02
-    rates: dict[Literal["ov", "embedding", "bias", "mlp", "other"], RateFactor] | None = None
+    rates: dict[Literal["ov", "position", "embedding", "bias", "mlp", "other"], RateFactor] | None = None
     """Rate factors (times ``lr_ov``) of named groups (:data:`RATE_GROUPS` but ``qk``, whose factor is
     ``ratio``) that replace the recipe's (:func:`group_rates`); ``None``: the recipe alone."""
     # issue 32, the official settings as a preset (validation.real.official); each field left out of
@@ -121,6 +123,12 @@ class RealRunConfig(Spec):
     frozen: tuple[RateGroup, ...] = ()
     """Named groups in no optimizer group (they stay at their initialisation); ``mlp`` means every parameter of
     an MLP module, its biases too (:func:`validation.real.training.frozen_ids`)."""
+    qkv_bias: bool = False
+    """Paper classifier: biases b_Q, b_K, b_V (per head) and b_O on the attention's projections, zero at the start, in
+    the ``bias`` group (the official HateXplain notebook's; issue 45). Off: the model without them, as before."""
+    clip: bool = True
+    """Clip the gradient to global norm ``clip_norm`` (default :data:`validation.real.training.CLIP_NORM`); off: no
+    clipping (the official HateXplain notebook states none)."""
     fused: bool = False
     """AdamW's fused kernel (``torch.optim.AdamW(fused=True)``; issue 34: 1.47x on small steps). Off by default:
     its float rounding differs from the default implementation's, so a fused run is not bitwise the same."""
@@ -130,6 +138,10 @@ class RealRunConfig(Spec):
             raise ValueError("rates: qk: the QK factor is the ratio (give it as ratio)")
         if self.fused and self.optimizer != "adamw":
             raise ValueError(f"fused: true: only with optimizer adamw (got {self.optimizer})")
+        if self.qkv_bias and self.model != "paper":
+            raise ValueError(f"qkv_bias: true: only with the paper model (got {self.model})")
+        if not self.clip and self.clip_norm is not None:
+            raise ValueError(f"clip_norm: {self.clip_norm}: does not apply with clip false")
 
     def __hash__(self) -> int:
         """Hash of the canonical JSON (the ``rates`` dict is not hashable itself); equal configs hash equal."""
@@ -161,7 +173,7 @@ class RealRunConfig(Spec):
 
 _ADDED_DEFAULTS = {"preset": "sized", "context_chars": None, "d_ff": None, "d_mlp": 0, "dropout": 0.0,
                    "label_smoothing": 0.0, "clip_norm": None, "warmup_steps": None, "frozen": (),
-                   "fused": False}
+                   "fused": False, "qkv_bias": False, "clip": True}
 """Fields added after runs were stored, and their defaults (left out of the JSON, so old keys stay)."""
 
 
@@ -172,13 +184,16 @@ def group_rates(cfg: RealRunConfig) -> dict[str, float]:
     ``ratio-only``: ``qk`` = ``ratio``, ``ov`` = 1, every other group ``lr_other / lr_ov`` (1 by default).
     ``paper``: as ratio-only, and the dataset's ``paper_recipe`` groups (HateXplain ``embedding``; SVA
     ``embedding`` and ``bias``) also at ``ratio``. So ``--recipe paper --ratios 30`` on HateXplain is
-    ``{"qk": 30, "embedding": 30}`` and ``--ratios 30 --rates embedding=1`` is ratio-only at 30."""
+    ``{"qk": 30, "embedding": 30}`` and ``--ratios 30 --rates embedding=1`` is ratio-only at 30. ``position``
+    is at the ``embedding`` factor unless ``cfg.rates`` sets it (the official HateXplain preset: 1)."""
     other = (cfg.lr_other or cfg.lr_ov) / cfg.lr_ov
     out = {g: other for g in RATE_GROUPS}
     out.update(qk=float(cfg.ratio), ov=1.0)
     if cfg.recipe == "paper":
         out.update({g: float(cfg.ratio) for g in _registry.get(cfg.dataset).paper_recipe})
     out.update({g: float(v) for g, v in (cfg.rates or {}).items()})
+    if "position" not in (cfg.rates or {}):
+        out["position"] = out["embedding"]
     return out
 
 
@@ -299,6 +314,8 @@ def default_config(dataset: str, *, ratio: float, seed: int, optimizer: str | No
                              f"with {fixed['optimizer']} (got model {model}, optimizer {optimizer}"
                              f"{', --quick' if quick else ''})")
         values.update(fixed)
+    if isinstance(fixed.get("rates"), dict) and overrides.get("rates"):
+        overrides = {**overrides, "rates": {**fixed["rates"], **overrides["rates"]}}   # --rates on top of the preset's
     values.update(overrides)
     if values.get("fused") and values["optimizer"] != "adamw":
         values.pop("fused")   # --fused-adamw applies to the sweep's AdamW runs (SVA's paper runs use SGD)

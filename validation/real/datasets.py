@@ -25,7 +25,8 @@ from theory.paper_numbers import dataset_text
 
 from .errors import file_problem
 from .hatexplain_data import HATEXPLAIN_FETCH, load_hatexplain
-from .official import HATEXPLAIN_DIFFERENCES, HATEXPLAIN_OFFICIAL, SQUAD_DIFFERENCES, SQUAD_OFFICIAL
+from .official import (HATEXPLAIN_DIFFERENCES, HATEXPLAIN_OFFICIAL, SQUAD_DIFFERENCES, SQUAD_OFFICIAL, SVA_DIFFERENCES,
+                       SVA_OFFICIAL)
 from .squad_data import SQUAD_FETCH, SQUAD_FILE, load_squad
 from .sva_data import SVA_DIR, SVA_FETCH, SVA_FILES, load_sva
 
@@ -144,6 +145,7 @@ DATASETS: dict[str, Dataset] = {d.name: d for d in (
         paper_ratio=100.0, ratios=_HX_RATIOS, quick_ratios=(1.0, 10.0, 100.0), paper_optimizer="sgd",
         paper_recipe=("embedding", "bias"),
         paper_result=dataset_text("sva"),
+        official=SVA_OFFICIAL, official_differences=SVA_DIFFERENCES,
         defaults={
             ("small", False): dict(d=64, epochs=15, batch_size=32, max_len=64),
             ("small", True): dict(d=32, epochs=8, batch_size=32, max_len=64, max_train=3000, max_val=400,

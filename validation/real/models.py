@@ -126,10 +126,16 @@ class MultiHeadClassifier(nn.Module):
     :math:`z \leftarrow z + W_2\,\mathrm{GELU}(W_1 z + b_1) + b_2` (``W_1: (d_mlp, d)``), before the LayerNorm;
     it is the module ``mlp`` (the ``mlp`` rate group), created after every other parameter so that the
     initialisation of the rest does not change.
+
+    ``qkv_bias`` (the official notebooks' projections, ``--preset official``) adds biases to the projections,
+    :math:`W_Q^h x_q + b_Q^h`, :math:`W_K^h x_j + b_K^h`, :math:`W_V^h x_j + b_V^h` (each ``(H, d_head)``) and
+    :math:`W_O[\cdot] + b_O` (``(d,)``), zero at the start (no random draw: the rest's initialisation is unchanged);
+    their names end in ``bias``, so they are the ``bias`` rate group. The uniform-attention baseline still zeroes
+    only ``W_Q, W_K``: the score :math:`(b_Q)^\top b_K` left is the same for every position, so attention is uniform.
     """
 
     def __init__(self, vocab_size: int, n_classes: int, *, d: int = 64, heads: int = 4, d_head: int = 64,
-                 max_len: int = 256, init_std: float = 0.02, d_mlp: int = 0):
+                 max_len: int = 256, init_std: float = 0.02, d_mlp: int = 0, qkv_bias: bool = False):
         super().__init__()
         self.max_len = max_len
         self.emb = nn.Embedding(vocab_size, d, padding_idx=0)
@@ -145,6 +151,13 @@ class MultiHeadClassifier(nn.Module):
         self.head = nn.Linear(d, n_classes)
         self.last_head_attention: torch.Tensor | None = None
         self.mlp = nn.Sequential(nn.Linear(d, d_mlp), nn.GELU(), nn.Linear(d_mlp, d)) if d_mlp > 0 else None
+        self.q_bias: nn.Parameter | None = None
+        self.k_bias: nn.Parameter | None = None
+        self.v_bias: nn.Parameter | None = None
+        self.o_bias: nn.Parameter | None = None
+        if qkv_bias:
+            self.q_bias, self.k_bias, self.v_bias = (nn.Parameter(torch.zeros(heads, d_head)) for _ in range(3))
+            self.o_bias = nn.Parameter(torch.zeros(d))
 
     def qk_parameters(self) -> Iterator[nn.Parameter]:
         yield from (self.W_Q, self.W_K)
@@ -159,11 +172,17 @@ class MultiHeadClassifier(nn.Module):
         xq = x[torch.arange(x.shape[0]), query_index]                        # (B, d)
         q = torch.einsum("hed,bd->bhe", self.W_Q, xq)
         k = torch.einsum("hed,bld->bhle", self.W_K, x)
+        if self.q_bias is not None and self.k_bias is not None:
+            q, k = q + self.q_bias, k + self.k_bias[:, None, :]
         s = torch.einsum("bhe,bhle->bhl", q, k) * self.scale
         a = torch.softmax(s.masked_fill(~valid[:, None, :], float("-inf")), dim=-1)   # (B, H, L)
         v = torch.einsum("hed,bld->bhle", self.W_V, x)
+        if self.v_bias is not None:
+            v = v + self.v_bias[:, None, :]
         o = torch.einsum("bhl,bhle->bhe", a, v).reshape(x.shape[0], -1)
         z = xq + o @ self.W_O.T
+        if self.o_bias is not None:
+            z = z + self.o_bias
         if self.mlp is not None:
             z = z + self.mlp(z)
         self.last_head_attention = a.detach()

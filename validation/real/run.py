@@ -71,7 +71,7 @@ def build_classifier(cfg: RealRunConfig, vocab_size: int, n_classes: int) -> tor
     """The paper's multi-head classifier or the small single-head QKOV classifier."""
     if cfg.model == "paper":
         return MultiHeadClassifier(vocab_size, n_classes, d=cfg.d, heads=cfg.heads, d_head=cfg.d_head,
-                                   max_len=cfg.max_len, init_std=cfg.init_std, d_mlp=cfg.d_mlp)
+                                   max_len=cfg.max_len, init_std=cfg.init_std, d_mlp=cfg.d_mlp, qkv_bias=cfg.qkv_bias)
     return AttentionClassifier(vocab_size, n_classes, d=cfg.d, param=cfg.param, max_len=cfg.max_len,
                                layers=cfg.layers, init_std=cfg.init_std)
 

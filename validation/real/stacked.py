@@ -48,6 +48,11 @@ def check_stackable(cfgs: Sequence[RealRunConfig], models: Sequence[nn.Module], 
         vals = {getattr(c, f) for c in cfgs}
         if len(vals) > 1:
             raise ValueError(f"stacked runs must share {f}: got {sorted(map(str, vals))}")
+    for c in cfgs:   # the stacked update clips at CLIP_NORM, freezes nothing and warms up by share: refuse the rest
+        odd = [f for f, ok in (("clip", c.clip), ("clip_norm", c.clip_norm in (None, CLIP_NORM)), ("frozen", not c.frozen),
+                               ("warmup_steps", c.warmup_steps is None)) if not ok]
+        if odd:
+            raise ValueError(f"stacked runs: {odd[0]}: {getattr(c, odd[0])!r}: not offered (train these runs one at a time)")
     if len({len(d) for d in datas}) > 1:
         raise ValueError("stacked runs must have the same number of training items")
     shapes = [[(n, tuple(p.shape)) for n, p in m.named_parameters()] for m in models]

@@ -1,6 +1,6 @@
 r"""Training with per-circuit learning rates: the only intervention is :math:`\eta_{QK}/\eta_{OV}`.
 
-Every parameter is in one named group (``qk``, ``ov``, ``embedding``, ``bias``, ``mlp``, ``other``:
+Every parameter is in one named group (``qk``, ``ov``, ``position``, ``embedding``, ``bias``, ``mlp``, ``other``:
 :func:`named_parameter_groups`) whose rate is a factor times ``lr_ov``
 (:func:`validation.real.config.group_rates`). The recipes are presets of these factors: ``ratio-only``
 (the default) puts the QK parameters (``W_KQ`` or ``W_K, W_Q`` of every attention layer) at
@@ -14,7 +14,8 @@ gradient is clipped to global norm :data:`CLIP_NORM` (a global rescaling keeps t
 the circuits' steps). ``on_checkpoint`` is called at step 0 and ``checkpoints_per_epoch`` times
 per epoch; what it returns is kept in :attr:`TrainHistory.checkpoints`. ``cfg.frozen`` groups are in no
 optimizer group (they stay at their initialisation; their gradients still count in the clipped norm);
-``cfg.clip_norm`` and ``cfg.warmup_steps`` replace :data:`CLIP_NORM` and the warm-up share.
+``cfg.clip_norm`` and ``cfg.warmup_steps`` replace :data:`CLIP_NORM` and the warm-up share; ``cfg.clip`` false
+clips nothing.
 ``resume``: a training-state file written at the end of every epoch (:mod:`validation.real.resume`); a run
 started again with it continues after the last complete epoch, equal to an uninterrupted run.
 """
@@ -69,6 +70,9 @@ class TrainHistory:
 
 MLP_MODULES = ("mlp", "ffn", "feed_forward", "intermediate")
 """Module names whose parameters form the ``mlp`` group (SQuAD's decoder ``mlp``; BERT ``intermediate``)."""
+POSITION_MODULES = ("dist", "pos", "position_embeddings")
+"""Names of the ``nn.Embedding`` modules whose weights form the ``position`` group: the paper classifiers'
+distance-to-``[CLS]`` embedding ``dist``, the SQuAD decoder's ``pos``, BERT's ``position_embeddings``."""
 
 
 def named_parameter_groups(model: nn.Module, qk: list[nn.Parameter], ov: list[nn.Parameter]
@@ -83,12 +87,14 @@ def named_parameter_groups(model: nn.Module, qk: list[nn.Parameter], ov: list[nn
                                              "ov": [p for p in ov if p.requires_grad]}
     seen = {id(p) for p in groups["qk"] + groups["ov"]}
     emb = {id(m.weight) for m in model.modules() if isinstance(m, nn.Embedding)}
+    pos = {id(m.weight) for n, m in model.named_modules()
+           if isinstance(m, nn.Embedding) and n.split(".")[-1] in POSITION_MODULES}
     for name, p in model.named_parameters():
         if id(p) in seen or not p.requires_grad:
             continue
         seen.add(id(p))
         parts = name.split(".")
-        kind = ("embedding" if id(p) in emb else "bias" if parts[-1].endswith("bias")
+        kind = ("position" if id(p) in pos else "embedding" if id(p) in emb else "bias" if parts[-1].endswith("bias")
                 else "mlp" if any(x in MLP_MODULES for x in parts[:-1]) else "other")
         groups.setdefault(kind, []).append(p)
     return {k: v for k, v in groups.items() if v}
@@ -110,6 +116,10 @@ def optimizer_groups(model: nn.Module, cfg: RealRunConfig) -> list[dict]:
         qk, ov = list(model.qk_parameters()), list(model.ov_parameters())  # type: ignore[operator]
     rates = group_rates(cfg)
     named = named_parameter_groups(model, qk, ov)
+    if "position" in named and rates["position"] == rates["embedding"]:
+        # one group at one rate, in model.parameters() order: the optimizer is exactly the one before issue 45
+        order = {id(p): i for i, p in enumerate(model.parameters())}
+        named["embedding"] = sorted(named.pop("position") + named.get("embedding", []), key=lambda p: order[id(p)])
     frozen = frozen_ids(model, cfg, named) if cfg.frozen else set()
     return [{"params": kept, "lr": rates[name] * cfg.lr_ov, "circuit": name}
             for name, ps in named.items() if (kept := [p for p in ps if id(p) not in frozen])]
@@ -285,7 +295,8 @@ def train(model: ModelT, data, cfg: RealRunConfig,
                 loss = loss_fn(model, to_device(data.take(idx), device))
             opt.zero_grad(set_to_none=True)
             loss.backward()
-            torch.nn.utils.clip_grad_norm_(model.parameters(), cfg.clip_norm or CLIP_NORM)
+            if cfg.clip:
+                torch.nn.utils.clip_grad_norm_(model.parameters(), cfg.clip_norm or CLIP_NORM)
             opt.step()
             sched.step()
             step += 1

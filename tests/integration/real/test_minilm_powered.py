@@ -1,5 +1,5 @@
 """``--preset powered`` (issue 32, MiniLM with power): the full HateXplain splits, a usual fine-tuning rate with
-warm-up and decay, ratios 1, 3, 10, the derived 10 seeds, recorded in each run's config; bad values refused
+warm-up and decay, ratios 1, 3, 10, the derived 11 seeds, recorded in each run's config; bad values refused
 with one line and exit 2 before any work."""
 
 from __future__ import annotations
@@ -54,7 +54,7 @@ def test_warm_up_then_decay_over_the_powered_run():
 def test_powered_sweep_is_ratios_1_3_10_times_the_derived_seeds(tmp_path):
     runs = sweep_configs(("hatexplain",), None, None, None, False, tmp_path, preset="powered")
     assert sorted({r.ratio for r in runs}) == [1.0, 3.0, 10.0] == list(powered.POWERED_RATIOS)
-    assert sorted({r.seed for r in runs}) == list(range(10)) and len(runs) == 30
+    assert sorted({r.seed for r in runs}) == list(range(11)) and len(runs) == 33
     assert {r.preset for r in runs} == {"powered"} and {r.model for r in runs} == {"minilm"}
     # the pre-declared comparison is 10 vs 1 (a ratio of the sweep), not HateXplain's paper ratio 30
     assert claim_ratio("hatexplain", "powered") == 10.0 and claim_ratio("hatexplain") == 30.0
@@ -65,7 +65,7 @@ def test_powered_sweep_is_ratios_1_3_10_times_the_derived_seeds(tmp_path):
 def test_one_registry_entry_per_preset():
     assert list(PRESET_REGISTRY) == ["sized", "official", "powered"]
     entry = PRESET_REGISTRY["powered"]
-    assert entry.settings("hatexplain") == powered.POWERED_SETTINGS and entry.seeds() == tuple(range(10))
+    assert entry.settings("hatexplain") == powered.POWERED_SETTINGS and entry.seeds() == tuple(range(11))
     assert PRESET_REGISTRY["sized"].settings("hatexplain") == {}
 
 

@@ -1,5 +1,6 @@
 """The real-data verdict (qkov.study.real_inference) on hand-built numbers: a known answer for every verdict,
-seed-level intervals, Holm over the 2 tests the verdict reads only; grouping that never mixes
+seed-level intervals, each leg one-sided at the one level 0.025 (supports: both legs; contradicts: Holm over the 2
+reversed legs); grouping that never mixes
 configurations; matched-loss levels before best validation with interpolation."""
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ def evidence(mass=(0.11, 0.15, 0.19), task=(0.012, 0.02, 0.016), metric="accurac
 # Known answers, one or more per verdict the rule returns.
 @pytest.mark.parametrize("ev, verdict", [
     # three seeds each rising +0.11 to +0.19 (HateXplain quick; one-sided p(mass up > 0.01) = 0.013), accuracy
-    # +1.2 to +2.0 points: supports (Holm over these 2 tests only)
+    # +1.2 to +2.0 points: supports (both legs at one-sided 0.025)
     (evidence(), "supports"),
     # the mass falls on every seed
     (evidence(mass=(-0.05, -0.06, -0.04)), "contradicts"),
@@ -37,8 +38,7 @@ def evidence(mass=(0.11, 0.15, 0.19), task=(0.012, 0.02, 0.016), metric="accurac
     (evidence(mass=(-0.2, 0.3, 0.05)), "inconclusive"),
     # the accuracy interval reaches below -1 point but is not wholly below it
     (evidence(task=(-0.01, 0.01, -0.03)), "inconclusive"),
-    # accuracy no worse by Holm's second step (p 0.037 < 0.05) but its interval [-1.5, +3.5] points straddles
-    # both margins: inconclusive
+    # accuracy no-worse p 0.037 > 0.025: its interval [-1.5, +3.5] points straddles both margins: inconclusive
     (evidence(task=(0.01, 0.02, 0.0)), "inconclusive"),
     # SQuAD F1 in points: -0.5 mean within the 1-point margin
     (evidence(task=(-0.4, -0.5, -0.6, -0.5, -0.45), metric="f1"), "supports"),
@@ -55,7 +55,8 @@ def test_known_answers(ev, verdict):
 
 def test_the_line_names_comparison_n_interval_and_mde():
     line = judge_real_evidence(evidence()).line
-    for part in ("ratio 30 vs 1 at best_val", "n=3", "95% t", "MDE", "Holm over these 2 tests"):
+    for part in ("ratio 30 vs 1 at best_val", "n=3", "95% t", "MDE +0.14 against +0.01",
+                 "both legs at one-sided 0.025 (intersection-union"):
         assert part in line, line
 
 
@@ -72,9 +73,9 @@ def test_sva_quick_accuracy_from_seed_intervals_is_not_a_contradiction():
     assert v.verdict != "contradicts" and v.verdict == "inconclusive", v.line
 
 
-def test_a_wide_interval_is_inconclusive_even_when_holm_rejects():
-    # mass 0.1 / 0.2 / 0.3: one-sided p(mass > 0.01) = 0.041 < 0.05 and the accuracy test's p is tiny, so Holm
-    # rejects both; but the 95 % interval [-0.048, +0.448] straddles both margins -> inconclusive
+def test_a_wide_interval_is_inconclusive():
+    # mass 0.1 / 0.2 / 0.3: one-sided p(mass > 0.01) = 0.041 > 0.025 (the old rule's Holm at 0.05 rejected it);
+    # its 95 % interval [-0.048, +0.448] straddles both margins -> inconclusive
     ev = evidence(mass=(0.1, 0.2, 0.3), task=(0.02, 0.021, 0.019))
     assert ev.attention.straddles_both_margins()
     assert judge_real_evidence(ev).verdict == "inconclusive"
@@ -276,7 +277,8 @@ def test_decoupling_sections_render_a_full_2x2_with_its_verdict_and_skip_an_inco
                     r["config"] = {**r["config"], "rates": {"embedding": emb}}
                 runs.append(r)
     text = decoupling_sections(runs)
-    assert "### 2 x 2 design" in text and "**Decoupling verdict: supports**" in text
+    assert "### 2 x 2 design" in text and "**Decoupling verdict (exploratory rule): supports; interaction" in text
+    assert "| effect (paired by seed, fixed last epoch; exploratory, not read by the verdict) |" in text
     assert decoupling_sections([r for r in runs if r["metrics"]["rates"]["embedding"] == 1.0]) == ""
 
 
@@ -290,6 +292,8 @@ def test_sweep_markdown_pairs_each_ratio_with_ratio_1_and_prints_the_group_verdi
     assert "+0.012 [95% t" in row2 and "n=3" in row2          # ratio 2: mass +0.01 + 0.002 s, mean over s = +0.012
     assert next(x for x in text.splitlines() if x.startswith("| 1 |")).endswith("| - | - |")
     assert "ratio 30 vs 1 at best_val" in text and "-> supports" in text
+    assert text.index("| ratio (best validation: the verdict's reading) |") < text.index(
+        "| ratio (fixed last epoch: exploratory) |")                       # the fixed epoch beside best validation
 
 
 def test_one_evidence_line_per_dataset_naming_its_comparison(tmp_path):
@@ -304,3 +308,29 @@ def test_one_evidence_line_per_dataset_naming_its_comparison(tmp_path):
     assert "ratio 30 vs 1 at best_val" in ev[0].numbers and "ratio 100 vs 1 at best_val" in ev[1].numbers
     assert all("n=3" in e.numbers and "MDE" in e.numbers and "95% t" in e.numbers for e in ev)
     assert {e.claim for e in ev} == {"real-data"}
+
+
+def test_preregistered_markdown_reports_what_completed_and_stays_insufficient_until_every_seed_is_in(tmp_path):
+    import dataclasses
+
+    from qkov.study.preregistered import load_preregistration
+    from qkov.study.real_summary import preregistered_markdown
+
+    plan = load_preregistration("docs/preregistration/decoupling-hatexplain.json")
+    plan = dataclasses.replace(plan, design={k: v for k, v in fake_run(tmp_path, 1.0, 0, mass=0.4, acc=0.6)["config"].items()
+                                             if k not in ("ratio", "seed", "rates", "data_dir")},
+                               seeds=(100, 101, 102))
+    runs = []
+    for qk in (1.0, 30.0):
+        for emb in (1.0, 30.0):
+            for s in (100, 101):
+                r = fake_run(tmp_path, qk, s, mass=0.40 + 0.10 * (qk > 1) - 0.02 * (emb > 1) + 0.003 * (s - 100),
+                             acc=0.60 + 0.03 * (emb > 1) + 0.004 * (s - 100) * (emb > 1))
+                r["metrics"]["rates"] = {"qk": qk, "ov": 1.0, "embedding": emb}
+                if emb > 1:
+                    r["config"] = {**r["config"], "rates": {"embedding": emb}}
+                runs.append(r)
+    text = preregistered_markdown(plan, runs)
+    assert "2 of 3 seeds complete (100, 101); 8 of 12 runs present" in text
+    assert "**Confirmatory verdict: insufficient" in text and "incomplete: 2 of 3" in text
+    assert "fixed last epoch; exploratory" in text

@@ -74,10 +74,36 @@ def test_the_powered_preset_derives_its_seeds():
     from validation.real import powered
 
     assert powered.design_sd() == pytest.approx(0.09575, abs=5e-5)
-    assert powered.powered_seeds() == tuple(range(10))
+    assert powered.powered_seeds() == tuple(range(11))
     n = len(powered.powered_seeds())
-    assert min_detectable_effect(powered.design_sd(), n, powered.ALPHA, powered.POWER) <= powered.TARGET_MDE
-    # the verdict's level: Holm's first step of the two-test family at 5 %
+    # the MDE against the margin tested: a true change of 0.1 is 0.09 beyond the null +0.01 (10 seeds: 0.095 > 0.09)
+    assert min_detectable_effect(powered.design_sd(), n, powered.ALPHA, powered.POWER) <= powered.TARGET_MDE - 0.01
+    assert min_detectable_effect(powered.design_sd(), n - 1, powered.ALPHA, powered.POWER) > powered.TARGET_MDE - 0.01
+    # the verdict's one level
     from qkov.study.real_inference import ALPHA, POWER
 
-    assert powered.ALPHA == ALPHA / 2 and powered.POWER == POWER
+    assert powered.ALPHA == ALPHA == 0.025 and powered.POWER == POWER
+
+
+def test_every_leg_of_the_powered_preset_has_its_power():
+    from validation.metrics.power import power_at
+    from validation.real import powered
+
+    legs = powered.leg_powers()
+    assert legs["mass"]["power"] == pytest.approx(power_at(powered.design_sd(), 11, 0.09), rel=1e-12)
+    assert 0.8 <= legs["mass"]["power"] < 0.85 and legs["mass"]["seeds"] == 11
+    # the accuracy leg (non-inferiority at -1 point) at a true difference of 0: nearly powerless at 11 seeds
+    assert legs["accuracy"]["design_sd"] == pytest.approx(0.0538, abs=1e-4)
+    assert legs["accuracy"]["power"] < 0.1 and legs["accuracy"]["seeds"] == 230
+    assert powered.leg_powers(accuracy_difference=0.03)["accuracy"]["power"] > legs["accuracy"]["power"]
+
+
+def test_power_at_inverts_the_mde_and_sd_from_interval_inverts_seed_interval():
+    from validation.metrics.power import power_at, sd_from_interval
+    from validation.metrics.stats import seed_interval
+
+    assert power_at(0.05, 8, min_detectable_effect(0.05, 8)) == pytest.approx(0.8, abs=1e-6)
+    iv = seed_interval((0.01, 0.05, 0.12, 0.02, 0.09))
+    assert sd_from_interval(iv["lo"], iv["hi"], 5) == pytest.approx(iv["sd"], rel=1e-12)
+    with pytest.raises(ValueError):
+        sd_from_interval(1.0, 0.0, 5)

@@ -94,6 +94,7 @@ def test_table_sets_the_papers_numbers_beside_qkovs_and_each_verdict_names_compa
     assert "exploratory" in ac.comparison
     mass = next(r for r in rows if r.dataset == "hatexplain" and r.metric == "relevant_mass_mean")
     expect = Comparison("relevant_mass_mean", "best_val", 30.0, (0.11, 0.15, 0.19), 0.01).describe()
+    assert expect.endswith("MDE +0.14 against +0.01")              # the MDE against the margin tested, not 0
     assert mass.comparison.startswith(expect)                                 # +0.15 [95% t ...], n=3, MDE ...
     assert mass.paper == "no number in PAPER.md"
     assert mass.qkov == "0.31 ± 0.01 -> 0.46 ± 0.046 (ratio 1 -> 30; n = 3 and 3 seeds)"
@@ -173,5 +174,6 @@ def test_the_table_reads_groups_as_the_summary_writes_them(tmp_path):
     assert [r.metric for r in sva] == ["relevant_mass_mean", "accuracy"]
     assert sva[0].qkov == "0.41 ± 0.01 -> 0.53 ± 0.03 (ratio 1 -> 100; n = 3 and 3 seeds)"
     assert sva[0].comparison.startswith("+0.12 [95% t ") and "n=3, MDE" in sva[0].comparison
-    assert sva[1].comparison == "+0 [95% t +0, +0], n=3, MDE 0 (primary: read by the verdict)"   # accuracy kept
+    # accuracy kept; its MDE is against the non-inferiority null -0.01 (zero spread: any mean above it is detected)
+    assert sva[1].comparison == "+0 [95% t +0, +0], n=3, MDE -0.01 against -0.01 (primary: read by the verdict)"
     assert "ratio 100 vs 1 at best validation" in verdicts[1].reads and verdicts[1].line.startswith("sva (")
