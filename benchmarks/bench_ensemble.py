@@ -27,6 +27,7 @@ def main() -> None:
     a = ap.parse_args()
     from simulation.desharpen_predictor import predict_probability
     from simulation.optimizer_maps import OptimizerSpec
+    from theory.parametrization import BASELINE
     from validation.synthetic.adam_compare import train_symmetric
     from validation.synthetic.ensemble import train_ensemble
 
@@ -35,13 +36,13 @@ def main() -> None:
     kw = dict(K=4, M=3, u0=0.1, v0=0.1, dt=1e-3)
 
     def one(steps):
-        return train_symmetric("CACO", 4.0, optimizer="adam", betas=(0.9, 0.999), steps=steps, log_every=10, **kw)
+        return train_symmetric(BASELINE, 4.0, optimizer="adam", betas=(0.9, 0.999), steps=steps, log_every=10, **kw)
 
     def ens(steps):
-        return train_ensemble("CACO", spec, ratios=(4.0,), levels=(1e-9,), steps=steps, size=a.size, **kw)
+        return train_ensemble(BASELINE, spec, ratios=(4.0,), levels=(1e-9,), steps=steps, size=a.size, **kw)
 
     def pred(steps):
-        return predict_probability("CACO", spec, eta_ov=1.0, ratios=(1.0, 4.0), levels=(1e-9,), steps=steps, **kw)
+        return predict_probability(BASELINE, spec, eta_ov=1.0, ratios=(1.0, 4.0), levels=(1e-9,), steps=steps, **kw)
 
     for f in (one, ens, pred):
         f(20)                                                   # warm-up

@@ -22,7 +22,7 @@ from typing import Any
 from qkov.core.config import parse_config
 from qkov.core.runstore import RunWriter
 from validation.synthetic.experiment import torch_threads
-from validation.synthetic.phase_diagram import PHASE_GRID, AdamPhaseConfig, phase_cell
+from validation.synthetic.phase_diagram import PHASE_GRID, PHASE_PARAMS, AdamPhaseConfig, phase_cell
 
 KIND = "adam-phase"
 
@@ -66,7 +66,7 @@ def run_phase_diagram(out: pathlib.Path, *, only: str | None = None, max_cells: 
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(prog="python -m qkov.study.adam_phase_run", description=__doc__.split("\n")[0])
     ap.add_argument("--out", type=pathlib.Path, required=True, help="results directory (runs under OUT/runs)")
-    ap.add_argument("--only", choices=("CACO", "FAFO"), default=None, help="one parametrization's cells")
+    ap.add_argument("--only", choices=PHASE_PARAMS, default=None, help="one parametrization's cells")
     ap.add_argument("--max-cells", type=int, default=None, help="train at most this many cells in this call")
     a = ap.parse_args(argv)
     run_phase_diagram(a.out, only=a.only, max_cells=a.max_cells)
