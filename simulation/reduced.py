@@ -118,7 +118,10 @@ class Trajectory:
     """One trajectory: ``t (T,)``, ``state (n_state, T)``, observables ``(T,)``.
 
     ``success``: reached the last time with finite states (else NaN from the failure on, ``message`` says why);
-    ``stats``: system, integrator and cost (``nfev``, ``steps``, ``rejected``).
+    ``stats``: system, integrator and cost (``nfev``, ``steps``, ``rejected``); an optimizer map's also its
+    ``optimizer`` (:meth:`simulation.optimizer_maps.OptimizerSpec.as_json`).
+    ``extras``: the system's further observables ``(T,)`` each (``system="full"``: ``u_spread, v_spread,
+    p_spread`` and the distances from the symmetric set ``asym_ov, asym_qk``); empty for the others.
     """
 
     param: str
@@ -133,11 +136,16 @@ class Trajectory:
     success: bool = True
     message: str = ""
     stats: dict = field(default_factory=dict, compare=False)
+    extras: dict = field(default_factory=dict, compare=False)
 
     def as_json(self) -> dict:
-        """MODEL.md's observables as plain lists (the CLI's ``--json`` record)."""
-        return {"param": self.param, "t": self.t.tolist(), "u": self.u.tolist(), "v": self.v.tolist(),
-                "p": self.p.tolist(), "loss": self.loss.tolist()}
+        """MODEL.md's observables as plain lists (the CLI's ``--json`` record); an optimizer map's record also
+        names its optimizer and carries ``residual`` (the record ``qkov simulate --optimizer --json`` prints)."""
+        spec = self.stats.get("optimizer")
+        head = {"param": self.param} | ({"optimizer": spec} if spec is not None else {})
+        tail = {"residual": self.residual.tolist()} if spec is not None else {}
+        return head | {"t": self.t.tolist(), "u": self.u.tolist(), "v": self.v.tolist(), "p": self.p.tolist()} \
+            | tail | {"loss": self.loss.tolist()}
 
 
 def integrate_states(param: Parametrization, y0: np.ndarray, K, M, eta_qk, eta_ov, t_eval: ArrayLike, *,

@@ -15,6 +15,12 @@ multiples of ``dt`` (one rule, :func:`simulation.integrators.steps_for_times`).
 The older ``method`` names are pairs of the two (:data:`METHODS`): ``"reduced"`` = reduced x its default integrator
 (clock-free or dop853, as above),
 ``"full-gd"`` = full x gd, ``"full-rk4"`` = full x rk4, ``"paper-rk4"`` = paper x rk4.
+The optimizer maps are methods too (:data:`SOLVERS`): ``"map-<name>"`` for every optimizer of
+:data:`simulation.optimizer_maps.OPTIMIZERS` (``map-gd``, ``map-momentum``, ``map-nesterov``, ``map-adam``,
+``map-adamw``, ``map-sign``), the exact reduced map on the symmetric set's orbit values at ``t`` (multiples of
+``dt``), options ``dt`` and ``beta1, beta2, eps, weight_decay``; its ``stats["optimizer"]`` holds the
+hyper-parameters used. The full matrices start balanced at ``(u0, v0)`` or (``init="random"``) Gaussian at
+``scale``, ``seed``; their spreads and distances from the symmetric set are the trajectory's ``extras``.
 
 Example::
 
@@ -37,7 +43,8 @@ from typing import Callable, Sequence
 import numpy as np
 
 from simulation.integrators import INTEGRATORS, Integration
-from simulation.reduced import DEFAULT_ATOL, DEFAULT_RTOL, Trajectories, Trajectory, integrate_many
+from simulation.optimizer_defaults import ADAM_BETAS, ADAM_EPS
+from simulation.reduced import DEFAULT_ATOL, DEFAULT_RTOL, OBSERVABLES, Trajectories, Trajectory, integrate_many
 from simulation.systems import SYSTEMS, system_options
 from theory.parametrization import Parametrization
 
@@ -87,7 +94,8 @@ def solve(param: Parametrization, *, K: int, M: int, eta_qk: float, eta_ov: floa
         eta_qk, eta_ov: learning rates of the two circuits.
         u0, v0: effective start (> 0 for a factorized or tied circuit: 0 is a fixed point of its flow).
         t: strictly increasing output times ``(T,)`` (the paper's ``tau`` with ``clock="tau"``).
-        method: ``"reduced" | "full-gd" | "full-rk4" | "paper-rk4"`` (:data:`METHODS`); or
+        method: ``"reduced" | "full-gd" | "full-rk4" | "paper-rk4"`` (:data:`METHODS`), or ``"map-<optimizer>"``
+            (:data:`SOLVERS`); or
         system, integrator: see the module docstring.
         check: raise :class:`IntegrationError` when the integration fails (else return it with ``success`` False).
         options: the system's (``init``, ``scale``, ``seed``, ``rank_qk``; ``m, n, b, M_out, clock``) and the
@@ -121,7 +129,8 @@ def solve(param: Parametrization, *, K: int, M: int, eta_qk: float, eta_ov: floa
     tr = Trajectory(str(built.param), built.state_names if sys_name != "full" else ("u", "v"), t_arr,
                     res.y if sys_name != "full" else np.stack([obs["u"], obs["v"]]), obs["u"], obs["v"], obs["p"],
                     obs["residual"], obs["loss"], success=bool(res.success), message=res.message,
-                    stats={"system": sys_name, "integrator": int_name, **res.stats})
+                    stats={"system": sys_name, "integrator": int_name, **res.stats},
+                    extras={k: v for k, v in obs.items() if k not in OBSERVABLES})
     if check and not tr.success:
         raise IntegrationError(tr)
     return tr
@@ -133,6 +142,34 @@ for _method in METHODS:
     _solver.__name__ = f"_solve_{_method.replace('-', '_')}"
     _solver.__doc__ = f"solve(..., method={_method!r}): system x integrator {METHODS[_method]}."
     SOLVERS[_method] = _solver
+
+
+def _orbit_map_solver(name: str) -> Solver:
+    """The solver of method ``map-<name>``: optimizer ``name``'s exact reduced map on the orbit values
+    (:func:`simulation.optimizer_maps.simulate_optimizer`) as a :class:`~simulation.reduced.Trajectory`."""
+    def solver(param, K, M, eta_qk, eta_ov, u0, v0, t, *, dt: float, beta1: float = ADAM_BETAS[0],
+               beta2: float = ADAM_BETAS[1], eps: float = ADAM_EPS, weight_decay: float = 0.0) -> Trajectory:
+        from simulation.optimizer_maps import simulate_optimizer
+
+        run = simulate_optimizer(str(param), K=K, M=M, eta_qk=eta_qk, eta_ov=eta_ov, u0=u0, v0=v0, t=t, dt=dt,
+                                 optimizer=name, beta1=beta1, beta2=beta2, eps=eps, weight_decay=weight_decay)
+        return Trajectory(run.param, run.orbit_names, run.t, run.w.T, run.u, run.v, run.p, run.residual, run.loss,
+                          stats={"system": "orbits", "integrator": f"map-{name}", "optimizer": run.optimizer,
+                                 "steps": int(run.step[-1])})
+    solver.__name__ = f"_solve_map_{name}"
+    solver.__doc__ = (f"solve(..., method='map-{name}', dt=..., [beta1, beta2, eps, weight_decay]): the reduced "
+                      f"{name} map at the output times t (multiples of dt); state: the orbit values (n_orbits, T).")
+    return solver
+
+
+def _register_orbit_maps() -> None:
+    from simulation.optimizer_maps import OPTIMIZERS
+
+    for name in OPTIMIZERS:                               # one method per registered optimizer: map-gd, map-adam, ...
+        SOLVERS[f"map-{name}"] = _orbit_map_solver(name)
+
+
+_register_orbit_maps()
 
 
 def solve_batch(param: Parametrization, *, K, M, eta_qk, eta_ov, u0, v0, t: Sequence[float] | np.ndarray,

@@ -152,14 +152,14 @@ def paper(param, K, M, eta_qk, eta_ov, u0, v0, *, m: float = 1.0, n: float | Non
         raise ValueError(f"clock {clock!r}: must be 't' or 'tau' (the paper's t * min(eta))")
     pars = (float(m), float(M + 1 if n is None else n), float(b), float(K if M_out is None else M_out),
             float(eta_ov), float(eta_qk))
-    speed = 1.0 / min(eta_qk, eta_ov) if clock == "tau" else 1.0
+    scale = float(min(eta_qk, eta_ov)) if clock == "tau" else 1.0   # dy/dtau = f(y) / min(eta), as the paper's RK4
 
     paper_rhs: Callable[..., tuple] = generated.paper_rhs       # generated, untyped: (*state, *parameters)
     paper_attention: Callable[..., Array] = generated.paper_attention
     paper_loss: Callable[..., Array] = generated.paper_loss
 
     def rhs(y: Array) -> Array:
-        return speed * np.stack([np.broadcast_to(x, np.shape(y)[1:]) for x in paper_rhs(*y, *pars)])
+        return np.stack([np.broadcast_to(x, np.shape(y)[1:]) for x in paper_rhs(*y, *pars)]) / scale
 
     def observe(Y: Array) -> dict[str, Array]:
         att = np.broadcast_to(np.asarray(paper_attention(*Y, *pars), dtype=np.float64), Y.shape[1:]).copy()

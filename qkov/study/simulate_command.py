@@ -26,7 +26,8 @@ LAW_KEYS = ("u", "u_leading", "u_next", "v", "v_leading", "v_next", "residual", 
 
 def run_simulation(cfg: SimulateConfig) -> list:
     """The trajectories of one config (:func:`simulation.solve` per parametrization), one per ``cfg.params``;
-    with ``cfg.optimizer`` other than ``flow``, that optimizer's exact reduced map (:func:`run_optimizer_map`)."""
+    with ``cfg.optimizer`` other than ``flow``, that optimizer's exact reduced map (:func:`run_optimizer_map`, also
+    through :func:`simulation.solve`)."""
     if cfg.optimizer != "flow":
         return run_optimizer_map(cfg)
     from simulation import solve
@@ -39,12 +40,13 @@ def run_simulation(cfg: SimulateConfig) -> list:
 
 
 def run_optimizer_map(cfg: SimulateConfig) -> list:
-    """The exact reduced map of ``cfg.optimizer`` (:func:`simulation.optimizer_maps.simulate_optimizer`)."""
-    from simulation.optimizer_maps import simulate_optimizer
+    """The exact reduced map of ``cfg.optimizer``: :func:`simulation.solve` with method ``map-<optimizer>``
+    (:func:`simulation.optimizer_maps.simulate_optimizer`)."""
+    from simulation import solve
 
-    return [simulate_optimizer(p, K=cfg.K, M=cfg.M, eta_qk=cfg.eta_qk, eta_ov=cfg.eta_ov, u0=cfg.u0, v0=cfg.v0,
-                               t=cfg.t, dt=cfg.dt, optimizer=cfg.optimizer, beta1=cfg.beta1, beta2=cfg.beta2,
-                               eps=cfg.eps, weight_decay=cfg.weight_decay) for p in cfg.params]
+    return [solve(Parametrization(p), K=cfg.K, M=cfg.M, eta_qk=cfg.eta_qk, eta_ov=cfg.eta_ov, u0=cfg.u0, v0=cfg.v0,
+                  t=cfg.t, method=f"map-{cfg.optimizer}", dt=cfg.dt, beta1=cfg.beta1, beta2=cfg.beta2, eps=cfg.eps,
+                  weight_decay=cfg.weight_decay) for p in cfg.params]
 
 
 def law_table_for(cfg: SimulateConfig, param: str) -> dict:

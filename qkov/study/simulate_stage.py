@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 
 from qkov.core.runstore import RunWriter
-from theory.parametrization import Parametrization, registered
+from theory.parametrization import BASELINE, Parametrization, registered
 from qkov.study import evidence_types as et
 from qkov.study.claims import THRESHOLDS, write_evidence
 from qkov.study.rules import evidence as judged
@@ -76,8 +76,7 @@ def _rel(a, b) -> float:
 
 
 def _reduction(cfg: dict, run: RunWriter) -> None:
-    from simulation.full_matrix import balanced_state, random_state, simulate_full
-    from simulation.reduced import integrate
+    from simulation import solve
 
     K, M, r, u0, v0, dt = cfg["K"], cfg["M"], cfg["ratio"], cfg["u0"], cfg["v0"], cfg["dt"]
     t = np.asarray(cfg["t"])
@@ -86,24 +85,27 @@ def _reduction(cfg: dict, run: RunWriter) -> None:
     asym: dict[str, float] = {}
     params = tuple(Parametrization(p) for p in cfg.get("params", PARAMS))  # every registered kind (older configs: the four)
     for prm in params:
-        ref = integrate(prm, K, M, r, 1.0, u0, v0, t)
+        start = {"K": K, "M": M, "eta_qk": r, "eta_ov": 1.0, "u0": u0, "v0": v0}
+        ref = solve(prm, **start, t=t)                       # the reduced flow, its default integrator
         errs = {}
         for h in (dt, dt / 2):
-            fr = simulate_full(prm, K, M, r, 1.0, t, h, state=balanced_state(prm, K, M, u0, v0))
+            fr = solve(prm, **start, t=t, system="full", integrator="gd", dt=h)     # balanced start
             errs[h] = max(_rel(fr.u, ref.u), _rel(fr.v, ref.v), _rel(1 - fr.p, ref.residual))
-            asym[prm] = max(asym.get(prm, 0.0), float(fr.asym_ov.max()), float(fr.asym_qk.max()))
-        rk = simulate_full(prm, K, M, r, 1.0, t, dt, state=balanced_state(prm, K, M, u0, v0), method="rk4")
+            asym[prm] = max(asym.get(prm, 0.0), float(fr.extras["asym_ov"].max()), float(fr.extras["asym_qk"].max()))
+        rk = solve(prm, **start, t=t, system="full", integrator="rk4", dt=dt)
         rk_err = max(_rel(rk.u, ref.u), _rel(rk.v, ref.v), _rel(1 - rk.p, ref.residual))
         ratios.append(errs[dt] / errs[dt / 2])
         tr = np.linspace(0, cfg["random_t"], 11)[1:]
-        rnd = simulate_full(prm, K, M, r, 1.0, tr, dt, state=random_state(prm, K, M, cfg["random_scale"], cfg["seed"]))
+        rnd = solve(prm, **start, t=tr, system="full", integrator="gd", dt=dt, init="random",
+                    scale=cfg["random_scale"], seed=cfg["seed"])
+        ex = rnd.extras
         metrics[prm] = {"gd_rel_err_dt": errs[dt], "gd_rel_err_half_dt": errs[dt / 2], "error_ratio": errs[dt] / errs[dt / 2],
-                        "rk4_rel_err": rk_err, "random_asym_ov_first": float(rnd.asym_ov[0]),
-                        "random_asym_ov_last": float(rnd.asym_ov[-1]), "random_asym_qk_first": float(rnd.asym_qk[0]),
-                        "random_asym_qk_last": float(rnd.asym_qk[-1]), "random_u_spread_last": float(rnd.u_spread[-1])}
-        random_logs[prm] = {"t": rnd.t, "asym_ov": rnd.asym_ov, "asym_qk": rnd.asym_qk}
-        run.write_arrays(f"random_{prm}.npz", t=rnd.t, asym_ov=rnd.asym_ov, asym_qk=rnd.asym_qk, u=rnd.u, v=rnd.v,
-                         p=rnd.p, loss=rnd.loss, u_spread=rnd.u_spread, v_spread=rnd.v_spread)
+                        "rk4_rel_err": rk_err, "random_asym_ov_first": float(ex["asym_ov"][0]),
+                        "random_asym_ov_last": float(ex["asym_ov"][-1]), "random_asym_qk_first": float(ex["asym_qk"][0]),
+                        "random_asym_qk_last": float(ex["asym_qk"][-1]), "random_u_spread_last": float(ex["u_spread"][-1])}
+        random_logs[prm] = {"t": rnd.t, "asym_ov": ex["asym_ov"], "asym_qk": ex["asym_qk"]}
+        run.write_arrays(f"random_{prm}.npz", t=rnd.t, asym_ov=ex["asym_ov"], asym_qk=ex["asym_qk"], u=rnd.u, v=rnd.v,
+                         p=rnd.p, loss=rnd.loss, u_spread=ex["u_spread"], v_spread=ex["v_spread"])
     run.write_json("reduction.json", metrics)
     rk_worst = max(m["rk4_rel_err"] for m in metrics.values())
     from simulation import plots
@@ -149,7 +151,7 @@ def _asymptotics(cfg: dict, run: RunWriter) -> None:
     from simulation import plots
     from simulation.closed_forms import LAW_NAMES, asymptotic_errors, first_integral_drift
     from simulation.figures import phase_portrait_figure, trajectories_figure
-    from simulation.reduced import integrate_many
+    from simulation import solve_batch
 
     K, M, s = cfg["K"], cfg["M"], cfg["scale"]
     ratios = np.asarray(cfg["ratios"])
@@ -159,7 +161,7 @@ def _asymptotics(cfg: dict, run: RunWriter) -> None:
     errors_r1: dict[str, dict[str, np.ndarray]] = {}
     growth: dict[str, dict[str, Any]] = {}
     for prm in PARAMS:
-        tr = integrate_many(prm, K, M, ratios, 1.0, s, s, t)
+        tr = solve_batch(prm, K=K, M=M, eta_qk=ratios, eta_ov=1.0, u0=s, v0=s, t=t)
         drift[prm] = float(np.max(first_integral_drift(prm, tr.state, tr.K, tr.M, tr.eta_qk, tr.eta_ov)))
         sol = {"u": tr.u[4:], "v": tr.v[4:], "residual": tr.residual[4:]}
         err = asymptotic_errors(prm, times, sol, tr.K, tr.M, tr.eta_qk, tr.eta_ov)
@@ -310,7 +312,8 @@ def _sharpness(cfg: dict, run: RunWriter) -> None:
 
 def _paper(cfg: dict, run: RunWriter) -> None:
     from simulation import plots
-    from simulation.paper_sim import attention_at_levels, paper_adaptive, paper_rk4, reproduce
+    from simulation import solve
+    from simulation.paper_sim import attention_at_levels, paper_functions, reproduce
     from simulation.sweep import dense_times
 
     t = dense_times(cfg["t_max"], cfg["n_times"], 1e-2)
@@ -321,11 +324,18 @@ def _paper(cfg: dict, run: RunWriter) -> None:
     run.write_figure("paper_vs_derived", fig)
     plots.close(fig)
     # The paper's own scheme (RK4, step 10 in tau = t min(eta)) against our adaptive solution of the same equations.
-    t_rk, a_rk, _ = paper_rk4(res.ratios, cfg["horizon_tau_rk4"])
+    ps = paper_functions()[3]                                                   # the paper's settings
+    h, eo = ps["rk4_step"], ps["eta_OV"]
+    n = int(round(cfg["horizon_tau_rk4"] / h))
+    tau = np.r_[0, np.unique(np.r_[np.arange(100, n + 1, 100), n])] * h      # every 100 steps, tau = 0 first
+    paper = {"K": ps["M_out"], "M": ps["n"] - 1, "u0": 0.0, "v0": 0.0, "system": "paper", "m": ps["m"], "n": ps["n"],
+             "b": ps["b"], "M_out": ps["M_out"]}                             # (m, n, b, M_out) as written, from mu = 0
     rk_dev = 0.0
-    for i, r in enumerate(res.ratios):
-        a_ad, _ = paper_adaptive([r], t_rk[:, i])
-        rk_dev = max(rk_dev, float(np.max(np.abs(a_ad[:, 0] - a_rk[:, i]))))
+    for r in res.ratios:
+        rates = {"eta_qk": r * eo, "eta_ov": eo}
+        a_rk = solve(BASELINE, **paper, **rates, t=tau, integrator="rk4", clock="tau", dt=h).p
+        a_ad = solve(BASELINE, **paper, **rates, t=tau / min(r * eo, eo), integrator="dop853").p
+        rk_dev = max(rk_dev, float(np.max(np.abs(a_ad - a_rk))))
     k = int(np.argmin(np.abs(levels - 1e-2)))
     diff = np.abs(pa[:, k] - ou[:, k])
     run.write_arrays("paper_vs_derived.npz", t=t, ratios=res.ratios, paper_attention=res.paper_attention,
