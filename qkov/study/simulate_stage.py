@@ -333,8 +333,8 @@ def _paper(cfg: dict, run: RunWriter) -> None:
     rk_dev = 0.0
     for r in res.ratios:
         rates = {"eta_qk": r * eo, "eta_ov": eo}
-        a_rk = solve(BASELINE, **paper, **rates, t=tau, integrator="rk4", clock="tau", dt=h).p
-        a_ad = solve(BASELINE, **paper, **rates, t=tau / min(r * eo, eo), integrator="dop853").p
+        a_rk = solve(Parametrization(BASELINE), **paper, **rates, t=tau, integrator="rk4", clock="tau", dt=h).p
+        a_ad = solve(Parametrization(BASELINE), **paper, **rates, t=tau / min(r * eo, eo), integrator="dop853").p
         rk_dev = max(rk_dev, float(np.max(np.abs(a_ad - a_rk))))
     k = int(np.argmin(np.abs(levels - 1e-2)))
     diff = np.abs(pa[:, k] - ou[:, k])
