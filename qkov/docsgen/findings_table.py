@@ -93,6 +93,56 @@ def _short(c: Any) -> str:
     return f"{c.metric} {iv['mean']:+.2g} [{iv['lo']:+.2g}, {iv['hi']:+.2g}]"
 
 
+GROUP_NAMES = {"qk": "W_Q, W_K", "embedding": "the word embedding",
+               "embeddings": "the word and positional embeddings", "position": "the positional embedding",
+               "bias": "the biases", "ov": "W_V, W_O", "mlp": "the MLP", "other": "the other weights"}
+"""Readable names of the optimizer groups (:data:`validation.real.config.RATE_GROUPS`) in the scope phrase."""
+CONFIRM_PLAN = ("docs/preregistration/decoupling-hatexplain.json", "hx-confirm")
+"""The pre-registered decoupling test whose state the row names (plan, record set)."""
+
+
+def moves(config: dict[str, Any]) -> str:
+    """What a group's ratio moves, from its config (``recipe``, ``rates``, the dataset's ``paper_recipe``): ``"the
+    ratio moves W_Q, W_K only"``, or with the recipe's groups (the positional embedding follows the embedding's
+    factor unless ``rates`` sets it) and a note that it is the official code's recipe, not the QK ratio alone;
+    fixed factors of other groups (``rates``) in both arms."""
+    from validation.real.datasets import get
+
+    moved = ["qk"]
+    if config.get("recipe") == "paper":
+        moved += list(get(str(config["dataset"])).paper_recipe)
+    rates = {k: float(v) for k, v in (config.get("rates") or {}).items()}
+    moved = [g for g in moved if g not in rates]
+    if "embedding" in moved and "position" not in rates:       # the distance embedding follows the embedding's
+        moved[moved.index("embedding")] = "embeddings"
+    names = [GROUP_NAMES.get(g, g) for g in moved]
+    text = "the ratio moves " + (f"{', '.join(names[:-1])} and {names[-1]}" if len(names) > 1 else names[0])
+    text += ("; the official code's recipe, not the QK ratio alone" if len(moved) > 1 else " only")
+    if "embedding" in rates and "position" not in rates:
+        rates["embeddings"] = rates.pop("embedding")
+    fixed = [f"{GROUP_NAMES.get(g, g)} at {v:g}x" for g, v in sorted(rates.items()) if v != 1.0]
+    return text + (f"; {', '.join(fixed)} in both arms" if fixed else "")
+
+
+def confirm_line(load: Loader, plan: Any = None) -> str:
+    """The pre-registered decoupling test's state (:data:`CONFIRM_PLAN`; ``plan`` a
+    :class:`~qkov.study.preregistered.PreRegistration` in its place): ``interim: k of n seeds`` until every seed is
+    complete (no verdict), then the rule's verdict and the interaction on the mass."""
+    from qkov.docsgen import repo_root
+    from qkov.study.preregistered import complete_seeds, judge_preregistered, load_preregistration, plan_cells
+
+    plan_path, set_name = CONFIRM_PLAN
+    plan = plan or load_preregistration(repo_root() / plan_path)
+    views, problems, _ = plan_cells(plan, real_runs(load(set_name)))
+    done = complete_seeds(plan, views["best_val"])
+    head = (f"decoupling on {plan.dataset} (pre-registered `{plan.id}`, QK x embedding 2 x 2, seeds "
+            f"{plan.seeds[0]}-{plan.seeds[-1]}; docs/real-data.md)")
+    if len(done) < plan.n or problems:
+        return f"{head}: interim: {len(done)} of {plan.n} seeds, no verdict yet"
+    v = judge_preregistered(plan, views["best_val"], problems)
+    return f"{head}: {len(done)} of {plan.n} seeds -> {v.verdict}; interaction on the mass: {v.interaction}"
+
+
 def real_cell(load: Loader) -> str:
     """The ``real-data`` row's qkov cell, one short line per configuration group of :data:`REAL_SETS`: the claim
     ratio against 1 at best validation, the mean paired difference of relevant mass and of the task metric with
@@ -106,8 +156,10 @@ def real_cell(load: Loader) -> str:
             ev = group_evidence(str(group), g)
             v = judge_real([ev])[0]
             n = max((c.n for c in (ev.attention, ev.task) if c is not None), default=0)
-            parts.append(f"{group}: ratio {ev.claim_ratio:g} vs 1, n={n} seeds, {LEVEL:.0%} t: {_short(ev.attention)}; "
-                         f"{_short(ev.task)} -> {v.verdict}")
+            parts.append(f"{group} ({moves(g['config'])}): ratio {ev.claim_ratio:g} vs 1, n={n} seeds, "
+                         f"{LEVEL:.0%} t: {_short(ev.attention)}; {_short(ev.task)} -> {v.verdict}")
+    if parts:
+        parts.append(confirm_line(load))
     return "<br>".join(_cell(p) for p in parts) or "no completed real-data runs"
 
 
@@ -145,7 +197,7 @@ def build_findings(load: Loader) -> str:
 
 
 BLOCKS: tuple[GeneratedBlock, ...] = (
-    GeneratedBlock("findings", README, build_findings, (QUICK_SET, *REAL_SETS)),
+    GeneratedBlock("findings", README, build_findings, (QUICK_SET, *REAL_SETS, CONFIRM_PLAN[1])),
 )
 
-__all__ = ["BLOCKS", "PENDING", "QUICK_SET", "REAL_SETS", "build_findings", "evidence_of", "real_cell", "real_evidence"]
+__all__ = ["BLOCKS", "CONFIRM_PLAN", "PENDING", "confirm_line", "moves", "QUICK_SET", "REAL_SETS", "build_findings", "evidence_of", "real_cell", "real_evidence"]

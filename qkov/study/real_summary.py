@@ -645,6 +645,83 @@ def preregistered_markdown(plan: Any, runs: list[dict[str, Any]], wall_s: Mappin
     return "\n".join(lines)
 
 
+def _complete(cells: Mapping[tuple[float, float], Mapping[int, Mapping[str, float]]], low: float, high: float,
+              metrics: Iterable[str]) -> list[int]:
+    """Seeds (ascending) with every metric of ``metrics`` in all four cells of a ``low``/``high`` 2 x 2."""
+    keys = [(a, b) for a in (low, high) for b in (low, high)]
+    need = set(metrics)
+    seeds = set.intersection(*(set(cells.get(k, {})) for k in keys))
+    return sorted(s for s in seeds if all(need <= set(cells[k][s]) for k in keys))
+
+
+def side_by_side_markdown(plan: Any, exploratory: list[dict[str, Any]], confirmatory: list[dict[str, Any]],
+                          exploratory_set: str = "", confirmatory_set: str = "") -> str:
+    """The exploratory 2 x 2 (``exploratory`` runs: any seeds, its rule committed after its data) beside the
+    pre-registered confirmatory one (``confirmatory`` runs, :mod:`qkov.study.preregistered`), both read by the
+    plan's legs, level and interaction margin at best validation: per leg the paired effect with its 95 %
+    t-interval, n, MDE and one-sided p; the interaction on the mass with its reading and on the task metric; each
+    column's verdict. The confirmatory column decides: until every pre-registered seed is complete the heading
+    reads ``interim: k of n seeds`` and the confirmatory verdict is the rule's ``insufficient``."""
+    from qkov.study.preregistered import complete_seeds, judge_preregistered, plan_cells, plan_effects
+    from qkov.study.real_inference import factorial_effects, interaction_reading, judge_decoupling
+
+    tm = plan.task_metric
+    ex_cells = decoupling_cells(exploratory, plan.factor) if exploratory else {}
+    ex_done = _complete(ex_cells, plan.low, plan.high, (ATTENTION_METRIC, tm))
+    ex_sub = {k: {s: v for s, v in by.items() if s in ex_done} for k, by in ex_cells.items()}
+    ex = (factorial_effects(ex_sub, ATTENTION_METRIC, plan.attention_margin, plan.low, plan.high),
+          factorial_effects(ex_sub, tm, plan.task_margin, plan.low, plan.high))
+    views, problems, _ = plan_cells(plan, confirmatory)
+    best = views["best_val"]
+    done = complete_seeds(plan, best)
+    co = plan_effects(plan, best, done)
+    complete = len(done) == plan.n and not problems
+    status = f"{len(done)} of {plan.n} seeds" if complete else f"interim: {len(done)} of {plan.n} seeds"
+    v_ex = judge_decoupling(*ex, plan.dataset, plan.alpha, plan.legs, plan.interaction_margin)
+    v_co = judge_preregistered(plan, best, problems)
+
+    def seeds_txt(seeds: list[int]) -> str:
+        if not seeds:
+            return "none"
+        run = seeds == list(range(seeds[0], seeds[-1] + 1)) and len(seeds) > 2
+        return f"{seeds[0]}-{seeds[-1]}" if run else ", ".join(map(str, seeds))
+
+    def leg_cell(leg: Any, effects: tuple[dict[str, Comparison], dict[str, Comparison]]) -> str:
+        c = effects[0 if leg.side == "attention" else 1].get(leg.effect)
+        if c is None or c.n < 2:
+            return "n<2"
+        t = leg.of(c)
+        return f"{t.describe()}; p={t.p():.2g}"
+
+    def inter_cell(effects: tuple[dict[str, Comparison], dict[str, Comparison]], side: int) -> str:
+        c = effects[side].get("interaction")
+        if c is None or c.n < 2:
+            return "n<2"
+        return c.describe() + (f": {interaction_reading(c, plan.interaction_margin, plan.alpha)}" if side == 0 else "")
+
+    src = f" (`records/{exploratory_set}.jsonl`)" if exploratory_set else ""
+    csrc = f" (`records/{confirmatory_set}.jsonl`)" if confirmatory_set else ""
+    head = (f"**Confirmatory verdict ({status}): {v_co.verdict}; interaction on the mass: {v_co.interaction}**"
+            if complete else f"**Confirmatory verdict: none yet ({status}; the interim numbers decide nothing)**")
+    lines = [head + f" — plan `{plan.id}` (docs/preregistration/{plan.id}.md, one-sided {plan.alpha:g} per leg, "
+             f"95 % t-intervals, best validation). Both columns are read by the plan's rule "
+             f"(qkov.study.preregistered); the confirmatory column decides, the exploratory one does not "
+             f"(its rule was committed after its data).", "",
+             f"| | exploratory: seeds {seeds_txt(ex_done)}{src} | confirmatory ({status}): seeds "
+             f"{seeds_txt(done)}{csrc} |", "| --- | --- | --- |"]
+    for leg in plan.legs:
+        lines.append(f"| {leg.name()} | {leg_cell(leg, ex)} | {leg_cell(leg, co)} |")
+    lines += [f"| H4 interaction on the mass (positive / negative / additive within +-{plan.interaction_margin:g}) | "
+              f"{inter_cell(ex, 0)} | {inter_cell(co, 0)} |",
+              f"| interaction on {tm} (reported, not a leg) | {inter_cell(ex, 1)} | {inter_cell(co, 1)} |",
+              f"| verdict; interaction on the mass | {v_ex.verdict}; {v_ex.interaction} (does not decide) | "
+              + (f"**{v_co.verdict}; {v_co.interaction}** (decides) |" if complete
+                 else f"{v_co.verdict} ({status}: no verdict before all {plan.n} seeds) |")]
+    if complete:
+        lines += ["", f"What the outcome means (the plan's text): {plan.outcomes.get(f'{v_co.verdict}+{v_co.interaction}', plan.outcomes[v_co.verdict])}"]
+    return "\n".join(lines)
+
+
 # --- rendering -------------------------------------------------------------------------------------------
 
 def _fmt(cell: Any, scale: float = 1.0) -> str:
