@@ -19,10 +19,9 @@ QUICK_SET = "quick-study"
 REAL_SETS = ("hx-2x2", "hx-recipe", "sva-paper", "squad-paper")
 """The real-data sets of the paper's models behind the ``real-data`` row (HateXplain and SVA on their full data, the
 SQuAD decoder at the quick data size)."""
-PENDING: dict[str, str] = {
-    "adam-ratio-default": "row to be replaced by issue 41's ensemble probabilities (one seeded run per setting here)",
-}
-"""Rows another issue is reworking: the row is generated, and marked."""
+PENDING: dict[str, str] = {}
+"""Rows another issue is reworking: the row is generated, and marked (none now: issue 41's ensemble probabilities
+are in the quick study's records)."""
 QUICK_COMMAND = "`qkov reproduce --quick`"
 REAL_COMMAND = "the loops of docs/real-data.md (HateXplain 2 x 2 design and paper's recipe; SVA; SQuAD)"
 
