@@ -191,12 +191,17 @@ def readme_text(load: Callable[[str], list[Record]]) -> str:
     from theory.claims import THRESHOLDS
 
     q = THRESHOLDS["desharpen-rare"].bound
+    cases, phase = load(CASE_SET), load(PHASE_SET)
+    confidences = ({float(r.metrics["confidence"]) for r in phase if r.metrics.get("confidence") is not None}
+                   | {float(run["ensemble"]["confidence"]) for r in cases for run in r.metrics.get("params", {}).values()
+                      if (run.get("ensemble") or {}).get("confidence") is not None})
+    conf = " / ".join(f"{c:.0%}" for c in sorted(confidences)) or "its"
     out = ["**Adam at its default betas, as a probability** (`adam-ratio-default`; "
            "[docs/synthetic-validation.md](docs/synthetic-validation.md#adam-off-the-symmetric-set-a-probability-over"
            "-seeded-starts-issues-31-41)). Off the symmetric set one run's outcome is decided by rounding, so qkov "
            "trains seeded starts and reports the probability that a higher eta_QK/eta_OV leaves attention *less* "
-           "sharp than ratio 1 (P(de-sharpen)), with its 95% Wilson interval and the sign-pattern prediction."]
-    for rec in load(CASE_SET):
+           f"sharp than ratio 1 (P(de-sharpen)), with its {conf} Wilson interval and the sign-pattern prediction."]
+    for rec in cases:
         for param, run in rec.metrics.get("params", {}).items():
             e = run.get("ensemble", {})
             ratio = {key: float(key[2:]) for key in run["pairs"]}          # keys "r=<ratio>"
@@ -215,20 +220,24 @@ def readme_text(load: Callable[[str], list[Record]]) -> str:
             out.append(f"Issue 41's case ({param}, K={run['K']}, M={run['M']}, u0=v0={run['u0']:g}, lr {run['dt']:g}, "
                        f"ratio {ratio[top_key]:g} against {min(ratio.values()):g}, {e.get('size')} starts at "
                        f"{e.get('amplitude', 0):g} relative): " + "; ".join(per) + ".")
-    pts = list(phase_points(load(PHASE_SET)))
+    pts = list(phase_points(phase))
     if pts:
         g = region_groups(pts)
         n = len(_configs(pts))
         some = "; ".join(x.split(" (")[0] for x in g["some"]) or "none"
         opened = "; ".join(g["open"]) or "none"
+        ref = ", ".join(sorted({f"{min(st['ratios']):g}" for r in phase for st in r.metrics.get("starts", {}).values()}))
         out.append(f"Over the phase diagram ({_values(pts, 'param').replace(', ', ' and ')}, K x M in "
                    + ", ".join(sorted({f'{p.K}x{p.M}' for p in pts})) + f", lr {_values(pts, 'lr')}, "
-                   f"u0 = v0 in {_values(pts, 'u0')}, ratios {_values(pts, 'ratio')} against 1, L in "
+                   f"u0 = v0 in {_values(pts, 'u0')}, ratios {_values(pts, 'ratio')} against {ref}, L in "
                    f"{_values(pts, 'level')}): raising the ratio reliably sharpens (every interval at or below "
                    f"{q:g}) in {len(g['all'])} of {n} configurations; it de-sharpens in more than {q:g} of the starts "
                    f"in {len(g['some'])} ({some}); {len(g['open'])} undecided ({opened}).")
-    out.append("Scope: the synthetic model's population data, full batch, float64, Adam(0.9, 0.999, 1e-8); not other "
-               "betas, larger sizes or real data.")
+    adams = sorted({(*(float(b) for b in r.config["betas"]), float(r.config["eps"])) for r in cases + phase
+                    if r.config.get("betas") and r.config.get("eps") is not None})
+    adam = " and ".join(f"Adam({b1:g}, {b2:g}, eps {eps:g})" for b1, b2, eps in adams) or "Adam"
+    out.append(f"Scope: the synthetic model's population data, full batch, float64, {adam}; not other betas, larger "
+               "sizes or real data.")
     return "\n\n".join(out)
 
 

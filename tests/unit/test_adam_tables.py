@@ -74,3 +74,46 @@ def test_readme_summary_counts_the_region_by_the_rule():
     assert "1 undecided (CACO K=3 M=2 u0=0.5 lr=0.01)" in r
     assert "lr 0.001, 0.01" in r and "CACO and FAFO" in r
     assert r.rstrip().endswith("not other betas, larger sizes or real data.")
+
+
+def _case_record(k=(0, 17), pred=(0.0, 0.1755775), confidence=0.95, betas=(0.9, 0.999), eps=1e-8):
+    """Issue 41's case as ``qkov export`` writes it (record set ``adam-desharpen``): ratios 1 and 4, two levels,
+    ``k`` of 64 members de-sharpen at ratio 4."""
+    los, his = zip(*(wilson(x, 64, confidence) for x in k))
+    pair = {"desharpen_k": list(k), "desharpen_n": [64, 64], "p_desharpen_lo": list(los),
+            "p_desharpen_hi": list(his), "predicted_p_desharpen": list(pred)}
+    run = {"K": 4, "M": 3, "dt": 0.001, "u0": 0.1, "v0": 0.1, "levels": [0.1, 0.01],
+           "ensemble": {"size": 64, "amplitude": 1e-6, "confidence": confidence},
+           "pairs": {"r=1": {"measured": [0.08, 0.03]}, "r=4": pair}}
+    cfg = {"betas": list(betas), "eps": eps, "ratios": [1.0, 4.0]}
+    return Record(at.CASE_SET, "synthetic-optimizer-x", "synthetic-optimizer", cfg, {"params": {"CACO": run}}, {})
+
+
+def test_readme_summary_states_the_case_probability_interval_prediction_and_scope():
+    """Known answer: 0/64 and 17/64 at the 95% level are [0, 0.0566] and [0.173, 0.385] (Wilson); the prediction,
+    the level and the optimizer's betas come from the record (a 90% record reads 90%, another eps reads it)."""
+    r = at.readme_text(lambda name: [_case_record()] if name == at.CASE_SET else [])
+    assert ("Issue 41's case (CACO, K=4, M=3, u0=v0=0.1, lr 0.001, ratio 4 against 1, 64 starts at 1e-06 relative): "
+            "L = 0.1: 0/64 = 0.00 [0.00, 0.06], predicted 0.00; L = 0.01: 17/64 = 0.27 [0.17, 0.38], predicted 0.18.") in r
+    assert "with its 95% Wilson interval" in r and "Adam(0.9, 0.999, eps 1e-08);" in r
+    assert "Over the phase diagram" not in r                      # no phase records: no region sentence
+    other = at.readme_text(lambda name: [_case_record(confidence=0.9, eps=1e-6)] if name == at.CASE_SET else [])
+    lo, hi = wilson(17, 64, 0.9)
+    assert "with its 90% Wilson interval" in other and f"17/64 = 0.27 [{lo:.2f}, {hi:.2f}]" in other
+    assert "Adam(0.9, 0.999, eps 1e-06);" in other
+
+
+def test_findings_row_reads_the_adam_records():
+    """README's ``adam-ratio-default`` row joins the committed adam-desharpen ensemble's evidence (its P(de-sharpen)
+    with the interval, as the rules judged it) to the quick study's, unmarked, with the command that reproduces it."""
+    from qkov.docsgen import loader
+    from qkov.docsgen.findings_table import CLAIM_SETS, build_findings, evidence_of
+    from tests.paths import ROOT
+
+    load = loader(ROOT)
+    row = next(line for line in build_findings(load).splitlines() if line.startswith("| **adam-ratio-default**"))
+    ((name, command),) = CLAIM_SETS["adam-ratio-default"]
+    ens = [e for _, e, _ in evidence_of(load(name)) if e.claim == "adam-ratio-default"]
+    assert ens and all("P(de-sharpen)" in e.number for e in ens)
+    assert all(e.number in row for e in ens) and command in row
+    assert "to be replaced" not in row
