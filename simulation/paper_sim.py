@@ -4,7 +4,8 @@ r"""The paper's own simulation (PAPER.md settings), side by side with the derive
 :math:`\eta_{OV} = 1`, :math:`\eta_{QK}/\eta_{OV} \in \{0.01, 0.1, 1, 10, 100\}`, from
 :math:`\mu = 0`. We integrate it two ways: the paper's scheme (classical RK4 in
 :math:`\tau = t\,\min(\eta)` with step 10, :func:`paper_rk4`) over a horizon, and our adaptive
-log-time integrator (:func:`paper_adaptive`), which also shows whether step 10 was accurate.
+log-time integrator (:func:`paper_adaptive`; :func:`reproduce` reaches the same DOP853 through
+:func:`simulation.solve`, ``system="paper"``), which also shows whether step 10 was accurate.
 
 *Ours:* the derived CACO flow under the identification of :mod:`theory.paper`: one relevant token
 among :math:`n/m = 10` equally weighted ones means :math:`M + 1 = n/m`, so ``M = 9``, ``K = 20``
