@@ -67,14 +67,14 @@ def side_by_side(recs: dict[str, dict]) -> str:
     -> benchmark record (``bench_integrators.py --json``), in order."""
     first = next(iter(recs.values()))
     lines = [f"Generated from `{RECORD.format(param='<P>')}` (P = {', '.join(recs)}) by `qkov docs`; each record: "
-             f"`{first['command'].replace(first['param'], '<P>')}` at commit {first.get('commit') or '?'}, "
+             f"`{first['command'].replace(first['param'], '<P>')}`, "
              f"problem `{first['problem']}` (starts, K, M and ratios drawn over the whole admissible range), final "
              "state at one horizon. Cells: CPU seconds of qkov (`integrate_states`, the clock-free path) and each "
              "baseline's CPU time over qkov's (> 1: qkov faster); `~`: scipy timed on the first "
              "trajectories and scaled linearly. diffrax: `jax.jit(jax.vmap(diffeqsolve))`, compile excluded.", ""]
     for p, rec in recs.items():
         t1, h = _horizon(rec)
-        lines.append(f"- {p}, t1 = {t1}, started {rec.get('started_utc', '?')} UTC, load average "
+        lines.append(f"- {p}, t1 = {t1}, commit {rec.get('commit') or '?'}, started {rec.get('started_utc', '?')} UTC, load average "
                      f"{h['load_avg_start'][0]:.1f} -> {h['load_avg_end'][0]:.1f} on {rec['cpus']} CPUs; matched at "
                      f"p99 <= {h['match']:.1e} (relative, per coordinate, against Radau): "
                      + "; ".join(_rung(h, n) for n in h["rtol"]))
