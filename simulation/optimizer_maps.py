@@ -254,7 +254,25 @@ def symmetric_distance(param: str, mats: dict[str, np.ndarray], K: int, M: int) 
     return (num / den) ** 0.5 if den > 0 else 0.0
 
 
-__all__ = ["iterate_orbit_map", 
+def map_params() -> tuple[str, ...]:
+    """The parametrizations the reduced optimizer maps can run: their kinds declare optimizer orbits
+    (:func:`theory.parametrization.orbit_map_params`) and :mod:`simulation.generated_optim` holds their generated
+    maps (``python -m theory.codegen_optim`` writes them), in registry order."""
+    from theory.parametrization import orbit_map_params
+
+    return tuple(p for p in orbit_map_params() if p in gen.ORBIT_GRAD)
+
+
+def check_map(name: str) -> str:
+    """``name`` if :func:`map_params` holds it, else ``ValueError`` (one line): a kind with optimizer orbits whose maps
+    were not generated is refused when a run is planned, not with ``KeyError`` inside it."""
+    if name not in gen.ORBIT_GRAD:
+        raise ValueError(f"its kinds declare optimizer orbits but simulation/generated_optim.py has no map for it "
+                         f"(maps: {', '.join(map_params())}): run python -m theory.codegen_optim")
+    return name
+
+
+__all__ = ["iterate_orbit_map", "map_params", "check_map",
     "OPTIMIZERS",
     "Optimizer",
     "OptimizerSpec",

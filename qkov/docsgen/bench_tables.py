@@ -10,8 +10,10 @@ import math
 from pathlib import Path
 
 from qkov.docsgen import GeneratedBlock, Loader   # defined before the registry imports this module
+from theory.parametrization import PARAMETRIZATIONS
 
-PARAMS = ("FAFO", "CACO", "CAFO", "FACO")
+PARAMS = PARAMETRIZATIONS
+"""MODEL.md's four, one record each."""
 RECORD = "benchmarks/results/integrators-{param}-side-by-side.json"
 BATCHES = ("1", "10", "100", "1000", "10000")
 LSODA_TARGET = 300.0
