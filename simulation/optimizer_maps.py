@@ -260,15 +260,23 @@ def map_params() -> tuple[str, ...]:
     maps (``python -m theory.codegen_optim`` writes them), in registry order."""
     from theory.parametrization import orbit_map_params
 
-    return tuple(p for p in orbit_map_params() if p in gen.ORBIT_GRAD)
+    return tuple(p for p in orbit_map_params() if _generated(p))
+
+
+def _generated(name: str) -> bool:
+    """Both generated modules hold ``name``: the orbit maps and the reduced flow (the runs compare with it)."""
+    from simulation import generated
+
+    return name in gen.ORBIT_GRAD and Parametrization(name) in generated.STATE_NAMES
 
 
 def check_map(name: str) -> str:
     """``name`` if :func:`map_params` holds it, else ``ValueError`` (one line): a kind with optimizer orbits whose maps
-    were not generated is refused when a run is planned, not with ``KeyError`` inside it."""
-    if name not in gen.ORBIT_GRAD:
-        raise ValueError(f"its kinds declare optimizer orbits but simulation/generated_optim.py has no map for it "
-                         f"(maps: {', '.join(map_params())}): run python -m theory.codegen_optim")
+    or reduced flow were not generated is refused when a run is planned, not with ``KeyError`` inside it."""
+    if not _generated(name):
+        raise ValueError("its kinds declare optimizer orbits but simulation/generated_optim.py or "
+                         f"simulation/generated.py has no code for it (maps: {', '.join(map_params())}): run "
+                         "python -m theory.codegen and python -m theory.codegen_optim")
     return name
 
 

@@ -70,8 +70,8 @@ def test_validate_synthetic_optimizer_refuses_a_kind_whose_maps_were_not_generat
     err = capsys.readouterr().err.strip()
     assert rc == 2 and "\n" not in err
     assert err.startswith(f"qkov: error: params.0: {deep_with_orbits}: its kinds declare optimizer orbits but "
-                          "simulation/generated_optim.py has no map for it"), err
-    assert "run python -m theory.codegen_optim" in err
+                          "simulation/generated_optim.py or simulation/generated.py has no code for it"), err
+    assert "run python -m theory.codegen and python -m theory.codegen_optim" in err
     assert list(tmp_path.iterdir()) == []                               # refused before a run directory exists
 
 
