@@ -248,7 +248,14 @@ def main() -> None:
         runners = {k: v for k, v in runners.items() if k in keep}
     if not runners:
         print("diffrax: not installed (pip install 'qkov[bench]'); its columns are absent")
+    import subprocess
+    import sys
+
+    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
+                            cwd=os.path.dirname(os.path.abspath(__file__))).stdout.strip()
     record: dict = {"param": args.param, "problem": args.problem, "match_floor": MATCH_FLOOR,
+                    "command": "python benchmarks/bench_integrators.py " + " ".join(sys.argv[1:]),
+                    "commit": commit or None, "started_utc": time.strftime("%Y-%m-%d %H:%M", time.gmtime()),
                     "machine": platform.platform(), "cpus": os.cpu_count(), "load_avg": os.getloadavg(),
                     "horizons": {}, "diffrax": bool(runners), "reference": "radau",
                     "qkov_path": "clock-free" if "qkov-dop853" in methods else "dop853"}

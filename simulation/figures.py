@@ -8,7 +8,7 @@ import numpy as np
 
 from simulation import plots
 from simulation.closed_forms import law_functions, level_curve
-from simulation.reduced import integrate_many
+from simulation.solve import solve_batch
 from simulation.sweep import PARAMS, dense_times, residual_at_loss, sharpest, sweep
 from theory.parametrization import BASELINE, FULLY_FACTORIZED, Parametrization
 
@@ -34,7 +34,7 @@ def trajectories_figure(run, params: Sequence[Parametrization], K: int, M: int, 
     laws_next: dict[str, dict] = {}
     late = t >= 1e2                      # the next-order clock needs u past the start (its O(u e^-u) term)
     for prm in params:
-        tr = integrate_many(prm, K, M, eta_qk, eta_ov, u0, v0, t).column(0)
+        tr = solve_batch(prm, K=K, M=M, eta_qk=eta_qk, eta_ov=eta_ov, u0=u0, v0=v0, t=t).column(0)
         trajs.append(tr)
         laws[prm] = laws_on(prm, t, tr.u, K, M, eta_qk, eta_ov)
         nxt = next_order_law(prm, K, M, eta_qk, eta_ov, u0, v0, t[late])
@@ -62,7 +62,7 @@ def phase_portrait_figure(run, params: Sequence[Parametrization], K: int, M: int
     portraits: dict[str, list] = {}
     worst: dict[str, float] = {}
     for prm in params:
-        tr = integrate_many(prm, K, M, np.asarray(ratios) * eta_ov, eta_ov, u0, v0, t)
+        tr = solve_batch(prm, K=K, M=M, eta_qk=np.asarray(ratios) * eta_ov, eta_ov=eta_ov, u0=u0, v0=v0, t=t)
         items, w = [], 0.0
         for b, r in enumerate(ratios):
             ug = np.geomspace(max(tr.u[0, b], 1e-3), tr.u[-1, b], 40)
@@ -189,7 +189,7 @@ def order_crossover(K, M, ratio, scale, eta_ov: float = 1.0, t_max: float = 1e40
     t = dense_times(t_max, n_times)
     res: dict[str, np.ndarray] = {}
     for prm in PARAMS:
-        tr = integrate_many(prm, Kb, Mb, rb * eta_ov, eta_ov, sb, sb, t)
+        tr = solve_batch(prm, K=Kb, M=Mb, eta_qk=rb * eta_ov, eta_ov=eta_ov, u0=sb, v0=sb, t=t)
         res[prm] = residual_at_loss(tr.loss.T, tr.residual.T, levels)             # (B, L)
     out = []
     for b in range(Kb.size):
@@ -216,7 +216,7 @@ def ratio_slopes(K: int, M: int, r_lo: float, r_hi: float, scales, levels, eta_o
     t = dense_times(t_max, n_times)
     out: dict[str, np.ndarray] = {}
     for prm in PARAMS:
-        tr = integrate_many(prm, K, M, rr * eta_ov, eta_ov, ss, ss, t)
+        tr = solve_batch(prm, K=K, M=M, eta_qk=rr * eta_ov, eta_ov=eta_ov, u0=ss, v0=ss, t=t)
         res = residual_at_loss(tr.loss.T, tr.residual.T, levels).reshape(2, scales.size, levels.size)
         out[prm] = (np.log(res[1]) - np.log(res[0])) / np.log(r_hi / r_lo)
     return out

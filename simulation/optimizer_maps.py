@@ -254,7 +254,33 @@ def symmetric_distance(param: str, mats: dict[str, np.ndarray], K: int, M: int) 
     return (num / den) ** 0.5 if den > 0 else 0.0
 
 
-__all__ = ["iterate_orbit_map", 
+def map_params() -> tuple[str, ...]:
+    """The parametrizations the reduced optimizer maps can run: their kinds declare optimizer orbits
+    (:func:`theory.parametrization.orbit_map_params`) and :mod:`simulation.generated_optim` holds their generated
+    maps (``python -m theory.codegen_optim`` writes them), in registry order."""
+    from theory.parametrization import orbit_map_params
+
+    return tuple(p for p in orbit_map_params() if _generated(p))
+
+
+def _generated(name: str) -> bool:
+    """Both generated modules hold ``name``: the orbit maps and the reduced flow (the runs compare with it)."""
+    from simulation import generated
+
+    return name in gen.ORBIT_GRAD and Parametrization(name) in generated.STATE_NAMES
+
+
+def check_map(name: str) -> str:
+    """``name`` if :func:`map_params` holds it, else ``ValueError`` (one line): a kind with optimizer orbits whose maps
+    or reduced flow were not generated is refused when a run is planned, not with ``KeyError`` inside it."""
+    if not _generated(name):
+        raise ValueError("its kinds declare optimizer orbits but simulation/generated_optim.py or "
+                         f"simulation/generated.py has no code for it (maps: {', '.join(map_params())}): run "
+                         "python -m theory.codegen and python -m theory.codegen_optim")
+    return name
+
+
+__all__ = ["iterate_orbit_map", "map_params", "check_map",
     "OPTIMIZERS",
     "Optimizer",
     "OptimizerSpec",

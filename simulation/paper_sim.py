@@ -4,7 +4,8 @@ r"""The paper's own simulation (PAPER.md settings), side by side with the derive
 :math:`\eta_{OV} = 1`, :math:`\eta_{QK}/\eta_{OV} \in \{0.01, 0.1, 1, 10, 100\}`, from
 :math:`\mu = 0`. We integrate it two ways: the paper's scheme (classical RK4 in
 :math:`\tau = t\,\min(\eta)` with step 10, :func:`paper_rk4`) over a horizon, and our adaptive
-log-time integrator (:func:`paper_adaptive`), which also shows whether step 10 was accurate.
+log-time integrator (:func:`paper_adaptive`; :func:`reproduce` reaches the same DOP853 through
+:func:`simulation.solve`, ``system="paper"``), which also shows whether step 10 was accurate.
 
 *Ours:* the derived CACO flow under the identification of :mod:`theory.paper`: one relevant token
 among :math:`n/m = 10` equally weighted ones means :math:`M + 1 = n/m`, so ``M = 9``, ``K = 20``
@@ -22,7 +23,7 @@ import numpy as np
 
 from simulation.batch import integrate_batch
 from simulation.integrators import fixed_step, rk4_step
-from simulation.reduced import integrate_many, tau_of_t
+from simulation.reduced import tau_of_t
 from simulation.sweep import residual_at_loss
 from theory.parametrization import BASELINE, Parametrization
 
@@ -97,16 +98,25 @@ def paper_rk4(ratios, horizon_tau: float, settings: dict | None = None, record_e
 
 
 def reproduce(t_eval: np.ndarray, settings: dict | None = None) -> PaperRun:
-    """Paper's system and ours on the same times, for the paper's ratios."""
+    """Paper's system and ours on the same times, for the paper's ratios, through the one entry point:
+    :func:`simulation.solve` once per ratio for the paper's equations (``system="paper"``, DOP853 in log time at
+    rtol 1e-10, atol 1e-12, as :func:`paper_adaptive`) and :func:`simulation.solve_batch` for the derived flow (the
+    ratios a broadcast axis). Attention and loss ``(T, R)`` each."""
+    from simulation.solve import solve, solve_batch
+
     _, _, _, default = paper_functions()
     settings = settings or default
     ratios = np.asarray(settings["ratios"], dtype=float)
-    p_att, p_loss = paper_adaptive(ratios, t_eval, settings)
-    K, M = int(settings["M_out"]), int(round(settings["n"] / settings["m"])) - 1
-    b = settings["b"]
-    eo = settings["eta_OV"]
-    ours = integrate_many(Parametrization(BASELINE), K, M, ratios * eo / b ** 2, eo, 0.0, 0.0, t_eval)
-    return PaperRun(ratios, np.asarray(t_eval, dtype=float), p_att, p_loss, ours.p, ours.loss, K, M)
+    t = np.asarray(t_eval, dtype=float)
+    m, n, b, M_out, eo = (settings[k] for k in ("m", "n", "b", "M_out", "eta_OV"))
+    paper = [solve(Parametrization(BASELINE), K=int(M_out), M=int(round(n)) - 1, eta_qk=r * eo, eta_ov=eo, u0=0.0,
+                   v0=0.0, t=t, system="paper", integrator="dop853", m=m, n=n, b=b, M_out=M_out, rtol=1e-10,
+                   atol=1e-12) for r in ratios]
+    K, M = int(M_out), int(round(n / m)) - 1
+    ours = solve_batch(Parametrization(BASELINE), K=K, M=M, eta_qk=ratios * eo / b ** 2, eta_ov=eo, u0=0.0, v0=0.0,
+                       t=t)
+    return PaperRun(ratios, t, np.stack([tr.p for tr in paper], axis=1), np.stack([tr.loss for tr in paper], axis=1),
+                    ours.p, ours.loss, K, M)
 
 
 def attention_at_levels(run: PaperRun, levels: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -18,7 +18,8 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from theory.parametrization import Parametrization
-from simulation.reduced import DEFAULT_ATOL, DEFAULT_RTOL, integrate_many
+from simulation.reduced import DEFAULT_ATOL, DEFAULT_RTOL
+from simulation.solve import solve_batch
 
 PARAMS = Parametrization.all()
 
@@ -61,8 +62,8 @@ def sweep(params: Sequence[Parametrization], ratios: ArrayLike, scales: ArrayLik
     grid = R.shape
     fields: dict[str, list[np.ndarray]] = {k: [] for k in ("u", "v", "p", "residual", "loss", "success")}
     for prm in params:
-        tr = integrate_many(prm, KK.ravel(), MM.ravel(), R.ravel() * eta_ov, eta_ov, S.ravel(), S.ravel(), t_,
-                            rtol=rtol, atol=atol)
+        tr = solve_batch(prm, K=KK.ravel(), M=MM.ravel(), eta_qk=R.ravel() * eta_ov, eta_ov=eta_ov, u0=S.ravel(),
+                         v0=S.ravel(), t=t_, rtol=rtol, atol=atol)
         for k in ("u", "v", "p", "residual", "loss"):
             fields[k].append(getattr(tr, k).T.reshape(grid + (t_.size,)))
         fields["success"].append(tr.success.reshape(grid))

@@ -121,11 +121,11 @@ def parse_simulate_config(**values) -> SimulateConfig:
     if cfg.optimizer != "flow":
         if cfg.method != "reduced":
             fail("optimizer", cfg.optimizer, "runs the reduced map of that optimizer: use --method reduced")
-        from theory.parametrization import orbit_map_params  # the kinds that declare optimizer orbits
+        from simulation.optimizer_maps import map_params  # orbits declared by the kinds and maps generated
 
-        if any(p not in orbit_map_params() for p in cfg.params):
+        if any(p not in map_params() for p in cfg.params):
             fail("param", ",".join(cfg.params), f"--optimizer {cfg.optimizer} has reduced maps for "
-                 f"{', '.join(orbit_map_params())} only")
+                 f"{', '.join(map_params())} only")
         if cfg.lr is not None:  # the OV step; QK's is lr * eta_QK/eta_OV; step n sits at t = n lr/eta_OV
             cfg = cfg.model_copy(update={"dt": cfg.lr / cfg.eta_ov})
     elif cfg.lr is not None:

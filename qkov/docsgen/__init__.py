@@ -38,6 +38,7 @@ class GeneratedBlock:
 
 def _registry() -> dict[str, GeneratedBlock]:
     from qkov.docsgen.adam_tables import _blocks as adam_blocks
+    from qkov.docsgen.bench_tables import BLOCKS as BENCH
     from qkov.docsgen.family_tables import BLOCKS as FAMILY
     from qkov.docsgen.findings_table import BLOCKS as FINDINGS
     from qkov.docsgen.official_tables import BLOCKS as OFFICIAL
@@ -45,7 +46,7 @@ def _registry() -> dict[str, GeneratedBlock]:
     from qkov.docsgen.real_tables import BLOCKS as REAL
 
     blocks: dict[str, GeneratedBlock] = {}
-    for b in (*FINDINGS, *REAL, *PREREGISTERED, *FAMILY, *OFFICIAL, *adam_blocks()):
+    for b in (*FINDINGS, *REAL, *PREREGISTERED, *FAMILY, *OFFICIAL, *adam_blocks(), *BENCH):
         if b.id in blocks:
             raise ValueError(f"generated block {b.id!r} declared twice")
         blocks[b.id] = b

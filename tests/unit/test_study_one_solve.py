@@ -20,8 +20,10 @@ pytestmark = pytest.mark.unit
 STUDY = ROOT / "qkov" / "study"
 SOLVERS = frozenset({"integrate", "integrate_many", "integrate_states", "clock_free_states", "reference_states",
                      "simulate_full", "paper_rk4", "paper_adaptive", "simulate_optimizer", "run_orbit_map",
-                     "run_orbit_maps", "run_set_map"})
-"""The solve-like entry points of :mod:`simulation` that :func:`simulation.solve` routes to (the issue's list)."""
+                     "run_orbit_maps", "run_set_map", "integrate_clock_free", "integrate_batch", "fixed_step"})
+"""The solve-like entry points of :mod:`simulation` that :func:`simulation.solve` routes to (the issue's list, and
+the clock-free, vectorised DOP853 and fixed-step integrators beneath them). ``simulation.paper_sim.reproduce`` and
+the figure helpers are not here: they call :func:`simulation.solve` / :func:`simulation.solve_batch` themselves."""
 
 
 def _from_simulation(module: str | None) -> bool:

@@ -18,7 +18,9 @@ from typing import Annotated, Any, Literal
 
 import numpy as np
 from annotated_types import MinLen
+from pydantic import AfterValidator
 
+from simulation.optimizer_maps import check_map
 from theory.parametrization import BASELINE, FULLY_FACTORIZED, OrbitParamName
 from theory.spec import Ge, Gt, Le, Lt, NonNegativeFinite, PositiveFinite, Spec
 from validation.synthetic.ensemble import AMPLITUDE, ENSEMBLE_SIZE
@@ -36,7 +38,8 @@ class OptimizerMapConfig(Spec):
     betas: tuple[Annotated[float, Ge(0), Lt(1)], Annotated[float, Ge(0), Lt(1)]] = ADAM_BETAS
     eps: PositiveFinite = ADAM_EPS
     weight_decay: NonNegativeFinite = 0.0
-    params: Annotated[tuple[OrbitParamName, ...], MinLen(1)] = (BASELINE, FULLY_FACTORIZED)  # refused when planned
+    params: Annotated[tuple[Annotated[OrbitParamName, AfterValidator(check_map)], ...], MinLen(1)] = (
+        BASELINE, FULLY_FACTORIZED)  # refused when planned: no optimizer orbits, or orbits but no generated maps
     ratios: Annotated[tuple[PositiveFinite, ...], MinLen(2)] = (1.0, 4.0)
     K: Annotated[int, Ge(2), Le(100)] = 4
     M: Annotated[int, Ge(1), Le(100)] = 8
