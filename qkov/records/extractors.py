@@ -102,11 +102,45 @@ def derive_metrics(run_dir: Path) -> dict[str, Any]:
     return out
 
 
+CHECKPOINT_FIELDS = ("step", "epoch", "train_loss", "val_loss")
+"""The scalar fields a kept checkpoint carries besides its ``test`` metrics."""
+
+
+def checkpoint_columns(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    """Checkpoint rows ``[{step, epoch, train_loss, val_loss, test: {metric: value}}, ...]`` (length ``C``) as
+    columns ``{field: [C values], "test": {metric: [C values]}}``: the same numbers without the field names
+    repeated per row (a 31-checkpoint HateXplain run's curve shrinks about 2x). A field or metric a row lacks is
+    ``null`` in its column; :func:`checkpoint_rows` inverts this exactly."""
+    fields = [f for f in CHECKPOINT_FIELDS if any(f in r for r in rows)]
+    metrics = sorted({k for r in rows for k in (r.get("test") or {})})
+    cols: dict[str, Any] = {f: [r.get(f) for r in rows] for f in fields}
+    cols["test"] = {k: [(r.get("test") or {}).get(k) for r in rows] for k in metrics}
+    return cols
+
+
+def checkpoint_rows(cols: Any) -> list[dict[str, Any]]:
+    """The rows of :func:`checkpoint_columns` back (a list of rows is returned as it is: records exported before
+    the columnar form); ``ValueError`` when the columns differ in length."""
+    if isinstance(cols, list):
+        return cols
+    if not isinstance(cols, dict):
+        raise ValueError(f"checkpoints: {type(cols).__name__}: must be a list of rows or an object of columns")
+    test = cols.get("test") or {}
+    scalar = {f: v for f, v in cols.items() if f != "test"}
+    lengths = {len(v) for v in (*scalar.values(), *test.values()) if isinstance(v, list)}
+    if len(lengths) > 1 or any(not isinstance(v, list) for v in (*scalar.values(), *test.values())):
+        raise ValueError(f"checkpoints: columns must be lists of one length (got lengths {sorted(lengths)})")
+    n = lengths.pop() if lengths else 0
+    return [{**{f: v[i] for f, v in scalar.items() if v[i] is not None},
+             "test": {k: v[i] for k, v in test.items() if v[i] is not None}} for i in range(n)]
+
+
 def real_metrics(run_dir: Path) -> dict[str, Any]:
     """A real-data run (``validate-real``): its compact ``metrics.json`` (views, baselines, DTAP, rates),
-    ``checkpoints`` as ``{step, epoch, train_loss, val_loss, test: {metric: value}}`` with the metrics the summary
-    compares at matched loss (:data:`qkov.study.real_summary.PAIRED`, the task metric, the answer probability),
-    and ``label_counts`` ``{"labels": [...], "counts": [...]}`` of the test split (classifiers)."""
+    ``checkpoints`` as columns (:func:`checkpoint_columns`) of ``{step, epoch, train_loss, val_loss, test:
+    {metric: value}}`` with the metrics the summary compares at matched loss
+    (:data:`qkov.study.real_summary.PAIRED`, the task metric, the answer probability), and ``label_counts``
+    ``{"labels": [...], "counts": [...]}`` of the test split (classifiers)."""
     from qkov.study.real_summary import PAIRED, task_metric
 
     run = load_run(run_dir)
@@ -121,7 +155,7 @@ def real_metrics(run_dir: Path) -> dict[str, Any]:
                       "test": {k: v for k, v in test.items() if k in names
                                and isinstance(v, (int, float)) and not isinstance(v, bool)}})
     if ckpts:
-        out["checkpoints"] = ckpts
+        out["checkpoints"] = checkpoint_columns(ckpts)
         omitted.append("checkpoints.test (all but the metrics compared at matched loss)")
     labels = run.arrays.get("instances.npz", {}).get("labels")
     if labels is not None and np.asarray(labels).size:
@@ -163,4 +197,4 @@ EXTRACTORS: dict[str, Callable[[Path], dict[str, Any]]] = {
 }
 """run kind -> extractor of its record's metrics; kinds not listed are not exported."""
 
-__all__ = ["DERIVED_KINDS", "EXTRACTORS", "LIST_LIMIT", "compact", "derive_metrics", "generic_metrics", "real_metrics"]
+__all__ = ["CHECKPOINT_FIELDS", "DERIVED_KINDS", "EXTRACTORS", "LIST_LIMIT", "checkpoint_columns", "checkpoint_rows", "compact", "derive_metrics", "generic_metrics", "real_metrics"]

@@ -4,7 +4,8 @@
 :func:`qkov.study.real_summary.load_runs` (``{"dir", "config", "metrics", "arrays"}``), so the summary's own
 statistics (groups, paired comparisons, Holm, the verdict rule, the 2 x 2 effects) run on records unchanged.
 The only array rebuilt is ``labels`` (the test split's labels in sorted order, from the record's class counts),
-which is all :func:`~qkov.study.real_summary.majority_share` reads; per-item predictions are not kept, so the
+which is all :func:`~qkov.study.real_summary.majority_share` reads, and the columnar training curve is read back as
+rows (:func:`~qkov.records.extractors.checkpoint_rows`); per-item predictions are not kept, so the
 exploratory item bootstrap is absent from what records regenerate.
 """
 
@@ -15,6 +16,7 @@ from typing import Any, Iterable
 
 import numpy as np
 
+from qkov.records.extractors import checkpoint_rows
 from qkov.records.store import Record
 
 REAL_KIND = "validate-real"
@@ -30,7 +32,10 @@ def real_runs(records: Iterable[Record]) -> list[dict[str, Any]]:
         counts = rec.metrics.get("label_counts")
         if isinstance(counts, dict) and counts.get("labels"):
             arrays["labels"] = np.repeat(np.asarray(counts["labels"]), np.asarray(counts["counts"], dtype=int))
-        out.append({"dir": Path(rec.run), "config": dict(rec.config), "metrics": dict(rec.metrics), "arrays": arrays})
+        metrics = dict(rec.metrics)
+        if "checkpoints" in metrics:
+            metrics["checkpoints"] = checkpoint_rows(metrics["checkpoints"])
+        out.append({"dir": Path(rec.run), "config": dict(rec.config), "metrics": metrics, "arrays": arrays})
     return out
 
 

@@ -188,3 +188,34 @@ def test_summary_runs_are_derived_and_skipped_silently(sweep, tmp_path):
         warnings.simplefilter("error")
         path = export_runs([*dirs, summary], "s", tmp_path)
     assert len(path.read_text().splitlines()) == len(dirs)
+
+
+def test_checkpoint_columns_invert_exactly_with_gaps_and_legacy_rows():
+    """Columns hold the same numbers as the rows (a metric missing at one checkpoint comes back missing, NaN stays
+    NaN); a legacy list of rows reads as it is; columns of two lengths are refused."""
+    import math
+
+    from qkov.records.extractors import checkpoint_columns, checkpoint_rows
+
+    rows = [{"step": 0, "epoch": 0.0, "train_loss": 0.9, "val_loss": 1.1, "test": {"accuracy": 0.3}},
+            {"step": 10, "epoch": 0.5, "train_loss": float("nan"), "val_loss": 1.0,
+             "test": {"accuracy": 0.4, "relevant_mass_mean": 0.5}},
+            {"step": 20, "train_loss": 0.5, "test": {}}]
+    cols = checkpoint_columns(rows)
+    assert cols["step"] == [0, 10, 20] and cols["test"]["relevant_mass_mean"] == [None, 0.5, None]
+    back = checkpoint_rows(json.loads(json.dumps(cols)))
+    assert math.isnan(back[1].pop("train_loss")) and math.isnan(rows[1].pop("train_loss"))
+    assert back == rows
+    assert checkpoint_rows(rows) is rows
+    with pytest.raises(ValueError, match="one length"):
+        checkpoint_rows({"step": [0, 1], "test": {"accuracy": [0.1]}})
+
+
+def test_committed_record_sets_stay_under_one_mebibyte():
+    """Records are KB per run: a set over 1 MiB means something bulky (a per-epoch history, per-item arrays) got in."""
+    from qkov.docsgen import repo_root
+    from qkov.records.store import RECORDS_DIR
+
+    sets = sorted((repo_root() / RECORDS_DIR).glob("*.jsonl"))
+    assert sets, repo_root() / RECORDS_DIR
+    assert [(p.name, p.stat().st_size) for p in sets if p.stat().st_size > 2**20] == []
