@@ -333,13 +333,19 @@ def _legendre_inverse(n: int) -> np.ndarray:
 
 
 @lru_cache(maxsize=None)
+def _antiderivative(n: int) -> np.ndarray:
+    """``(n + 1, n)``: values at the ``n`` Gauss-Legendre nodes -> the Legendre coefficients of the interpolant's
+    antiderivative in ``z`` that is 0 at ``z = -1``."""
+    return np.polynomial.legendre.legint(_legendre_inverse(n), lbnd=-1, axis=0)
+
+
+@lru_cache(maxsize=None)
 def _cumulative(n: int) -> np.ndarray:
     r"""Spectral integration on ``[0, 1]``: ``S @ f(x)`` at the ``n`` Gauss nodes ``x`` is :math:`\int_0^{x_i} p`,
     ``p`` the polynomial interpolating ``f`` at the nodes (exact for degree ``n - 1``; ``(n, n)``)."""
     leg = np.polynomial.legendre
     z, _ = leg.leggauss(n)
-    anti = leg.legint(_legendre_inverse(n), lbnd=-1, axis=0)          # (n + 1, n): antiderivatives, 0 at z = -1
-    return leg.legvander(z, n) @ anti / 2
+    return leg.legvander(z, n) @ _antiderivative(n) / 2
 
 
 @lru_cache(maxsize=None)
@@ -468,7 +474,7 @@ class _UCurve(_Curve):
         """
         pars, delta, A, sign, R, u0, v0 = self._sub(cols)
         M = pars[1]
-        dv_a = self.qk.dv_of_dg(v0, R * self.ov.dg_ov(u0, h_a, delta), M)
+        dv_a = self.qk.dv_of_dg(v0, R * self.ov.dg_ov(u0, h_a, delta), M, False)     # a rough end is enough
         target = self.qk.dg_qk(v0, dv_a + PANEL_V, M)
         over = R * self.ov.dg_ov(u0, h_a + width, delta) > target
         if not over.any():
@@ -661,14 +667,19 @@ def _dense_start(G, k, bb, width, t_lo, tj, x, iterations: int = 8) -> np.ndarra
         return out
     g = G[k[ok], :, bb[ok]].T                                 # (NODES, m)
     coef = vinv @ g                                           # Legendre series of g on z in [-1, 1]
-    anti = leg.legint(coef, lbnd=-1, axis=0)                  # its antiderivative, 0 at z = -1
+    anti = _antiderivative(NODES) @ g                         # its antiderivative, 0 at z = -1
     h = width[ok]
     with np.errstate(all="ignore"):
         z = np.clip(2 * x[ok] / h - 1, -1.0, 1.0)
         for _ in range(iterations):
-            tz = t_lo[ok] + h / 2 * leg.legval(z, anti, tensor=False)
-            gz = leg.legval(z, coef, tensor=False)
-            z = np.clip(z - _log_ratio(tz, tj[ok]) * tz / (h / 2 * gz), -1.0, 1.0)
+            basis = leg.legvander(z, NODES)                   # (m, NODES + 1): P_0..P_NODES at z, both series at once
+            tz = t_lo[ok] + h / 2 * np.einsum("mk,km->m", basis, anti)
+            gz = np.einsum("mk,km->m", basis[:, :NODES], coef)
+            z_new = np.clip(z - _log_ratio(tz, tj[ok]) * tz / (h / 2 * gz), -1.0, 1.0)
+            settled = not np.any(np.abs(z_new - z) > 1e-9)    # ~1e-9 of the panel: the exact Newton finishes it
+            z = z_new
+            if settled:
+                break
         good = np.isfinite(z)
     out[np.flatnonzero(ok)[good]] = ((z + 1) / 2 * h)[good]
     return out
