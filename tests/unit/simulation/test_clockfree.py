@@ -323,8 +323,9 @@ def test_factorized_qk_start_without_u_or_a_qk_goes_to_dop853():
 
 
 def test_walk_coordinate_follows_the_qk_kind():
-    """Collapsed QK is walked in u (offsets from u0), factorized QK in w from w0 = asinh(v0/alpha)."""
-    from simulation.clockfree import _UCurve, _WCurve
+    """Collapsed QK is walked in u (offsets from u0), factorized QK in w from w0 = asinh(v0/alpha); with factorized
+    OV (CAFO) the u walk is in log u (offset u - u0 = u0 expm1(h/u0): the pole of dt/du at u = 0 is u0 behind)."""
+    from simulation.clockfree import _Graded, _UCurve, _WCurve
 
     y0, pars = _batch("FAFO", 3)
     curve, ok = _curve("FAFO", y0, pars)
@@ -332,8 +333,12 @@ def test_walk_coordinate_follows_the_qk_kind():
     assert isinstance(curve, _WCurve) and ok.all()
     np.testing.assert_allclose(curve.table[-1], np.arcsinh(v0 / QK_KINDS["factorized"].scale(10.0, 19.0, A)),
                                rtol=1e-14)
-    curve, ok = _curve("CAFO", *_batch("CAFO", 3))
-    assert isinstance(curve, _UCurve) and ok.all()
+    y0, pars = _batch("CAFO", 3)
+    curve, ok = _curve("CAFO", y0, pars)
+    u0 = generated.FIRST_INTEGRALS["CAFO"]["constants"](*y0, *pars)[0]
+    assert isinstance(curve, _Graded) and isinstance(curve.inner, _UCurve) and ok.all()
+    np.testing.assert_allclose(curve.d, u0, rtol=1e-15)
+    assert isinstance(_curve("CACO", *_batch("CACO", 3))[0], _UCurve)
 
 
 @pytest.mark.parametrize("width", [0.01, 1.0, 6.0])
