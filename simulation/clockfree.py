@@ -25,7 +25,9 @@ fraction of itself (early times).
   at most :data:`PANEL_MAX` (``u``) or :data:`PANEL_MAX_W` (``w``), shortened where ``v`` would move by more than
   :data:`PANEL_V`. **Error control**: a panel is accepted when the Legendre coefficients of ``g`` at its nodes have
   decayed far enough (:func:`_panel_error` <= :data:`PANEL_TOL`, relative to the panel's time); otherwise it is
-  shortened (:data:`SHRINK`) and redone. Panels advance for all trajectories at once until each has passed its last requested time.
+  shortened (:data:`SHRINK`) and redone in the next round, together with the other trajectories' next panels (one
+  quadrature call per round, not one per rejection). Panels advance for all trajectories at once until each has
+  passed its last requested time.
 * **Root**: inside the panel that holds :math:`t_j`, a bracketed Newton iteration on :math:`\log t` in the offset
   within the panel, each iterate's :math:`t` by the same Gauss-Legendre rule from the panel's start.
 * **Error estimate** (:attr:`ClockFreeSolution.error`): per trajectory, the accepted panels' estimated errors summed
@@ -82,6 +84,8 @@ TOLERANCE = 1e-11
 larger) is handed to DOP853 by the router (:func:`simulation.reduced.clock_free_states`), which says so."""
 MAX_PANELS = 5_000
 MAX_HALVINGS = 40
+"""Rejections of one panel after which it is accepted as it is (its estimate then enters the trajectory's error, and
+the router hands the trajectory to DOP853); the panel loop runs at most ``2 MAX_PANELS`` rounds."""
 CHUNK = 1024
 """Largest batch integrated at once (each trajectory's panels are its own, so chunks change nothing): the
 ``(nodes x batch)`` temporaries stay in cache."""
@@ -820,47 +824,51 @@ def _integrate(param, y0, params, t_eval, BatchSolution):
     h, c, t, e = np.zeros(B), curve.c0.copy(), np.zeros(B), np.zeros(B)
     steps, rejected = np.zeros(B, dtype=np.int64), np.zeros(B, dtype=np.int64)
     fit = np.ones(B)                              # per trajectory: fraction of the proposed width (shrinks on rejection)
+    retry = np.full(B, np.nan)                    # the shortened width of a rejected panel, redone in the next round
+    tries = np.zeros(B, dtype=np.int64)           # rejections of the panel a trajectory is on
     running = np.flatnonzero(t < t_max)
     nfev = 0
-    for _ in range(MAX_PANELS):
+    for _ in range(MAX_PANELS * 2):
         if running.size == 0:
             break
         h_a, c_a = h[running], c[running]
-        if nodes:                                 # the previous panel's interpolant, at its end (= this start)
-            scale = _end_log_slope(nodes[-1][:, running], (h - Hs[-2])[running])
-        else:
-            scale = curve.log_scale(h_a, c_a, running)
-        width = np.minimum(curve.max_width(h_a, running), curve.panel / np.maximum(scale, 1e-300))
-        width = fit[running] * curve.limit(h_a, width, c_a, running)
+        width = retry[running]
+        fresh = np.isnan(width)
+        if fresh.any():
+            new = running if fresh.all() else running[fresh]
+            if nodes:                             # the previous panel's interpolant, at its end (= this start)
+                scale = _end_log_slope(nodes[-1][:, new], (h - Hs[-2])[new])
+            else:
+                scale = curve.log_scale(h[new], c[new], new)
+            w_new = np.minimum(curve.max_width(h[new], new), curve.panel / np.maximum(scale, 1e-300))
+            width[fresh] = fit[new] * curve.limit(h[new], w_new, c[new], new)
         dt, g_nodes, c_b, carry_err = curve.quad(h_a, width, c_a, running)
         nfev += NODES + 1
         err = _panel_error(g_nodes) + carry_err
-        for _ in range(MAX_HALVINGS):             # error control: shorten the panels whose estimate is too large
-            bad = np.flatnonzero(~(err <= PANEL_TOL) & (width > 0))
-            if bad.size == 0:
-                break
-            rejected[running[bad]] += 1
-            shrink = _shrink(err[bad])
-            width[bad] *= shrink
-            fit[running[bad]] *= shrink
-            cols = running[bad]
-            dt_b, g_b, c_bb, ce_b = curve.quad(h_a[bad], width[bad], c_a[bad], cols)
-            nfev += NODES
-            dt[bad], g_nodes[:, bad], c_b[bad] = dt_b, g_b, c_bb
-            err[bad] = _panel_error(g_b) + ce_b
-        fit[running] = np.where(err <= PANEL_TOL * FIT_RELAX, np.minimum(fit[running] * FIT_GROW, 1.0), fit[running])
+        # error control: a panel whose estimate is too large is redone shorter in the next round (with the others)
+        redo = ~(err <= PANEL_TOL) & (width > 0) & (tries[running] < MAX_HALVINGS)
+        shrink = np.where(redo, _shrink(err), 1.0)
+        rejected[running] += redo
+        tries[running] = np.where(redo, tries[running] + 1, 0)
+        fit[running] *= shrink
+        retry[running] = np.where(redo, width * shrink, np.nan)
+        ok = ~redo
+        fit[running] = np.where(ok & (err <= PANEL_TOL * FIT_RELAX), np.minimum(fit[running] * FIT_GROW, 1.0),
+                                fit[running])
         at = np.full((NODES, B), np.nan)
         at[:, running] = g_nodes
         nodes.append(at)
-        h[running] = h_a + width
-        c[running] = c_b
+        dt = np.where(ok, dt, 0.0)                # a panel redone leaves its trajectory where it was
+        err = np.where(ok, err, 0.0)
+        h[running] = np.where(ok, h_a + width, h_a)
+        c[running] = np.where(ok, c_b, c_a)
         t[running] += dt
         e[running] += np.minimum(err, 1.0) * dt
         panel_rel = np.zeros(B)
         panel_rel[running] = np.minimum(err, 1.0)
         rel.append(panel_rel)
-        steps[running] += 1
-        bad = ~np.isfinite(t[running]) | ~(dt > 0)
+        steps[running] += ok
+        bad = ok & (~np.isfinite(t[running]) | ~(dt > 0))
         t[running[bad]] = np.nan
         Hs.append(h.copy())
         carries.append(c.copy())
