@@ -1,8 +1,11 @@
 r"""One entry point for every way qkov integrates the synthetic model: a system x an integrator.
 
 :func:`solve` returns a :class:`~simulation.reduced.Trajectory` (``t, u, v, p, residual, loss``, each
-``(T,)``, plus ``success``, ``message`` and ``stats``) whatever the system and integrator;
-:func:`solve_batch` the :class:`~simulation.reduced.Trajectories` of a grid.
+``(T,)``, plus ``success``, ``message`` and ``stats``) whatever the system and integrator. **A batch is a broadcast
+axis of the problem**: give any of ``K, M, eta_qk, eta_ov, u0, v0`` as an array and the same call integrates the grid
+(every parameter broadcast to ``(B,)``, one vectorised integration of the reduced flow) and returns
+:class:`~simulation.reduced.Trajectories` with observables ``(T, B)`` and ``success`` per trajectory.
+:func:`solve_batch` is that call with ``check=False`` (kept for the figure helpers).
 
 ``system`` (:data:`simulation.systems.SYSTEMS`): ``"reduced"`` (the derived flow), ``"full"`` (the full
 matrices), ``"paper"`` (the paper's equations with its own ``m, n, b, M_out`` and its ``tau`` clock).
@@ -38,7 +41,7 @@ trajectory's ``success`` is False and ``message`` says why; with ``check=True`` 
 
 from __future__ import annotations
 
-from typing import Callable, Sequence
+from typing import Any, Callable, Sequence, overload
 
 import numpy as np
 
@@ -58,10 +61,11 @@ SOLVERS: dict[str, Solver] = {}
 
 
 class IntegrationError(RuntimeError):
-    """An integration that did not reach its last time; ``trajectory`` holds what was reached (NaN after)."""
+    """An integration that did not reach its last time; ``trajectory`` holds what was reached (NaN after): a
+    :class:`~simulation.reduced.Trajectory`, or for a batch the :class:`~simulation.reduced.Trajectories`."""
 
-    def __init__(self, trajectory: Trajectory):
-        super().__init__(f"{trajectory.param}: {trajectory.message}")
+    def __init__(self, trajectory: Trajectory | Trajectories, message: str | None = None):
+        super().__init__(f"{trajectory.param}: {message if message is not None else getattr(trajectory, 'message', '')}")
         self.trajectory = trajectory
 
 
@@ -83,10 +87,22 @@ def _default_integrator(system: str, param: Parametrization) -> str:
     return "clock-free" if clock_free_capable(param) else "dop853"
 
 
-def solve(param: Parametrization, *, K: int, M: int, eta_qk: float, eta_ov: float, u0: float, v0: float,
+@overload
+def solve(param: Parametrization | str, *, K: int, M: int, eta_qk: float, eta_ov: float, u0: float, v0: float,
           t: Sequence[float] | np.ndarray, method: str | None = None, system: str | None = None,
-          integrator: str | None = None, check: bool = True, **options) -> Trajectory:
-    r"""Integrate one parametrization of MODEL.md: ``system`` x ``integrator`` (or the older ``method``).
+          integrator: str | None = None, check: bool = True, **options: Any) -> Trajectory: ...
+
+
+@overload
+def solve(param: Parametrization | str, *, K: Any, M: Any, eta_qk: Any, eta_ov: Any,
+          u0: Any, v0: Any, t: Sequence[float] | np.ndarray, method: str | None = None, system: str | None = None,
+          integrator: str | None = None, check: bool = True, **options: Any) -> Trajectories: ...
+
+
+def solve(param, *, K, M, eta_qk, eta_ov, u0, v0, t, method=None, system=None, integrator=None, check=True,
+          **options):
+    r"""Integrate one parametrization of MODEL.md: ``system`` x ``integrator`` (or the older ``method``); a batch
+    when any of ``K, M, eta_qk, eta_ov, u0, v0`` is an array.
 
     Args:
         param: a registered parametrization (:class:`theory.Parametrization` or its name).
@@ -97,13 +113,22 @@ def solve(param: Parametrization, *, K: int, M: int, eta_qk: float, eta_ov: floa
         method: ``"reduced" | "full-gd" | "full-rk4" | "paper-rk4"`` (:data:`METHODS`), or ``"map-<optimizer>"``
             (:data:`SOLVERS`); or
         system, integrator: see the module docstring.
-        check: raise :class:`IntegrationError` when the integration fails (else return it with ``success`` False).
+        check: raise :class:`IntegrationError` when the integration fails (else return it with ``success`` False;
+            a batch raises when any trajectory failed).
         options: the system's (``init``, ``scale``, ``seed``, ``rank_qk``; ``m, n, b, M_out, clock``) and the
-            integrator's (``dt``; ``rtol``, ``atol``).
+            integrator's (``dt``; ``rtol``, ``atol``). A batch takes ``rtol`` and ``atol`` only.
 
     Returns:
-        :class:`~simulation.reduced.Trajectory`, observables ``(T,)``, with ``success``, ``message``, ``stats``.
+        :class:`~simulation.reduced.Trajectory`, observables ``(T,)``, with ``success``, ``message``, ``stats``; for
+        a batch :class:`~simulation.reduced.Trajectories`, observables ``(T, B)``, ``success`` ``(B,)``.
+
+    Raises:
+        ValueError: an unknown method, system or integrator; a batch with another system or integrator than the
+            reduced flow's default, or with options other than ``rtol``/``atol``.
     """
+    if any(np.ndim(x) > 0 for x in (K, M, eta_qk, eta_ov, u0, v0)):
+        return _solve_grid(Parametrization(param), K, M, eta_qk, eta_ov, u0, v0, t, method, system, integrator,
+                           check, options)
     if method is not None and (system is not None or integrator is not None):
         raise ValueError("give either method or system/integrator, not both")
     if method is not None and method not in METHODS:
@@ -172,13 +197,36 @@ def _register_orbit_maps() -> None:
 _register_orbit_maps()
 
 
+def _solve_grid(param: Parametrization, K, M, eta_qk, eta_ov, u0, v0, t, method, system, integrator, check: bool,
+                options: dict[str, Any]) -> Trajectories:
+    """The batch form of :func:`solve`: the reduced flow for a grid, one vectorised integration
+    (:func:`simulation.reduced.integrate_many`: clock-free where the parametrization has a first integral, else
+    batch DOP853)."""
+    default = _default_integrator("reduced", param)
+    asked = METHODS[method] if method in METHODS else (method, None) if method is not None else (system, integrator)
+    if asked[0] not in (None, "reduced") or asked[1] not in (None, default):
+        got = f"method={method!r}" if method is not None else f"system={system!r}, integrator={integrator!r}"
+        raise ValueError(f"a batch (K, M, rates or starts given as arrays) is integrated by the reduced flow's default "
+                         f"integrator ({default}) only; got {got}")
+    extra = sorted(set(options) - {"rtol", "atol"})
+    if extra:
+        raise ValueError(f"a batch takes the options rtol and atol only; got {', '.join(extra)}")
+    tr = integrate_many(param, K, M, eta_qk, eta_ov, u0, v0, t, rtol=float(options.get("rtol", DEFAULT_RTOL)),
+                        atol=float(options.get("atol", DEFAULT_ATOL)))
+    if check and not np.all(tr.success):
+        bad = np.flatnonzero(~np.asarray(tr.success))
+        raise IntegrationError(tr, f"{len(bad)} of {tr.batch_size} trajectories failed before the last time "
+                                   f"(first: {bad[:5].tolist()})")
+    return tr
+
+
 def solve_batch(param: Parametrization, *, K, M, eta_qk, eta_ov, u0, v0, t: Sequence[float] | np.ndarray,
                 rtol: float = DEFAULT_RTOL, atol: float = DEFAULT_ATOL) -> Trajectories:
-    r"""The reduced flow for a grid: every parameter broadcasts to ``(B,)``; one vectorised integration.
-
-    Returns :class:`~simulation.reduced.Trajectories` with observables ``(T, B)`` (``success`` per trajectory).
-    """
-    return integrate_many(Parametrization(param), K, M, eta_qk, eta_ov, u0, v0, t, rtol=rtol, atol=atol)
+    r"""``solve(...)`` of a grid with ``check=False``: every parameter broadcasts to ``(B,)`` (scalars too: a grid of
+    one); one vectorised integration. Returns :class:`~simulation.reduced.Trajectories`, observables ``(T, B)``
+    (``success`` per trajectory)."""
+    return _solve_grid(Parametrization(param), np.atleast_1d(K), M, eta_qk, eta_ov, u0, v0, t, None, None, None,
+                       False, {"rtol": rtol, "atol": atol})
 
 
 __all__ = ["solve", "solve_batch", "SOLVERS", "METHODS", "register_solver", "IntegrationError"]

@@ -151,7 +151,7 @@ def _asymptotics(cfg: dict, run: RunWriter) -> None:
     from simulation import plots
     from simulation.closed_forms import LAW_NAMES, asymptotic_errors, first_integral_drift
     from simulation.figures import phase_portrait_figure, trajectories_figure
-    from simulation import solve_batch
+    from simulation import solve
 
     K, M, s = cfg["K"], cfg["M"], cfg["scale"]
     ratios = np.asarray(cfg["ratios"])
@@ -161,7 +161,7 @@ def _asymptotics(cfg: dict, run: RunWriter) -> None:
     errors_r1: dict[str, dict[str, np.ndarray]] = {}
     growth: dict[str, dict[str, Any]] = {}
     for prm in PARAMS:
-        tr = solve_batch(prm, K=K, M=M, eta_qk=ratios, eta_ov=1.0, u0=s, v0=s, t=t)
+        tr = solve(prm, K=K, M=M, eta_qk=ratios, eta_ov=1.0, u0=s, v0=s, t=t, check=False)
         drift[prm] = float(np.max(first_integral_drift(prm, tr.state, tr.K, tr.M, tr.eta_qk, tr.eta_ov)))
         sol = {"u": tr.u[4:], "v": tr.v[4:], "residual": tr.residual[4:]}
         err = asymptotic_errors(prm, times, sol, tr.K, tr.M, tr.eta_qk, tr.eta_ov)

@@ -79,3 +79,52 @@ def test_method_and_system_are_exclusive():
         solve("CACO", K=3, M=2, eta_qk=1, eta_ov=1, u0=0.1, v0=0.1, t=[1.0], method="reduced", system="full")
     with pytest.raises(ValueError, match="collapsed circuits"):
         solve("FACO", K=3, M=2, eta_qk=1, eta_ov=1, u0=0.1, v0=0.1, t=[1.0], system="paper")
+
+
+def test_a_batch_is_a_broadcast_axis_of_one_solve():
+    """Array-valued rates (or starts) make one ``solve`` call integrate the grid: column b equals the scalar call with
+    that column's parameters (both clock-free, same rule: to rounding), and ``solve_batch`` is the same grid."""
+    t = [1.0, 10.0, 100.0]
+    ratios = np.array([0.5, 2.0, 8.0])
+    grid = solve("FAFO", K=6, M=5, eta_qk=ratios, eta_ov=1.0, u0=0.1, v0=np.array([0.1, 0.2, 0.3]), t=t)
+    assert grid.u.shape == (3, 3) and grid.success.all()
+    for b, (r, v0) in enumerate(zip(ratios, [0.1, 0.2, 0.3])):
+        one = solve("FAFO", K=6, M=5, eta_qk=float(r), eta_ov=1.0, u0=0.1, v0=v0, t=t)
+        np.testing.assert_allclose(grid.p[:, b], one.p, rtol=1e-12)
+    assert grid.p[-1, 2] != grid.p[-1, 0]                             # the columns differ: the axis is real
+    from simulation import solve_batch
+
+    again = solve_batch("FAFO", K=6, M=5, eta_qk=ratios, eta_ov=1.0, u0=0.1, v0=np.array([0.1, 0.2, 0.3]), t=t)
+    np.testing.assert_array_equal(again.p, grid.p)
+
+
+@pytest.mark.parametrize("kw, match", [
+    (dict(system="full"), "default integrator"),
+    (dict(integrator="rk4", dt=0.1), "default integrator"),
+    (dict(method="map-adam", dt=0.1), "default integrator"),
+    (dict(init="random"), "rtol and atol only"),
+])
+def test_a_batch_refuses_what_it_cannot_apply(kw, match):
+    with pytest.raises(ValueError, match=match):
+        solve("CACO", K=4, M=3, eta_qk=np.array([1.0, 2.0]), eta_ov=1.0, u0=0.1, v0=0.1, t=[1.0], **kw)
+
+
+def test_a_batch_with_a_failed_trajectory_raises_only_when_checked(monkeypatch):
+    """The check reads the per-trajectory flags: the real grid with its second flag cleared (a stand-in for a
+    trajectory that stopped early) returns with ``check=False`` and raises, naming the count, with ``check=True``."""
+    import dataclasses
+    import importlib
+
+    solve_module = importlib.import_module("simulation.solve")        # the module (the package exports the function)
+
+    real = solve_module.integrate_many
+
+    def one_failed(*args, **kw):
+        tr = real(*args, **kw)
+        return dataclasses.replace(tr, success=np.array([True, False]))
+
+    monkeypatch.setattr(solve_module, "integrate_many", one_failed)
+    kw = dict(K=4, M=3, eta_qk=np.array([1.0, 2.0]), eta_ov=1.0, u0=0.1, v0=0.1, t=[1.0, 10.0])
+    assert solve("FACO", check=False, **kw).success.tolist() == [True, False]
+    with pytest.raises(IntegrationError, match="1 of 2 trajectories failed"):
+        solve("FACO", **kw)
