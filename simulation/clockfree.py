@@ -847,21 +847,27 @@ def _integrate(param, y0, params, t_eval, BatchSolution):
         err = _panel_error(g_nodes) + carry_err
         # error control: a panel whose estimate is too large is redone shorter in the next round (with the others)
         redo = ~(err <= PANEL_TOL) & (width > 0) & (tries[running] < MAX_HALVINGS)
-        shrink = np.where(redo, _shrink(err), 1.0)
-        rejected[running] += redo
-        tries[running] = np.where(redo, tries[running] + 1, 0)
-        fit[running] *= shrink
-        retry[running] = np.where(redo, width * shrink, np.nan)
         ok = ~redo
+        if redo.any():
+            shrink = np.where(redo, _shrink(err), 1.0)
+            rejected[running] += redo
+            tries[running] = np.where(redo, tries[running] + 1, 0)
+            fit[running] *= shrink
+            retry[running] = np.where(redo, width * shrink, np.nan)
+            dt = np.where(ok, dt, 0.0)            # a panel redone leaves its trajectory where it was
+            err = np.where(ok, err, 0.0)
+            h[running] = np.where(ok, h_a + width, h_a)
+            c[running] = np.where(ok, c_b, c_a)
+        else:
+            tries[running] = 0
+            retry[running] = np.nan
+            h[running] = h_a + width
+            c[running] = c_b
         fit[running] = np.where(ok & (err <= PANEL_TOL * FIT_RELAX), np.minimum(fit[running] * FIT_GROW, 1.0),
                                 fit[running])
         at = np.full((NODES, B), np.nan)
         at[:, running] = g_nodes
         nodes.append(at)
-        dt = np.where(ok, dt, 0.0)                # a panel redone leaves its trajectory where it was
-        err = np.where(ok, err, 0.0)
-        h[running] = np.where(ok, h_a + width, h_a)
-        c[running] = np.where(ok, c_b, c_a)
         t[running] += dt
         e[running] += np.minimum(err, 1.0) * dt
         panel_rel = np.zeros(B)
