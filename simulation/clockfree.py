@@ -98,7 +98,8 @@ point of a start near ``u = 0`` came out at 1.04 times it, every one, at 6 local
 The factor is remembered per trajectory (the next panels are proposed that much shorter) and relaxed by
 :data:`FIT_GROW` after each panel whose estimate is below 1% of :data:`PANEL_TOL`: on the admissible benchmark problem
 (``benchmarks/bench_integrators.py``, 10,000 starts) this cut the rejected panels of FAFO from 7.6 to 1.2 per
-trajectory and of CAFO from 6.2 to 0.8."""
+trajectory and of CAFO from 6.2 to 0.8 (at ``PANEL_V = 1``; 1.9 and 1.0 at the :data:`PANEL_V` of now, which takes
+fewer, wider panels)."""
 FIT_GROW = 1.25
 LOG_MAX = 8.0
 """Widest panel of a walk in the logarithm of ``u`` (:class:`_Graded`), in units of its natural log: a factor of
