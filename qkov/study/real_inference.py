@@ -222,7 +222,8 @@ def judge_real_evidence(ev: RealEvidence, alpha: float = ALPHA) -> RealVerdict:
         verdict, how = "contradicts", f"Holm over the 2 reversed legs at {level} ({_ps(con, True)})"
         decided = con
     else:
-        verdict, how = "inconclusive", f"both legs needed at {level} ({_ps(sup, False)})"
+        verdict, how = "inconclusive", (f"both legs needed at {level} ({_ps(sup, False)}); neither reversed leg "
+                                        f"rejects after Holm ({_ps(con, True)})")
         decided = sup
     extra = f"; interval straddles both margins: {', '.join(wide)}" if wide and verdict == "inconclusive" else ""
     beside = "".join(f"; exploratory: {c.metric} at {c.reading} {c.describe()}" for c in ev.exploratory)

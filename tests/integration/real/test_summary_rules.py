@@ -334,3 +334,15 @@ def test_preregistered_markdown_reports_what_completed_and_stays_insufficient_un
     assert "2 of 3 seeds complete (100, 101); 8 of 12 runs present" in text
     assert "**Confirmatory verdict: insufficient" in text and "incomplete: 2 of 3" in text
     assert "fixed last epoch; exploratory" in text
+
+
+def test_an_inconclusive_line_shows_how_close_the_reversed_legs_came():
+    """HateXplain's QK-alone comparison at n = 5 (records/hx-2x2.jsonl, best validation): accuracy -0.044, -0.010,
+    -0.060, -0.032, -0.052; its 95 % interval lies below -0.01, yet the reversed leg's Holm p over the two reversed
+    legs is 0.027 > 0.025 -> inconclusive. The line carries that Holm p, so a reader sees the verdict was near
+    ``contradicts``."""
+    ev = evidence(mass=(0.1319, 0.0396, 0.1065, 0.0812, -0.0085), task=(-0.0437, -0.0104, -0.0603, -0.0322, -0.0520))
+    v = judge_real_evidence(ev)
+    assert v.verdict == "inconclusive", v.line
+    assert "neither reversed leg rejects after Holm" in v.line
+    assert "accuracy worse than -0.01 p_Holm=0.027" in v.line, v.line
