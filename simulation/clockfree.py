@@ -329,6 +329,11 @@ def _rhs(param: str) -> Callable[..., tuple]:
     return cast(Callable[..., tuple], generated.RHS[param])
 
 
+def _walk_rate(param: str) -> Callable[..., Any]:
+    r"""The generated :math:`dw/dt(u, v, K, M, \eta_{QK}, \eta_{OV})` of a factorized-QK ``param``."""
+    return cast(Callable[..., Any], generated.WALK_RATE[param])
+
+
 def clock_free_capable(param: Parametrization) -> bool:
     """Whether ``param`` has a first integral and both its circuit kinds an entry in :data:`OV_KINDS`/:data:`QK_KINDS`
     (CACO, CAFO walked in ``u``; FACO, FAFO in ``w``)."""
@@ -573,6 +578,17 @@ class _WCurve(_Curve):
         return (*self.ov.lift(u, delta, sign), *self.qk.lift_dw(w0, h, A, consts, pars[0], pars[1]))
 
     def rate(self, h, c, cols):
+        r""":math:`dw/dt` at offset ``h`` with carried ``c`` = :math:`Y`: the generated walk rate
+        (:data:`simulation.generated.WALK_RATE`, :mod:`theory.walk_rate`) at :math:`u = G_{OV}^{-1}(Y/R)` and
+        :math:`v = \alpha\sinh w`; the :math:`\cosh w` of :math:`\dot v/(dv/dw)` cancels there, so neither the
+        QK lift nor the full right-hand side is evaluated at the nodes (a test holds it to that composition)."""
+        pars, delta, _, _, _, alpha, R, w0 = self._sub(cols)
+        u = self.ov.u_of_g(c / R, delta)
+        return _walk_rate(self.param)(u, alpha * np.sinh(w0 + h), *pars)
+
+    def rate_composed(self, h, c, cols):
+        r""":meth:`rate` the long way: the OV and QK lifts, the full generated right-hand side, :math:`\dot v`
+        over :math:`dv/dw = \alpha\cosh w` (what :meth:`rate` replaces; kept for its test)."""
         sub = self._sub(cols)
         y = self._coords_sub(h, c, sub)
         rates = _rhs(self.param)(*y, *sub[0])

@@ -441,6 +441,16 @@ def sign_exponent_FACO(r):
     return numpy.inf
 
 
+def walk_rate_FACO(u, v, K, M, eta_QK, eta_OV):
+    """FACO: dw/dt of the clock-free walk in w, v = alpha sinh w (no QK lift needed)."""
+    _x0 = M + 1
+    _x1 = numpy.exp(v)
+    _x2 = _x0 + _x1
+    _x3 = _x1*u
+    _x4 = K - 1
+    return 2*numpy.sqrt(_x0)*_x3*_x4*eta_QK*numpy.sqrt(K + _x0)/(numpy.sqrt(K)*_x2**2*(_x4 + numpy.exp(_x3/_x2)))
+
+
 def rhs_CAFO(s_O, s_V, v, K, M, eta_QK, eta_OV):
     """CAFO: d(s_O, s_V, v)/dt of the reduced gradient flow."""
     _x0 = numpy.exp(v)
@@ -901,6 +911,16 @@ def sign_v_FAFO(t, eta_OV, eta_QK, u_0, v_0, K):
 def sign_exponent_FAFO(r):
     """FAFO: lim log(1-p)/log L at matched loss under sign descent, with eta_QK = r eta_OV (inf: faster than any power, 0: slower)."""
     return (1/2)*r**2
+
+
+def walk_rate_FAFO(u, v, K, M, eta_QK, eta_OV):
+    """FAFO: dw/dt of the clock-free walk in w, v = alpha sinh w (no QK lift needed)."""
+    _x0 = M + 1
+    _x1 = numpy.exp(v)
+    _x2 = _x0 + _x1
+    _x3 = _x1*u
+    _x4 = K - 1
+    return 2*numpy.sqrt(_x0)*_x3*_x4*eta_QK*numpy.sqrt(K + _x0)/(numpy.sqrt(K)*_x2**2*(_x4 + numpy.exp(_x3/_x2)))
 
 
 def rhs_TACO(u, a, b, c, K, M, eta_QK, eta_OV):
@@ -2020,6 +2040,12 @@ SIGN_EXPONENT = {
     'FACO': sign_exponent_FACO,
     'CAFO': sign_exponent_CAFO,
     'FAFO': sign_exponent_FAFO,
+}
+
+
+WALK_RATE = {
+    'FACO': walk_rate_FACO,
+    'FAFO': walk_rate_FAFO,
 }
 
 

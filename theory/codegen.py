@@ -23,12 +23,14 @@ tables are keyed by its name; a parametrization off MODEL.md's line, such as tie
   :data:`theory.asymptotics.LAW_NAMES`;
 * ``next_P_<name>(u, v, K, M, eta_QK, eta_OV, A_QK, H_0, G_QK)``: the next-order law pieces of
   :mod:`theory.asymptotics_next`; ``frozen_qk_time_P``, ``qk_offset_P``: exact test problems (:mod:`theory.problems`);
+* ``walk_rate_P(u, v, K, M, eta_QK, eta_OV)`` (factorized QK): the clock-free walk's :math:`dw/dt`
+  (:mod:`theory.walk_rate`);
 * ``sign_u_P``, ``sign_v_P(t, eta_OV, eta_QK, u0, v0, K)``: Adam's sign-descent limit (:mod:`theory.adam`);
 * ``paper_rhs``, ``paper_attention``, ``paper_loss``: the paper's reduced equations (:mod:`theory.paper`),
   and its simulation settings ``PAPER_SIMULATION_SETTINGS``;
 * ``margin_loss(u, P, K)``, ``p_of_v(v, M)``, ``rho_qk_balanced(u0, v0, K, M)``, ``rho_ov_balanced(...)``.
 
-Tables ``STATE_NAMES``, ``RHS``, ``JAC``, ``OBSERVABLES``, ``INITIAL``, ``LAWS``, ``FIRST_INTEGRALS``
+Tables ``STATE_NAMES``, ``RHS``, ``JAC``, ``OBSERVABLES``, ``INITIAL``, ``LAWS``, ``FIRST_INTEGRALS``, ``WALK_RATE``
 index them by parametrization.
 """
 
@@ -159,6 +161,16 @@ def _first_integral_functions(param: Parametrization) -> tuple[list[Function], i
     return fns, len(pieces)
 
 
+def _walk_rate_functions(param: Parametrization) -> list[Function]:
+    """Factorized QK: the clock-free walk's :math:`dw/dt` in ``(u, v)`` (:func:`theory.walk_rate.walk_rate`)."""
+    from theory.symbols import K, M, eta_ov, eta_qk, u, v
+    from theory.walk_rate import walk_rate
+
+    return [Function(f"walk_rate_{param}", (u, v, K, M, eta_qk, eta_ov), (walk_rate(param),),
+                     f"{param}: dw/dt of the clock-free walk in w, v = alpha sinh w (no QK lift needed).",
+                     vector=False)]
+
+
 def _law_functions(param: Parametrization) -> list[Function]:
     from theory.asymptotics import LAW_NAMES, asymptotic_laws
     from theory.symbols import K, M, eta_ov, eta_qk, t, u
@@ -286,7 +298,7 @@ def render_module(params: Sequence[str] | None = None) -> str:
     blocks: list[str] = [HEADER]
     tables: dict[str, list[str]] = {"STATE_NAMES": [], "RHS": [], "JAC": [], "OBSERVABLES": [], "INITIAL": [], "LAWS": [],
               "FIRST_INTEGRALS": [], "NEXT_ORDER": [], "FROZEN_QK_TIME": [], "QK_OFFSET": [], "SIGN_LAWS": [],
-              "SIGN_EXPONENT": []}
+              "SIGN_EXPONENT": [], "WALK_RATE": []}
     for param in (Parametrization.registered() if params is None else [Parametrization(p) for p in params]):
         for fn in _reduced_functions(param):
             blocks.append(_render(fn))
@@ -309,6 +321,9 @@ def render_module(params: Sequence[str] | None = None) -> str:
         tables["FROZEN_QK_TIME"].append(f"    {str(param)!r}: frozen_qk_time_{param},")
         tables["SIGN_LAWS"].append(f"    {str(param)!r}: (sign_u_{param}, sign_v_{param}),")
         tables["SIGN_EXPONENT"].append(f"    {str(param)!r}: sign_exponent_{param},")
+        if reduced_system(param).qk.kind == "factorized":
+            blocks.append(_render(_walk_rate_functions(param)[0]))
+            tables["WALK_RATE"].append(f"    {str(param)!r}: walk_rate_{param},")
         if not param.qk.kind.rescales:
             tables["QK_OFFSET"].append(f"    {str(param)!r}: qk_offset_{param}(),")
         pieces = ", ".join(f"(fi_g_qk_coef{i}_{param}, fi_g_qk_integrand{i}_{param})" for i in range(n_pieces))

@@ -52,3 +52,24 @@ def test_laws_equal_a_fresh_lambdify():
             want = complex(np.asarray(f(*args), dtype=complex))
             got = complex(np.asarray(generated.LAWS[param][name](*args), dtype=complex))
             assert abs(got - want) <= 1e-12 * max(1.0, abs(want)), (param, name, got, want)
+
+
+@pytest.mark.parametrize("param", ["FACO", "FAFO"])
+def test_walk_rate_has_no_cosh_w_and_is_generated_from_theory(param):
+    """theory.walk_rate: dv/dt over dv/dw = alpha cosh w on factorized QK's curve simplifies to a rate free of w, A_QK
+    and the QK coordinates (symbolic identity, K, M symbolic), and the generated WALK_RATE equals a fresh lambdify
+    of it to 1e-12 at random points; a rate that kept a cosh w (not divided by it) would fail both."""
+    import sympy as sp
+
+    from theory.symbols import A_qk, K, M, eta_ov, eta_qk, u, v
+    from theory.walk_rate import _rate_in_w, walk_rate, walk_rate_checks, w_
+
+    raw, simple = _rate_in_w(param)
+    assert raw.has(sp.cosh) and not simple.free_symbols & {w_, A_qk}
+    assert all(c.passed and c.method == "symbolic" for c in walk_rate_checks(param))
+    assert sp.simplify(sp.diff(raw, w_)) == 0                        # the cosh w of dv/dt and of dv/dw cancel
+    f = sp.lambdify((u, v, K, M, eta_qk, eta_ov), walk_rate(param), "numpy")
+    rng = np.random.default_rng(5)
+    for _ in range(16):
+        args = (*rng.uniform(0.01, 5, 2), int(rng.integers(2, 20)), int(rng.integers(1, 30)), *rng.uniform(0.1, 10, 2))
+        np.testing.assert_allclose(generated.WALK_RATE[param](*args), f(*args), rtol=1e-12)

@@ -341,6 +341,42 @@ def test_walk_coordinate_follows_the_qk_kind():
     assert isinstance(_curve("CACO", *_batch("CACO", 3))[0], _UCurve)
 
 
+@pytest.mark.parametrize("param", ["FACO", "FAFO"])
+def test_generated_walk_rate_is_the_lift_rhs_composition(param):
+    """The w walk's rate (generated dw/dt(u, v), theory.walk_rate) equals the composition it replaces: the OV and QK
+    lifts, the full generated rhs, dv/dt over alpha cosh w, at 400 random admissible points (K 2..50, M 1..100,
+    rates 1e-2..1e2, either sign of a, unbalanced starts with delta, C_QK != 0, offsets h in 0..4 and
+    carried Y up to 1e3 Y0), to 2e-13 relative (measured: 6.7e-14): a handful of ulp (both evaluate exp and a few
+    products; the lift's v = a(b - c) differs from alpha sinh w by a few ulp, which moves p(v) and the rate by as much
+    relative times v <= 20; numpy's exp may differ by an ulp between SIMD paths, hence the factor 3).
+    Real and complex steps (the log_scale derivative) both."""
+    rng = np.random.default_rng(11)
+    n = 400
+    K, M = rng.integers(2, 51, n).astype(float), rng.integers(1, 101, n).astype(float)
+    eq, eo = 10 ** rng.uniform(-2, 2, (2, n))
+    ov = (10 ** rng.uniform(-3, 0.5, n),) if param == "FACO" else tuple(10 ** rng.uniform(-3, 0.5, (2, n)))
+    a = rng.choice([-1.0, 1.0], n) * 10 ** rng.uniform(-1, 0.5, n)
+    c = rng.uniform(-0.3, 0.3, n)
+    b = c + np.sign(a) * 10 ** rng.uniform(-3, -0.5, n)            # v = a (b - c) > 0
+    y0 = np.stack([*ov, a, b, c])
+    pars = np.stack([K, M, eq, eo])
+    curve, ok = _curve(param, y0, pars)
+    assert ok.mean() > 0.5
+    cols = np.flatnonzero(ok)
+    h = rng.uniform(0, 4, cols.size) * np.minimum(1.0, 3.0 / curve.table[-1][cols].clip(1e-3))
+    v = curve.table[-3][cols] * np.sinh(curve.table[-1][cols] + h)
+    keep = v < 20                                                   # the admissible range of the walk's v
+    cols, h = cols[keep], h[keep]
+    Y = curve.c0[cols] * 10 ** rng.uniform(0, 3, cols.size)
+    new, old = curve.rate(h, Y, cols), curve.rate_composed(h, Y, cols)
+    assert cols.size > 100 and np.all(np.isfinite(new)) and np.all(new > 0)
+    assert np.max(np.abs(new / old - 1)) < 2e-13
+    step = 1e-150
+    new_c = curve.rate(h + 1j * step, Y + 1j * step * curve.dY(h, cols), cols)
+    old_c = curve.rate_composed(h + 1j * step, Y + 1j * step * curve.dY(h, cols), cols)
+    np.testing.assert_allclose(new_c.imag / step, old_c.imag / step, rtol=1e-11)
+
+
 @pytest.mark.parametrize("width", [0.01, 1.0, 6.0])
 def test_end_log_slope_is_the_log_derivative_at_the_panel_end(width):
     """From g at a panel's 20 Gauss nodes: |d log g/ds| at its end, for g = e^{3s} (exactly 3) and g = 1/(s + 1)
