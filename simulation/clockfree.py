@@ -14,7 +14,10 @@ The 2-D flow then collapses to one quadrature along the level curve, walked in a
   inverse, but :math:`G_{OV}` has one (both OV kinds), and with :math:`v = \alpha\sinh w`,
   :math:`\rho_{QK} = |A_{QK}|\cosh w` the integrand becomes entire in ``w``. So ``s = w``, and the quadrature carries
   :math:`Y = R\,G_{OV}(u)` (from :math:`Y_0` plus its increments, summed spectrally from each panel's nodes),
-  :math:`u = G_{OV}^{-1}(Y/R)`, ``(a, b, c)`` from their start plus closed-form increments in ``h``.
+  :math:`u = G_{OV}^{-1}(Y/R)`, ``(a, b, c)`` from their start plus closed-form increments in ``h``. The integrand
+  :math:`dt/dw` is the reciprocal of the generated walk rate :math:`dw/dt(u, v)` (:mod:`theory.walk_rate`,
+  :data:`simulation.generated.WALK_RATE`: the :math:`\cosh w` of :math:`\dot v` and of :math:`dv/dw` cancel), so the
+  nodes need neither the lifts nor the full right-hand side.
 
 Every coordinate is its start plus an increment computed from the offset ``h`` itself (never as a difference of two
 large numbers), so it keeps its relative accuracy where it is tiny (starts down to 1e-12) or moves by a tiny
@@ -540,7 +543,8 @@ class _WCurve(_Curve):
     :math:`G_{QK}` is an integral with no closed-form inverse, but :math:`\rho_{QK}(v)\,dw = |A|\cosh w\,dw` makes its
     integrand in ``w`` entire: the carried :math:`Y(h) = R\,G_{OV}(u) = Y_0 + G_{QK}(v(w)) - G_{QK}(v_0)` grows by
     :math:`dY/dw = (e^v + M + 1)/(2\sqrt\kappa)` (the kind's ``dg_dw``), summed spectrally from the panel's own nodes,
-    and :math:`u = G_{OV}^{-1}(Y/R)` is closed form.
+    and :math:`u = G_{OV}^{-1}(Y/R)` is closed form. The rate at the nodes is the generated :math:`dw/dt(u, v)`
+    (:meth:`rate`); the lifts make the returned coordinates only (:meth:`state`).
     """
 
     panel_max = PANEL_MAX_W
