@@ -126,11 +126,11 @@ def solve(param, *, K, M, eta_qk, eta_ov, u0, v0, t, method=None, system=None, i
         ValueError: an unknown method, system or integrator; a batch with another system or integrator than the
             reduced flow's default, or with options other than ``rtol``/``atol``.
     """
+    if method is not None and (system is not None or integrator is not None):
+        raise ValueError("give either method or system/integrator, not both")
     if any(np.ndim(x) > 0 for x in (K, M, eta_qk, eta_ov, u0, v0)):
         return _solve_grid(Parametrization(param), K, M, eta_qk, eta_ov, u0, v0, t, method, system, integrator,
                            check, options)
-    if method is not None and (system is not None or integrator is not None):
-        raise ValueError("give either method or system/integrator, not both")
     if method is not None and method not in METHODS:
         if method in SOLVERS:
             return SOLVERS[method](Parametrization(param), K, M, eta_qk, eta_ov, u0, v0, t, **options)

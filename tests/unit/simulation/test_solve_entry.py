@@ -103,6 +103,7 @@ def test_a_batch_is_a_broadcast_axis_of_one_solve():
     (dict(integrator="rk4", dt=0.1), "default integrator"),
     (dict(method="map-adam", dt=0.1), "default integrator"),
     (dict(init="random"), "rtol and atol only"),
+    (dict(method="reduced", system="full"), "not both"),           # the system is not dropped for a batch
 ])
 def test_a_batch_refuses_what_it_cannot_apply(kw, match):
     with pytest.raises(ValueError, match=match):
