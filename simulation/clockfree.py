@@ -418,7 +418,11 @@ class _Curve:
         raise NotImplementedError
 
     def log_scale(self, h, c, cols):
-        raise NotImplementedError
+        r""":math:`|d\log(ds/dt)/ds|` at offset ``h`` by a complex step of :meth:`rate` (the carry held at ``c``; a
+        walk whose rate reads its carry steps that too, :meth:`_WCurve.log_scale`)."""
+        with np.errstate(all="ignore"):
+            rt = self.rate(h + 1j * _STEP, c, cols)
+        return np.abs(rt.imag / _STEP / rt.real)
 
     def limit(self, h_a, width, c_a, cols):
         raise NotImplementedError
@@ -488,11 +492,6 @@ class _UCurve(_Curve):
         """Largest panel width in ``u``: :data:`PANEL_MAX` or :data:`U_GROWTH` times ``u`` at the panel's start."""
         u0 = self._sub(cols)[5]
         return np.maximum(PANEL_MAX, U_GROWTH * np.abs(u0 + h_a))
-
-    def log_scale(self, h, c, cols):
-        with np.errstate(all="ignore"):
-            rt = self.rate(h + 1j * _STEP, None, cols)
-        return np.abs(rt.imag / _STEP / rt.real)
 
     def limit(self, h_a, width, c_a, cols, iterations: int = 30):
         r"""``width`` shortened where ``v`` would change by more than :data:`PANEL_V` over ``[h_a, h_a + width]``.
@@ -691,13 +690,6 @@ class _Graded(_Curve):
     def carry_at(self, h_a, r, c_a, cols):
         return c_a
 
-    def log_scale(self, h, c, cols):
-        with np.errstate(all="ignore"):
-            hc = h + 1j * _STEP
-            H, dH = self._map(hc, cols)
-            rt = self.inner.rate(H, c, cols) / dH
-        return np.abs(rt.imag / _STEP / rt.real)
-
     def limit(self, h_a, width, c_a, cols):
         H_a, _ = self._map(h_a, cols)
         H_b, _ = self._map(h_a + width, cols)
@@ -709,9 +701,7 @@ class _Graded(_Curve):
         return np.minimum(LOG_MAX * self.d[cols], self._back(H_a, self.inner.max_width(H_a, cols), cols))
 
     def state(self, h, c):
-        with np.errstate(all="ignore"):
-            H = self.d * np.expm1(h / self.d)
-        return self.inner.state(H, c)
+        return self.inner.state(self._map(h, slice(None))[0], c)
 
     @property
     def rhs_params(self):
