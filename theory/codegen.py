@@ -161,14 +161,14 @@ def _first_integral_functions(param: Parametrization) -> tuple[list[Function], i
     return fns, len(pieces)
 
 
-def _walk_rate_functions(param: Parametrization) -> list[Function]:
+def _walk_rate_function(param: Parametrization) -> Function:
     """Factorized QK: the clock-free walk's :math:`dw/dt` in ``(u, v)`` (:func:`theory.walk_rate.walk_rate`)."""
     from theory.symbols import K, M, eta_ov, eta_qk, u, v
     from theory.walk_rate import walk_rate
 
-    return [Function(f"walk_rate_{param}", (u, v, K, M, eta_qk, eta_ov), (walk_rate(param),),
-                     f"{param}: dw/dt of the clock-free walk in w, v = alpha sinh w (no QK lift needed).",
-                     vector=False)]
+    return Function(f"walk_rate_{param}", (u, v, K, M, eta_qk, eta_ov), (walk_rate(param),),
+                    f"{param}: dw/dt of the clock-free walk in w, v = alpha sinh w (no QK lift needed).",
+                    vector=False)
 
 
 def _law_functions(param: Parametrization) -> list[Function]:
@@ -322,7 +322,7 @@ def render_module(params: Sequence[str] | None = None) -> str:
         tables["SIGN_LAWS"].append(f"    {str(param)!r}: (sign_u_{param}, sign_v_{param}),")
         tables["SIGN_EXPONENT"].append(f"    {str(param)!r}: sign_exponent_{param},")
         if reduced_system(param).qk.kind == "factorized":
-            blocks.append(_render(_walk_rate_functions(param)[0]))
+            blocks.append(_render(_walk_rate_function(param)))
             tables["WALK_RATE"].append(f"    {str(param)!r}: walk_rate_{param},")
         if not param.qk.kind.rescales:
             tables["QK_OFFSET"].append(f"    {str(param)!r}: qk_offset_{param}(),")

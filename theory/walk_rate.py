@@ -56,14 +56,23 @@ def _rate_in_w(param: Parametrization | str) -> tuple[sp.Expr, sp.Expr]:
     return raw, simple
 
 
+ALLOWED = frozenset({u, P, K, M, eta_qk})
+"""The symbols :math:`dw/dt` may depend on: ``u``, ``p`` (of ``v``), ``K``, ``M`` and :math:`\eta_{QK}`."""
+
+
+def _depends_only_on_allowed(param: Parametrization | str, simple: sp.Expr) -> None:
+    """``RuntimeError`` naming the symbols of ``simple`` outside :data:`ALLOWED` (``w``, ``A``, an OV factor)."""
+    extra = simple.free_symbols - ALLOWED
+    if extra:
+        raise RuntimeError(f"{param}: dw/dt depends on {sorted(map(str, extra))}: {simple}")
+
+
 @lru_cache(maxsize=None)
 def walk_rate(param: Parametrization | str) -> sp.Expr:
     r""":math:`dw/dt` of the ``w`` walk as a function of ``u``, ``v``, ``K``, ``M`` and the rates (``p`` replaced by
     :math:`p(v)`, its :math:`1 - p` by :math:`(M+1)/(e^v + M + 1)`, as in the generated right-hand side)."""
     _, simple = _rate_in_w(param)
-    stray = simple.free_symbols & {w_, A_qk}
-    if stray:  # pragma: no cover - the derivation says they cancel; walk_rate_checks states it
-        raise RuntimeError(f"{param}: dw/dt still depends on {sorted(map(str, stray))}: {simple}")
+    _depends_only_on_allowed(param, simple)
     return _substitute_p(simple, p_of_v())
 
 
@@ -71,9 +80,6 @@ def walk_rate_checks(param: Parametrization | str) -> list[Check]:
     r"""``{param}-walk-rate``: :math:`\dot v/(\alpha\cosh w)` on the curve minus the simplified rate is 0 (symbolic
     ``u, w, A, K, M``, the rates and ``p``), and the simplified rate has no ``w``, ``A`` or OV factor other than ``u``."""
     raw, simple = _rate_in_w(param)
-    allowed = {u, P, K, M, eta_qk}
-    extra = simple.free_symbols - allowed
-    if extra:
-        raise RuntimeError(f"{param}: dw/dt depends on {sorted(map(str, extra))}")
+    _depends_only_on_allowed(param, simple)
     return [identity_check(f"{param}-walk-rate", r"\dot v/(\alpha\cosh w) = -2\eta_{QK}\,\partial_v\mathcal L/\sqrt\kappa",
                            raw, simple)]
