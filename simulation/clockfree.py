@@ -58,25 +58,31 @@ import numpy as np
 from simulation import generated
 from theory.parametrization import Parametrization
 
-NODES = 20
-"""Gauss-Legendre nodes per panel (exact for polynomials of degree 39)."""
-PANEL = 8.0
+NODES = 30
+"""Gauss-Legendre nodes per panel (exact for polynomials of degree 59). 20 before, with every panel width below
+half of now: on the admissible benchmark problem 30 nodes on twice the width took 35-40% fewer panels (FACO 25.3 ->
+16.5 per trajectory, CACO 7.5 -> 4.6, FAFO 19.0 -> 13.3, CAFO 11.1 -> 7.0; 64 starts at ``t = 1e12``) for the same
+node evaluations, the same p99 relative error against Radau (its own drift: 9.9e-14, 1.4e-13, 3.0e-13, 2.2e-13
+before and after), and 15-30% less time at 1 and 10 trajectories, where a round of the panel loop costs its number
+of numpy calls, not its nodes."""
+PANEL = 16.0
 """Panel width in units of the integrand's local scale :math:`|d\\log g/du|^{-1}` (the default of an OV kind's
 ``panel_u``)."""
-PANEL_MAX = 16.0
+PANEL_MAX = 32.0
 """Largest panel width in ``u`` (late, :math:`g \\approx e^{pu}` with :math:`p \\to 1`), or :data:`U_GROWTH` times
 ``u`` where that is larger."""
-PANEL_MAX_W = 3.0
+PANEL_MAX_W = 4.5
 """Largest panel width in ``w`` (factorized QK): the carried :math:`Y` is integrated spectrally from the panel's
 nodes, and its integrand holds :math:`e^{\\alpha\\sinh w}`."""
-PANEL_V = 2.0
+PANEL_V = 3.0
 """Largest change of ``v`` over a panel: the integrand depends on ``v`` through :math:`p(v)`, which changes by
-:math:`O(1)` per unit of ``v`` (a logistic in ``v``: its poles lie :math:`\\pi` off the real axis, so 20 nodes over two
+:math:`O(1)` per unit of ``v`` (a logistic in ``v``: its poles lie :math:`\\pi` off the real axis, so 30 nodes over three
 units of ``v`` resolve it); with a large rate ratio ``v`` can run a unit in a tiny range of ``u``, which the local
 scale at a panel's start does not foresee (the error control rejects what it misses). 1.0 before: on the admissible
 benchmark problem 2.0 cut the panels per trajectory by 15-40% (CACO 12.2 -> 7.5, FACO 32 -> 27) and left the
 relative error against Radau as it was (64 FAFO starts at ``t = 1e12``: p99 3.0e-13 before and after, the largest
-6.7e-13 both times: Radau's own, it drifts the conserved :math:`A_{QK}` by 1.8e-9 relative there)."""
+6.7e-13 both times: Radau's own, it drifts the conserved :math:`A_{QK}` by 1.8e-9 relative there); 3.0 with the 30
+nodes of :data:`NODES` (the widths of that change)."""
 PANEL_TOL = 2e-12
 """Largest estimated relative quadrature error of an accepted panel (:func:`_panel_error`)."""
 ROUNDING = 5e-14
@@ -102,19 +108,19 @@ The factor is remembered per trajectory (the next panels are proposed that much 
 :data:`FIT_GROW` after each panel whose estimate is below 1% of :data:`PANEL_TOL`: on the admissible benchmark problem
 (``benchmarks/bench_integrators.py``, 10,000 starts) this cut the rejected panels of FAFO from 7.6 to 1.2 per
 trajectory and of CAFO from 6.2 to 0.8 (at ``PANEL_V = 1``; 1.9 and 1.0 at the :data:`PANEL_V` of now, which takes
-fewer, wider panels)."""
+fewer, wider panels; all at 20 nodes)."""
 FIT_GROW = 1.25
-LOG_MAX = 8.0
+LOG_MAX = 12.0
 """Widest panel of a walk in the logarithm of ``u`` (:class:`_Graded`), in units of its natural log: a factor of
-:math:`e^8` in ``u`` (CAFO's panels per trajectory on the admissible benchmark problem: 12.3 quadratures at 8, 14.0
-at 4; the error control shortens what is too wide)."""
+:math:`e^{12}` in ``u`` (CAFO's panels per trajectory on the admissible benchmark problem, at 20 nodes: 12.3
+quadratures at 8, 14.0 at 4; 12 with the 30 nodes of :data:`NODES`; the error control shortens what is too wide)."""
 FIT_RELAX = 1e-2
 U_GROWTH = 1.0
 r"""A panel may move ``u`` by at most ``max(PANEL_MAX, U_GROWTH u)``, ``u`` at its start (both walks): the integrand's
 singularities in ``u`` nearest the real axis are at ``u = 0`` (a pole of :math:`1/u` for factorized OV, a branch
 point for collapsed OV), so a panel that at most doubles ``u`` stays as far from them, relative to its width, as one of
 width ``u`` next to them; a factorized-OV ``u`` runs to ~1e3 at ``t = 1e12`` with a small QK rate ratio, which the
-fixed cap of 16 walked in up to 170 panels."""
+fixed cap of 16 (at 20 nodes; 32 now) walked in up to 170 panels."""
 
 
 def _shrink(err: np.ndarray) -> np.ndarray:
@@ -304,10 +310,10 @@ OV_KINDS: dict[str, OvKind] = {
     "collapsed": OvKind(1, lambda u, delta, sign: (u,), lambda c, r: r[0],
                         lambda c: np.ones_like(c[0]), lambda c: np.isfinite(c[0]),
                         lambda u, delta: u * u / 2, lambda G, delta: np.sqrt(2 * G), _collapsed_dg_ov,
-                        panel_u=PANEL, panel_w=4.0),
+                        panel_u=PANEL, panel_w=8.0),
     "factorized": OvKind(2, _factorized_lift, lambda c, r: r[0] * c[1] + c[0] * r[1],
                          lambda c: np.sign(c[0]), lambda c: (c[0] > 0) & (c[1] > 0),
-                         _factorized_g_ov, _factorized_u_of_g, _factorized_dg_ov, panel_u=6.0, panel_w=6.0,
+                         _factorized_g_ov, _factorized_u_of_g, _factorized_dg_ov, panel_u=12.0, panel_w=12.0,
                          graded_u=True),
 }
 """OV circuit kind -> its lift from ``(u, delta)`` and its closed-form :math:`G_{OV}`, inverse and increment."""
@@ -362,6 +368,17 @@ def _antiderivative(n: int) -> np.ndarray:
     """``(n + 1, n)``: values at the ``n`` Gauss-Legendre nodes -> the Legendre coefficients of the interpolant's
     antiderivative in ``z`` that is 0 at ``z = -1``."""
     return np.polynomial.legendre.legint(_legendre_inverse(n), lbnd=-1, axis=0)
+
+
+@lru_cache(maxsize=None)
+def _legendre_to_chebyshev(n: int) -> np.ndarray:
+    r"""``(n, n)``: Legendre coefficients -> Chebyshev coefficients of the same polynomial (degree ``< n``), by
+    interpolation at the ``n`` Chebyshev points (both bases well conditioned there; the monomial basis is not: its
+    conversion entries reach 1.5e6 at degree 20). A Chebyshev series is evaluated in two calls,
+    :math:`T_k(z) = \cos(k\arccos z)`, where a Legendre one takes a recurrence of ``n`` steps."""
+    cheb, leg = np.polynomial.chebyshev, np.polynomial.legendre
+    z = cheb.chebpts1(n)
+    return np.linalg.solve(cheb.chebvander(z, n - 1), leg.legvander(z, n - 1))
 
 
 @lru_cache(maxsize=None)
@@ -560,6 +577,7 @@ class _WCurve(_Curve):
         self.table = np.stack(np.broadcast_arrays(*pars, delta, A, sign, *qk_consts, alpha, R, w0)).astype(float)
         self._cols: Any = None
         self._rows: tuple = ()
+        self._walk_rate = _walk_rate(param)
 
     def _sub(self, cols):
         if cols is self._cols:
@@ -587,7 +605,7 @@ class _WCurve(_Curve):
         QK lift nor the full right-hand side is evaluated at the nodes (a test holds it to that composition)."""
         pars, delta, _, _, _, alpha, R, w0 = self._sub(cols)
         u = self.ov.u_of_g(c / R, delta)
-        return _walk_rate(self.param)(u, alpha * np.sinh(w0 + h), *pars)
+        return self._walk_rate(u, alpha * np.sinh(w0 + h), *pars)
 
     def rate_composed(self, h, c, cols):
         r""":meth:`rate` the long way: the OV and QK lifts, the full generated right-hand side, :math:`\dot v`
@@ -607,14 +625,17 @@ class _WCurve(_Curve):
         return PANEL_MAX_W
 
     def quad(self, h_a, r, c_a, cols):
+        """(:meth:`dY` and :meth:`rate` at the nodes, fused: ``v`` at the nodes is computed once for both; run under
+        the caller's ``np.errstate``.)"""
         x, w = _rule(NODES)
-        q = self.dY(h_a + r * x[:, None], cols)
+        pars, delta, _, _, consts, alpha, R, w0 = self._sub(cols)
+        v = alpha * np.sinh(w0 + (h_a + r * x[:, None]))
+        q = self.qk.dg_dw(v, consts, pars[0], pars[1])
         Y = c_a + r * (_cumulative(NODES) @ q)
-        g = 1.0 / self.rate(h_a + r * x[:, None], Y, cols)
+        g = 1.0 / self._walk_rate(self.ov.u_of_g(Y / R, delta), v, *pars)
         # the carried Y at the nodes is the interpolant's integral: its error, relative to Y, is ~ r |last coefficients|
         cq = _tail_rows(NODES) @ q
-        with np.errstate(all="ignore"):
-            carry_err = r * np.maximum(np.abs(cq[1]), np.abs(cq[2])) / np.min(np.abs(Y), axis=0)
+        carry_err = r * np.maximum(np.abs(cq[1]), np.abs(cq[2])) / np.min(np.abs(Y), axis=0)
         return r * (w @ g), g, c_a + r * (w @ q), carry_err
 
     def log_scale(self, h, c, cols):
@@ -654,11 +675,11 @@ class _Graded(_Curve):
     a geometric sequence (each at most ~6 times its distance to the pole: about 15 panels from 1e-12 to 1) cover a
     factor of up to :math:`e^{\text{LOG\_MAX}}` in ``u`` each; far from it the local scale sets the widths as before
     (a panel of width :math:`\Delta h` is one of :math:`\approx (H + d)\Delta h/d` in ``u``). On the admissible
-    benchmark problem (2,000 CAFO starts, ``t = 1e12``) it cut the quadratures per trajectory from 14.9 to 12.3.
+    benchmark problem (2,000 CAFO starts, ``t = 1e12``) it cut the quadratures per trajectory from 14.9 to 12.3 (at 20 nodes).
     The offset keeps its relative accuracy to ~``h/d`` ulp (at most ~20 here: ``u`` grows by up to 1e15).
     ``max_width`` and ``limit`` are the inner curve's, mapped to ``h`` (and at most ``LOG_MAX d``). Not used for the
     ``w`` walk: there the walk near ``Y = 0`` is short, and in ``log w`` its later panels (``v`` large, where
-    :data:`PANEL_V` binds) were rejected more often than they saved (FACO 27.4 -> 31.1 quadratures per trajectory).
+    :data:`PANEL_V` binds) were rejected more often than they saved (FACO 27.4 -> 31.1 quadratures per trajectory, at 20 nodes).
     """
 
     def __init__(self, inner: _Curve, d: np.ndarray):
@@ -745,7 +766,7 @@ def _end_derivative(n: int) -> np.ndarray:
 
 
 def _end_log_slope(g, width) -> np.ndarray:
-    r""":math:`|d\log g/ds|` at a panel's end from ``g`` at its Gauss nodes ``(NODES, m)`` (the degree-19 interpolant
+    r""":math:`|d\log g/ds|` at a panel's end from ``g`` at its Gauss nodes ``(NODES, m)`` (the degree-(NODES - 1) interpolant
     of :math:`\log g`, differentiated at the end; ``2/width`` maps ``z`` to ``s``)."""
     with np.errstate(all="ignore"):
         return np.abs(_end_derivative(g.shape[0]) @ np.log(g)) * 2 / width
@@ -767,22 +788,22 @@ def _dense_start(G, k, bb, width, t_lo, tj, x, iterations: int = 8) -> np.ndarra
 
     ``G``: ``(P, NODES, B)`` node values per panel; ``k, bb``: panel and trajectory of each requested time.
     """
-    leg = np.polynomial.legendre
-    vinv = _legendre_inverse(NODES)
     ok = k < G.shape[0]
     out = x.copy()
     if not ok.any():
         return out
     g = G[k[ok], :, bb[ok]].T                                 # (NODES, m)
-    coef = vinv @ g                                           # Legendre series of g on z in [-1, 1]
-    anti = _antiderivative(NODES) @ g                         # its antiderivative, 0 at z = -1
+    to_cheb = _legendre_to_chebyshev(NODES + 1)
+    coef = to_cheb[:, :NODES] @ (_legendre_inverse(NODES) @ g)    # g's series on z in [-1, 1], Chebyshev form
+    anti = to_cheb @ (_antiderivative(NODES) @ g)             # its antiderivative, 0 at z = -1
+    degree = np.arange(NODES + 1)
     h = width[ok]
     with np.errstate(all="ignore"):
         z = np.clip(2 * x[ok] / h - 1, -1.0, 1.0)
         for _ in range(iterations):
-            basis = leg.legvander(z, NODES)                   # (m, NODES + 1): P_0..P_NODES at z, both series at once
+            basis = np.cos(np.arccos(z)[:, None] * degree)    # (m, NODES + 1): T_k(z) = cos(k arccos z), both series
             tz = t_lo[ok] + h / 2 * np.einsum("mk,km->m", basis, anti)
-            gz = np.einsum("mk,km->m", basis[:, :NODES], coef)
+            gz = np.einsum("mk,km->m", basis, coef)
             z_new = np.clip(z - _log_ratio(tz, tj[ok]) * tz / (h / 2 * gz), -1.0, 1.0)
             settled = not np.any(np.abs(z_new - z) > 1e-9)    # ~1e-9 of the panel: the exact Newton finishes it
             z = z_new
@@ -793,13 +814,15 @@ def _dense_start(G, k, bb, width, t_lo, tj, x, iterations: int = 8) -> np.ndarra
     return out
 
 
-def integrate_clock_free(param: Parametrization, y0: np.ndarray, params: np.ndarray, t_eval: np.ndarray):
+def integrate_clock_free(param: Parametrization, y0: np.ndarray, params: np.ndarray, t_eval: np.ndarray, *,
+                         curves: LevelCurves | None = None):
     r"""States of ``B`` trajectories at times ``t_eval`` from their first integral and one quadrature.
 
     Args:
         y0: reduced start states ``(n_state, B)`` on which :func:`applies` holds.
         params: ``(4, B)``: K, M, eta_qk, eta_ov per trajectory.
         t_eval: strictly increasing times ``>= 0``, ``(T,)``.
+        curves: these starts' :func:`level_curves`, where the caller has them already (built once, not twice).
 
     Returns:
         :class:`simulation.batch.BatchSolution` with ``y (n_state, T, B)``, ``tau = log(1 + t_eval)`` and ``error``
@@ -807,27 +830,68 @@ def integrate_clock_free(param: Parametrization, y0: np.ndarray, params: np.ndar
         panels, ``rejected`` the panels shortened by the error control, ``nfev`` right-hand-side evaluations (each over
         the trajectories then running), ``success`` that every state is finite.
     """
-    from simulation.batch import BatchSolution
 
     y0 = np.asarray(y0, dtype=float)
     params = np.asarray(params, dtype=float)
     t_eval = np.asarray(t_eval, dtype=float)
+    if curves is not None and curves.curve.c0.shape != (y0.shape[1],):
+        raise ValueError(f"curves: built for {curves.curve.c0.shape[0]} trajectories, y0 has {y0.shape[1]}")
+    with _one_blas_thread():
+        return _integrate_chunks(param, y0, params, t_eval, None if curves is None else curves.curve)
+
+
+@dataclass(frozen=True)
+class LevelCurves:
+    """A batch's level curves, as :func:`integrate_clock_free` walks them, and ``applies`` ``(B,)``: where the
+    clock-free path is valid (:func:`applies`)."""
+
+    curve: Any
+    applies: np.ndarray
+
+
+def level_curves(param: Parametrization, y0: np.ndarray, params: np.ndarray) -> LevelCurves:
+    """The batch's :class:`LevelCurves` (``y0 (n_state, B)``, ``params (4, B)``): :func:`applies` and the curves
+    :func:`integrate_clock_free` would build, for a router that needs both."""
+    y0 = np.asarray(y0, dtype=float)
+    curve, ok = _curve(param, y0, np.broadcast_to(np.asarray(params, dtype=float), (4, y0.shape[1])))
+    return LevelCurves(curve, ok)
+
+
+@lru_cache(maxsize=1)
+def _blas_controller():
+    from threadpoolctl import ThreadpoolController
+
+    return ThreadpoolController()
+
+
+def _one_blas_thread():
+    r"""BLAS on one thread for the panel loop (``threadpoolctl``; 8 us per call once the controller exists): its
+    products are ``(NODES, NODES) @ (NODES, m)`` with ``m`` up to :data:`CHUNK`, where OpenBLAS's threads doubled the
+    CPU time of 1,000-10,000 trajectories and saved no wall time (FACO, 30 nodes: 34 ms wall, 67 ms CPU at 1,000 with
+    two threads; 34 ms both with one), and a result should not depend on the thread count."""
+    return _blas_controller().limit(limits=1, user_api="blas")
+
+
+def _integrate_chunks(param, y0, params, t_eval, curve=None):
+    from simulation.batch import BatchSolution
+
     n, B = y0.shape
-    if B > CHUNK:
-        parts = [integrate_clock_free(param, y0[:, i:i + CHUNK], params[:, i:i + CHUNK], t_eval)
+    if B > CHUNK:                                 # (a whole batch's curve is not split: each chunk builds its own)
+        parts = [_integrate_chunks(param, y0[:, i:i + CHUNK], params[:, i:i + CHUNK], t_eval)
                  for i in range(0, B, CHUNK)]
         return BatchSolution(parts[0].tau, np.concatenate([s.y for s in parts], axis=2),
                              np.concatenate([s.steps for s in parts]), np.concatenate([s.rejected for s in parts]),
                              sum(s.nfev for s in parts), np.concatenate([s.success for s in parts]), "clock-free",
                              np.concatenate([s.error for s in parts]))
     with np.errstate(all="ignore"):
-        return _integrate(param, y0, params, t_eval, BatchSolution)
+        return _integrate(param, y0, params, t_eval, BatchSolution, curve)
 
 
-def _integrate(param, y0, params, t_eval, BatchSolution):
+def _integrate(param, y0, params, t_eval, BatchSolution, curve=None):
     n, B = y0.shape
     T = t_eval.size
-    curve, _ = _curve(param, y0, params)
+    if curve is None:
+        curve, _ = _curve(param, y0, params)
     t_max = float(t_eval[-1])
     # -- panels: offsets H_k, the carried c_k, the cumulative time t_k and error e_k at their starts ----------------
     Hs, carries, times, errs, rel = [np.zeros(B)], [curve.c0.copy()], [np.zeros(B)], [np.zeros(B)], []
@@ -970,9 +1034,9 @@ def applies(param: Parametrization, y0: np.ndarray, params: np.ndarray) -> np.nd
     """Per start ``(B,)``: the clock-free path is valid (the kinds' ``applies``: for factorized OV ``s_O, s_V > 0``,
     for factorized QK :math:`A_{QK} > 0` and ``u > 0``). ``params``: ``(4, B)`` as for
     :func:`integrate_clock_free`."""
-    y0 = np.asarray(y0, dtype=float)
-    return _curve(param, y0, np.broadcast_to(np.asarray(params, dtype=float), (4, y0.shape[1])))[1]
+    return level_curves(param, y0, params).applies
 
 
-__all__ = ["OV_KINDS", "QK_KINDS", "OvKind", "QkKind", "applies", "clock_free_capable", "integrate_clock_free",
+__all__ = ["OV_KINDS", "QK_KINDS", "LevelCurves", "OvKind", "QkKind", "applies", "clock_free_capable",
+           "integrate_clock_free", "level_curves",
            "NODES", "PANEL", "PANEL_MAX", "PANEL_TOL", "TOLERANCE"]

@@ -45,7 +45,7 @@ CLOCK_FREE_MIN_RTOL = 1e-12
 asking DOP853 for a tighter ``rtol`` than this gets DOP853."""
 CLOCK_FREE_MAX_TIMES = 6
 CLOCK_FREE_SMALL_BATCH = 16
-"""The clock-free path pays one or two 20-node quadratures per requested time and trajectory; DOP853 lands on a time
+"""The clock-free path pays one or two 30-node (20 when measured) quadratures per requested time and trajectory; DOP853 lands on a time
 for one shortened step. So the clock-free path is used for at most :data:`CLOCK_FREE_MAX_TIMES` times, or for any
 number of times in batches of at most :data:`CLOCK_FREE_SMALL_BATCH` (where the batch loop's own overhead
 dominates). Measured (CACO, 1,000 trajectories, times log-spaced to 1e12, CPU-s, under load): at 4 / 8 / 16 times
@@ -194,14 +194,17 @@ def clock_free_states(param: Parametrization, y0: np.ndarray, pars: np.ndarray, 
     ``y0 (n, B)``, ``pars (4, B)``; ``BatchSolution.method`` says which ran (``clock-free``, ``dop853`` or
     ``clock-free+dop853``) and ``error`` holds the clock-free estimate per trajectory (NaN where DOP853 ran). Used by
     :func:`integrate_states` and the ``clock-free`` integrator of :func:`simulation.solve`."""
-    from simulation.clockfree import TOLERANCE, applies, integrate_clock_free
+    from simulation.clockfree import CHUNK as CHUNK_CLOCK_FREE
+    from simulation.clockfree import TOLERANCE, integrate_clock_free, level_curves
 
     n, B = y0.shape
-    ok = applies(param, y0, pars) & np.all(np.isfinite(pars), axis=0) & np.all(np.isfinite(y0), axis=0)
+    curves = level_curves(param, y0, pars)
+    ok = curves.applies & np.all(np.isfinite(pars), axis=0) & np.all(np.isfinite(y0), axis=0)
     parts: list[tuple[np.ndarray, BatchSolution]] = []
     if ok.any():
         cols = np.flatnonzero(ok)
-        cf = integrate_clock_free(param, y0[:, cols], pars[:, cols], t_eval)
+        whole = cols.size == B and B <= CHUNK_CLOCK_FREE       # the curves built above serve the whole batch
+        cf = integrate_clock_free(param, y0[:, cols], pars[:, cols], t_eval, curves=curves if whole else None)
         met = cf.success & (cf.error <= max(rtol, TOLERANCE))
         if cols.size == B and met.all():
             return cf

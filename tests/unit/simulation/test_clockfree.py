@@ -224,7 +224,7 @@ def test_extreme_starts_and_times_warn_nothing_and_stay_put(param, t):
 
 def test_panel_error_estimate_bounds_the_gauss_error():
     """simulation.clockfree._panel_error over one panel of a pole 1/(x + d), a square-root branch point
-    1/sqrt(x + d) and e^(x/d), d from 0.02 to 3: never below the 20-node Gauss rule's actual error (so an accepted
+    1/sqrt(x + d) and e^(x/d), d from 0.02 to 3: never below the NODES-node Gauss rule's actual error (so an accepted
     panel is at least that good); for the two singularities the walks meet (pole, branch point) at most 1e3 times
     above it where the error is above rounding (an entire e^(x/d) is overestimated far more: its coefficients fall
     faster than geometrically, which only costs a halving)."""
@@ -379,8 +379,8 @@ def test_generated_walk_rate_is_the_lift_rhs_composition(param):
 
 @pytest.mark.parametrize("width", [0.01, 1.0, 6.0])
 def test_end_log_slope_is_the_log_derivative_at_the_panel_end(width):
-    """From g at a panel's 20 Gauss nodes: |d log g/ds| at its end, for g = e^{3s} (exactly 3) and g = 1/(s + 1)
-    (1/(1 + a + width)) on [a, a + width]: 1e-5 relative (a degree-19 interpolant of log g differentiated at the end
+    """From g at a panel's NODES Gauss nodes: |d log g/ds| at its end, for g = e^{3s} (exactly 3) and g = 1/(s + 1)
+    (1/(1 + a + width)) on [a, a + width]: 1e-5 relative (a degree-(NODES - 1) interpolant of log g differentiated at the end
     errs by ~n^2 rho^-n, rho the Bernstein parameter: 4e-7 for 1/(s+1) over width 6; a panel width needs a few
     percent, and a wrong factor in the z -> s map or the P_k'(1) row is off by 2x or more)."""
     from simulation.clockfree import NODES, _end_log_slope, _rule
@@ -425,3 +425,53 @@ def test_log_u_walk_keeps_the_clock_of_the_u_walk():
     np.testing.assert_allclose(t_log, t_u, rtol=1e-13)
     u_end = curve.state(h[None, :], curve.c0[None, :])
     np.testing.assert_allclose(u_end[0][0] * u_end[1][0], 1.2 * curve.d, rtol=1e-14)
+
+
+@pytest.mark.parametrize("param", ["CACO", "FAFO"])
+def test_level_curves_passed_in_give_the_same_states_bit_for_bit(param):
+    """The router builds the batch's level curves once (for applies) and hands them to integrate_clock_free: the
+    states must be those integrate_clock_free computes from its own curves, exactly; curves of another batch size
+    are refused."""
+    from simulation.clockfree import level_curves
+
+    y0, pars = _batch(param, 5, seed=3)
+    t = np.array([0.5, 1e3, 1e9])
+    curves = level_curves(param, y0, pars)
+    assert curves.applies.all()
+    np.testing.assert_array_equal(integrate_clock_free(param, y0, pars, t, curves=curves).y,
+                                  integrate_clock_free(param, y0, pars, t).y)
+    with pytest.raises(ValueError, match="curves: built for 5 trajectories, y0 has 4"):
+        integrate_clock_free(param, y0[:, :4], pars[:, :4], t, curves=curves)
+
+
+def test_panel_loop_runs_blas_on_one_thread(monkeypatch):
+    """Inside the panel loop every BLAS library is limited to one thread (OpenBLAS's threads doubled the CPU time of
+    the (NODES x NODES) @ (NODES x chunk) products and saved no wall time; a result should not depend on them)."""
+    import threadpoolctl
+
+    import simulation.clockfree as cf
+
+    seen = []
+    real = cf._integrate
+
+    def spy(*args, **kwargs):
+        seen.extend(info["num_threads"] for info in threadpoolctl.threadpool_info() if info["user_api"] == "blas")
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(cf, "_integrate", spy)
+    integrate_clock_free("CACO", *_batch("CACO", 3), np.array([1.0]))
+    assert seen and set(seen) == {1}
+
+
+def test_legendre_to_chebyshev_converts_series_exactly_to_rounding():
+    """The dense Newton start evaluates the panel's Legendre series in Chebyshev form (T_k = cos(k arccos z)): the
+    converted series must take the Legendre series' values on [-1, 1] (random coefficients, degree NODES: 1e-13
+    absolute, O(1) coefficients summed at 31 terms) and the conversion must be well conditioned (entries <= 1)."""
+    from simulation.clockfree import NODES, _legendre_to_chebyshev
+
+    C = _legendre_to_chebyshev(NODES + 1)
+    c = np.random.default_rng(1).normal(size=NODES + 1)
+    z = np.linspace(-1, 1, 201)
+    leg, cheb = np.polynomial.legendre, np.polynomial.chebyshev
+    assert np.max(np.abs(leg.legval(z, c) - cheb.chebval(z, C @ c))) < 1e-13
+    assert np.max(np.abs(C)) <= 1 + 1e-12
