@@ -34,7 +34,8 @@ do for coordinates of 1e-12). **Matched accuracy, not lenient to the baselines**
 measured first; every other method is timed at the loosest rung of the ladder (3e-8 .. 3e-14) whose p99 is at most
 ``max(qkov's p99, 1e-13)`` (1e-13: the reference's own level); a method that reaches no such rung is timed at its
 most accurate rung and marked ``*`` with its p99 (it is then timed less accurate than qkov). Times: CPU seconds
-(user + system of this process, all threads) and wall of the best of ``--repeats`` (1 at 10,000 trajectories);
+(user + system of this process, all threads) and wall per call, best of ``--repeats`` blocks of at least
+:data:`MIN_BLOCK_S` (1 call at 10,000 trajectories), every block's CPU time kept in the record (``cpu_blocks``);
 the load average is recorded at the start and end of every horizon.
 """
 
@@ -197,18 +198,30 @@ def calibrate(final, names, y0, pars, t1, ref) -> tuple[dict, float]:
     return chosen, match
 
 
-def best_time(fn, repeats, cpu=None):
-    """Best wall time of ``repeats`` calls; its CPU time (process, all threads) goes to ``cpu`` (a list) if given."""
-    best, best_cpu = np.inf, np.nan
-    for _ in range(repeats):
-        start, start_cpu = time.perf_counter(), time.process_time()
-        fn()
-        wall = time.perf_counter() - start
-        if wall < best:
-            best, best_cpu = wall, time.process_time() - start_cpu
-    if cpu is not None:
-        cpu.append(best_cpu)
-    return best
+MIN_BLOCK_S = 0.2
+"""Shortest timed block: a call shorter than this (1 to 100 trajectories take milliseconds) is repeated within one
+block until the block lasts this long, and the block's time divided by its calls is one measurement (``timeit``'s
+autorange, here with CPU time beside wall time): one call of a few milliseconds is too short to time reliably."""
+
+
+def time_blocks(fn, repeats) -> dict:
+    """``repeats`` blocks of calls of ``fn`` (each at least :data:`MIN_BLOCK_S`, the call count fixed by the first
+    call): ``s``/``cpu_s`` the best block's wall/CPU seconds per call, ``cpu_blocks`` every block's CPU seconds per
+    call (their spread is the measurement's), ``calls`` per block."""
+    start, start_cpu = time.perf_counter(), time.process_time()
+    fn()
+    first = time.perf_counter() - start
+    calls = max(1, int(np.ceil(MIN_BLOCK_S / max(first, 1e-6)))) if first < MIN_BLOCK_S else 1
+    walls, cpus = [first], [time.process_time() - start_cpu]
+    if calls > 1 or repeats > 1:
+        walls, cpus = [], []
+        for _ in range(repeats):
+            start, start_cpu = time.perf_counter(), time.process_time()
+            for _ in range(calls):
+                fn()
+            walls.append((time.perf_counter() - start) / calls)
+            cpus.append((time.process_time() - start_cpu) / calls)
+    return {"s": min(walls), "cpu_s": min(cpus), "cpu_blocks": cpus, "calls": calls}
 
 
 def main() -> None:
@@ -309,16 +322,13 @@ def time_row(final, runners, chosen, args, B, t1) -> dict:
             continue
         if name.startswith("scipy") and B > args.scipy_cap:
             cap = args.scipy_cap
-            cpu: list = []
-            sec = best_time(partial(final, name, y0[:, :cap], pars[:, :cap], t1, rtol), 1, cpu) * B / cap
-            row[name] = {"s": sec, "cpu_s": cpu[0] * B / cap, "extrapolated": True}
+            timed = time_blocks(partial(final, name, y0[:, :cap], pars[:, :cap], t1, rtol), 1)
+            row[name] = {"s": timed["s"] * B / cap, "cpu_s": timed["cpu_s"] * B / cap, "extrapolated": True}
         else:
             if name in runners:
                 final(name, y0, pars, t1, rtol)                  # compile outside the timing
                 compile_s = runners[name].compile_s
-            cpu = []
-            row[name] = {"s": best_time(partial(final, name, y0, pars, t1, rtol), reps, cpu), "cpu_s": cpu[0],
-                         "extrapolated": False}
+            row[name] = time_blocks(partial(final, name, y0, pars, t1, rtol), reps) | {"extrapolated": False}
             if name in runners:
                 row[name]["compile_s"] = compile_s
         print(f"  t1={t1:g} B={B} {name}: {row[name]['s']:.4f} s wall, {row[name]['cpu_s']:.4f} CPU-s", flush=True)

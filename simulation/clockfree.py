@@ -780,7 +780,7 @@ def _log_ratio(t, tj):
         return np.where(np.isfinite(q) & (q > 0), np.log(q), np.log(t) - np.log(tj))
 
 
-def _dense_start(G, k, bb, width, t_lo, tj, x, iterations: int = 8) -> np.ndarray:
+def _dense_start(G, k, bb, width, t_lo, tj, x, iterations: int = 16) -> np.ndarray:
     r"""Newton starts (offsets inside the panel) from the panels' own nodes: the interpolating polynomial of ``g`` at
     the panel's Gauss nodes, integrated (a Legendre series), gives ``t`` inside the panel to ~1e-7 relative without
     new evaluations; a few safeguarded Newton steps on it (clipped to the panel) put each start within ~1e-7, so the
@@ -800,16 +800,22 @@ def _dense_start(G, k, bb, width, t_lo, tj, x, iterations: int = 8) -> np.ndarra
     h = width[ok]
     with np.errstate(all="ignore"):
         z = np.clip(2 * x[ok] / h - 1, -1.0, 1.0)
+        z_lo, z_hi = np.full_like(z, -1.0), np.ones_like(z)     # the root's bracket on the interpolant
         for _ in range(iterations):
             basis = np.cos(np.arccos(z)[:, None] * degree)    # (m, NODES + 1): T_k(z) = cos(k arccos z), both series
             tz = t_lo[ok] + h / 2 * np.einsum("mk,km->m", basis, anti)
             gz = np.einsum("mk,km->m", basis, coef)
-            z_new = np.clip(z - _log_ratio(tz, tj[ok]) * tz / (h / 2 * gz), -1.0, 1.0)
+            F = _log_ratio(tz, tj[ok])
+            below = F < 0
+            z_lo, z_hi = np.where(below, z, z_lo), np.where(below, z_hi, z)
+            z_new = z - F * tz / (h / 2 * gz)
+            # a step that leaves the bracket (or is not finite: t = 0 at the panel's start) bisects it instead
+            z_new = np.where((z_new > z_lo) & (z_new < z_hi), z_new, (z_lo + z_hi) / 2)
             settled = not np.any(np.abs(z_new - z) > 1e-9)    # ~1e-9 of the panel: the exact Newton finishes it
             z = z_new
             if settled:
                 break
-        good = np.isfinite(z)
+        good = np.isfinite(z) & (z > -1.0)                    # never the panel's start itself (log t = -inf there)
     out[np.flatnonzero(ok)[good]] = ((z + 1) / 2 * h)[good]
     return out
 
@@ -999,13 +1005,19 @@ def _integrate(param, y0, params, t_eval, BatchSolution, curve=None):
         lo[idx] = np.where(below, xa, lo[idx])
         hi[idx] = np.where(below, hi[idx], xa)
         step = -F * tx / gx
-        done = (np.abs(step) <= 1e-8 * np.abs(xa)) | (np.abs(F) <= 1e-15) | ~np.isfinite(step)
+        done = (np.abs(step) <= 1e-8 * np.abs(xa)) | (np.abs(F) <= 1e-15)
         # the residual after this step: Newton converges quadratically, |F_new| ~ |F''/F'| step^2 / 2 with
         # |F''/F'| <~ 10/x here, i.e. <~ 10 |F| |step| / x
         F_last[idx] = np.where(np.isfinite(step), 10 * np.abs(F) * np.minimum(np.abs(step) / np.abs(xa), 1.0), np.abs(F))
+        # Newton on log t; where its step leaves the bracket (from above where t is near linear in the offset: the
+        # step on log t overshoots past the panel's start) or is not finite (log t = -inf at the start), Newton on t
+        # itself (exact where t is linear); where that leaves it too, bisection
+        lo_i, hi_i = lo[idx], hi[idx]
         new = xa + step
-        outside = ~((new >= lo[idx]) & (new <= hi[idx]))
-        new = np.where(outside & ~done, (lo[idx] + hi[idx]) / 2, np.where(np.isfinite(step), new, xa))
+        linear = xa - (tx - tj[idx]) / gx
+        inside = (new >= lo_i) & (new <= hi_i)
+        new = np.where(inside, new, np.where((linear >= lo_i) & (linear <= hi_i), linear, (lo_i + hi_i) / 2))
+        new = np.where(done, xa + np.where(np.isfinite(step), step, 0.0), new)
         x[idx] = new
         idx = idx[~done & (hi[idx] > lo[idx])]
     out_h[jj, bb] = h0 + x

@@ -60,3 +60,19 @@ def test_each_target_can_be_missed(lsoda, ratios, missed):
     bad = [k for k, line in t.items() if "**missed**" in line]
     assert len(bad) == 1 and bad[0].startswith(missed), t
     assert t[bad[0]].count("**missed**") == 1                     # CACO's column only; FAFO's is met
+
+
+def test_a_ratio_inside_the_blocks_spread_is_not_decided():
+    """At 10 trajectories the best blocks put qkov 1.2x ahead of diffrax, but qkov's slowest block is 1.5x its
+    fastest: ahead only by the choice of blocks, so the target is not decided (neither met nor missed); with a
+    tight spread the same best ratio is met, and a best ratio below 1 is missed whatever the spread."""
+    def with_blocks(spread, ratio_10):
+        rec = record("FAFO", 400.0, {B: (0.6 if B == "1" else 2.0) for B in BATCHES} | {"10": ratio_10})
+        row = rec["horizons"]["1e+12"]["times"]["10"]
+        row["qkov"]["cpu_blocks"] = [1e-3, 1e-3 * spread]
+        return _targets(side_by_side({"FAFO": rec}))["ahead of diffrax from 10 (best diffrax / qkov at 10, 100, "
+                                                     "1,000, 10,000 all > 1)"]
+    assert with_blocks(1.5, 1.2).endswith("(least 0.8x), 2x (least 2x), 2x (least 2x), 2x (least 2x): "
+                                          "**not decided** |")
+    assert with_blocks(1.05, 1.2).endswith(": met |")
+    assert with_blocks(1.05, 0.95).endswith(": **missed** |")
