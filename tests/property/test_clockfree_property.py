@@ -26,6 +26,11 @@ REFERENCE_TOL = 1e-11
 Measured on 120 random starts over the admissible range against the same reference: at most 3e-14 (the
 reference's own error is of that order). Before the increment forms and the panel error control: up to 1.5 (FAFO)
 and NaN (FACO) on the same range, 4.5e-3 on the issue's two calls."""
+REFERENCE_DRIFT = 1e-12
+"""How far the Radau reference itself may be off: up to 1e-12 relative, measured where the thorough profile found it
+(FACO, K = 639, ratio 738, u0 = v0 = 1, t = 1.5: 4.9e-13 at rtol 1e-13, 1.0e-12 at 3e-14, against a 40-digit mpmath
+Taylor solution that the clock-free path matches to 2e-16: the known-answer test in
+tests/unit/simulation/test_clockfree.py). 1e-13 before, which that case exceeded."""
 CLOCK_TOL = 1e-10
 """Relative |t_quad(u) - t| of scipy's quad (epsrel 1e-13, over 40 subintervals) at the returned ``u``."""
 
@@ -39,7 +44,7 @@ def _times(log_lo: float, log_hi: float):
 @given(qst.admissible_cases(["CACO", "CAFO", "FACO", "FAFO"]), _times(-4.0, 15.0))
 def test_clock_free_states_match_radau_on_every_coordinate(case, t):
     """Every coordinate at both times within REFERENCE_TOL relative of Radau, and the error estimate within the
-    contract; the estimate is not below the measured error by more than the reference's own error (1e-13)."""
+    contract; the estimate is not below the measured error by more than the reference's own error (REFERENCE_DRIFT)."""
     p = case.param
     y0 = initial_states(p, case.u0, case.v0, case.K)
     pars = np.array([[case.K], [case.M], [case.eta_qk], [case.eta_ov]], dtype=float)
@@ -47,7 +52,7 @@ def test_clock_free_states_match_radau_on_every_coordinate(case, t):
     ref = reference_states(p, y0[:, 0], *pars[:, 0], t)
     err = float(max_relative_error(sol.y[:, :, 0], ref))
     assert sol.success[0] and err <= REFERENCE_TOL, (case, t, err)
-    assert sol.error[0] <= TOLERANCE and err <= sol.error[0] + 1e-13, (case, t, err, sol.error[0])
+    assert sol.error[0] <= TOLERANCE and err <= sol.error[0] + REFERENCE_DRIFT, (case, t, err, sol.error[0])
 
 
 @PROPERTY_SETTINGS
