@@ -41,12 +41,13 @@ def _registry() -> dict[str, GeneratedBlock]:
     from qkov.docsgen.bench_tables import BLOCKS as BENCH
     from qkov.docsgen.family_tables import BLOCKS as FAMILY
     from qkov.docsgen.findings_table import BLOCKS as FINDINGS
+    from qkov.docsgen.main_command_table import BLOCKS as MAIN_COMMAND
     from qkov.docsgen.official_tables import BLOCKS as OFFICIAL
     from qkov.docsgen.preregistered_tables import BLOCKS as PREREGISTERED
     from qkov.docsgen.real_tables import BLOCKS as REAL
 
     blocks: dict[str, GeneratedBlock] = {}
-    for b in (*FINDINGS, *REAL, *PREREGISTERED, *FAMILY, *OFFICIAL, *adam_blocks(), *BENCH):
+    for b in (*FINDINGS, *REAL, *PREREGISTERED, *FAMILY, *OFFICIAL, *adam_blocks(), *BENCH, *MAIN_COMMAND):
         if b.id in blocks:
             raise ValueError(f"generated block {b.id!r} declared twice")
         blocks[b.id] = b

@@ -421,6 +421,9 @@ def judge_decoupling(mass: dict[str, Comparison], task: dict[str, Comparison], d
         how = f"all {len(sup)} legs needed at {level} ({_ps(sup, False)}); rejected reversed: {', '.join(no)}"
     else:
         verdict, decided, how = "inconclusive", sup, f"all {len(sup)} legs needed at {level} ({_ps(sup, False)})"
+    if verdict in ("insufficient", "inconclusive") and con:
+        # how close the contradiction came: the reversed legs' Holm p beside the legs the verdict needed
+        how += f"; no reversed leg rejects after Holm over {len(con)} ({_ps(con, True)})"
     inter_txt = (f"; interaction on the mass {inter.describe()}: {reading}" if inter is not None and inter.n >= 2
                  else f"; interaction: {reading}")
     return RealVerdict(dataset, "decoupling", verdict, f"{head}: {desc}; {how} -> {verdict}{inter_txt}",

@@ -47,6 +47,7 @@ def test_contradicts_when_qk_alone_does_not_sharpen():
 def test_insufficient_when_the_embedding_arm_does_not_predict_better():
     v = case(shifted(0.13), shifted(-0.02), shifted(-0.03))
     assert v.verdict == "insufficient" and "rejected reversed: H2 embedding alone raises the task metric <" in v.line
+    assert "; no reversed leg rejects after Holm over 2 (" in v.line, v.line
 
 
 def test_insufficient_with_one_seed_or_a_missing_effect():
@@ -57,7 +58,10 @@ def test_insufficient_with_one_seed_or_a_missing_effect():
 
 def test_inconclusive_when_the_intervals_are_wide():
     # two seeds far apart: no test rejects either way
-    assert case([0.3, -0.1], [0.1, -0.12], [0.2, -0.1]).verdict == "inconclusive"
+    v = case([0.3, -0.1], [0.1, -0.12], [0.2, -0.1])
+    assert v.verdict == "inconclusive"
+    # the line shows how close the contradiction came: both reversed legs with their Holm p
+    assert "; no reversed leg rejects after Holm over 2 (H1 QK alone raises the mass < +margin p_Holm=" in v.line, v.line
 
 
 def test_the_exploratory_2x2_reads_inconclusive_at_the_one_level_where_the_old_mix_said_supports():
