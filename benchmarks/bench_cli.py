@@ -4,19 +4,27 @@ Each command runs in a fresh process with an empty derivation cache; we record w
 (user + sys of the child, which a loaded machine does not inflate the way it inflates wall time), and
 the ratio of each to the baseline measured in the same run: ``python -c pass`` (interpreter start-up).
 
-Usage: ``python benchmarks/bench_cli.py [--repeat 3] [--skip-derive]``; prints a Markdown table.
+Usage: ``python benchmarks/bench_cli.py [--repeat 3] [--skip-derive] [--json PATH]``; prints a Markdown table, and with
+``--json`` writes the record that docs/performance.md's block ``cli-startup`` is generated from
+(``benchmarks/results/cli-startup.json``; ``qkov docs``).
 """
 
 from __future__ import annotations
 
 import argparse
+import datetime as dt
+import json
 import os
+import platform
 import resource
 import subprocess
 import sys
 import tempfile
 import time
 
+from pathlib import Path
+
+from theory.files import atomic_write_bytes
 from theory.parametrization import BASELINE
 
 PY = sys.executable
@@ -46,12 +54,23 @@ def run(cmd: list[str], env: dict) -> tuple[float, float]:
     return wall, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
 
 
+def _commit() -> str | None:
+    out = subprocess.run(["git", "rev-parse", "HEAD"], cwd=Path(__file__).resolve().parent, capture_output=True,
+                         text=True)
+    if out.returncode != 0:
+        return None
+    return out.stdout.strip() or None
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--skip-derive", action="store_true")
+    ap.add_argument("--json", type=Path, default=None, help="write the record here (atomically)")
     ns = ap.parse_args()
     rows = []
+    started = dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
+    load_start = os.getloadavg()[0]
     with tempfile.TemporaryDirectory() as tmp:
         env = {**os.environ, "QKOV_CACHE_DIR": os.path.join(tmp, "cache")}
         cases = [(n, [c.replace("{tmp}", os.path.join(tmp, "out")) for c in cmd], target) for n, cmd, target in CASES]
@@ -65,6 +84,13 @@ def main() -> None:
                 rows.append((name, wall, cpu, target))
     base_wall = rows[0][1]
     load = os.getloadavg()[0]
+    if ns.json is not None:
+        record = {"benchmark": "cli-startup", "command": "python benchmarks/bench_cli.py --json " + str(ns.json),
+                  "commit": _commit(), "started": started, "machine": platform.platform(), "cpus": os.cpu_count(),
+                  "load_start": round(load_start, 2), "load_end": round(load, 2), "repeat": ns.repeat,
+                  "rows": [{"command": n, "wall_s": round(w, 3), "cpu_s": round(c, 3), "target_wall_s": t,
+                            "best_of": 1 if n in {d[0] for d in DERIVE} else ns.repeat} for n, w, c, t in rows]}
+        atomic_write_bytes(ns.json, (json.dumps(record, indent=1) + "\n").encode())
     print(f"machine: {os.cpu_count()} CPUs, load average {load:.1f} during the run; best of {ns.repeat}\n")
     print("| command | wall s | CPU s | wall / baseline | target (wall, idle machine) |")
     print("| --- | ---: | ---: | ---: | --- |")

@@ -41,7 +41,7 @@ def _registry() -> dict[str, GeneratedBlock]:
     from qkov.docsgen.bench_tables import BLOCKS as BENCH
     from qkov.docsgen.family_tables import BLOCKS as FAMILY
     from qkov.docsgen.findings_table import BLOCKS as FINDINGS
-    from qkov.docsgen.main_command_table import BLOCKS as MAIN_COMMAND
+    from qkov.docsgen.command_tables import BLOCKS as MAIN_COMMAND
     from qkov.docsgen.official_tables import BLOCKS as OFFICIAL
     from qkov.docsgen.preregistered_tables import BLOCKS as PREREGISTERED
     from qkov.docsgen.real_tables import BLOCKS as REAL

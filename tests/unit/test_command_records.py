@@ -1,5 +1,5 @@
 """The README main command's measurement: the benchmark's parsers (benchmarks/bench_main_command.py) on known
-inputs, and the generated block (qkov.docsgen.main_command_table) from a known record, missing fields included.
+inputs, and the generated block (qkov.docsgen.command_tables) from a known record, missing fields included.
 The committed block itself is checked against the committed record by tests/unit/test_generated_docs.py."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ import json
 
 import pytest
 
-from qkov.docsgen.main_command_table import main_command
+from qkov.docsgen.command_tables import cli_startup, main_command
 from tests.paths import ROOT
 
 pytestmark = pytest.mark.unit
@@ -83,3 +83,24 @@ def test_block_says_not_recorded_instead_of_guessing():
     assert "CPU not recorded user + 100 s system" in md and "largest process not recorded." in md, md
     assert "share of a core not recorded" in md and "\"not recorded\"" in md and "not recorded undecided" in md
     assert main_command(None).startswith("No record yet: `python benchmarks/bench_main_command.py`")
+
+
+def _cli(load_start, load_end, wall):
+    return {"commit": "abc1234def", "started": "2026-12-06T18:40:00+00:00", "cpus": 2, "load_start": load_start,
+            "load_end": load_end, "rows": [
+                {"command": "baseline", "wall_s": 0.05, "cpu_s": 0.04, "target_wall_s": None, "best_of": 3},
+                {"command": "qkov --help", "wall_s": wall, "cpu_s": 0.06, "target_wall_s": 0.5, "best_of": 3}]}
+
+
+@pytest.mark.parametrize("loads,wall,verdict", [
+    ((0.1, 0.4), 0.2, "< 0.5 s: met"),
+    ((0.1, 0.4), 0.7, "< 0.5 s: **missed**"),
+    ((0.1, 3.0), 0.7, "< 0.5 s: **not decided** (machine loaded)"),   # a loaded machine cannot decide a miss
+    ((3.0, 3.0), 0.2, "< 0.5 s: met"),                                 # ... but a pass under load is a pass
+])
+def test_cli_block_marks_each_target_from_the_record(loads, wall, verdict):
+    md = cli_startup(_cli(*loads, wall))
+    row = next(line for line in md.splitlines() if line.startswith("| qkov --help"))
+    assert row == f"| qkov --help | 3 | {wall:.2f} | 0.06 | {wall / 0.05:.1f}x | {verdict} |", row
+    assert "commit abc1234" in md and ("not idle" in md) == (max(loads) >= 1.0)
+    assert cli_startup(None).startswith("No record yet: `python benchmarks/bench_cli.py --json")
